@@ -1,0 +1,66 @@
+#pragma once
+// Comm: a message-oriented, ordered, reliable channel between two endpoints.
+//
+// Contract shared by every backend (tests/comm/conformance checks it on each scheme):
+// - async_read: at most one outstanding at a time. The handler gets the next message, or an
+//   error: errc::closed once the peer closed (after every message it sent was delivered),
+//   errc::aborted after a local abort(), errc::protocol for a malformed or oversized message.
+// - async_write: may be called any time, from any thread; messages are queued and sent in
+//   order, one in flight. The handler runs once the message is handed to the transport, or
+//   with an error. Frames are shared, never copied.
+// - Handlers always run on executor() (a strand: one at a time per comm), never inline inside
+//   the initiating call.
+// - close(): graceful. Queued writes are flushed, then the peer's pending read fails with
+//   errc::closed; later operations on this comm fail with errc::closed.
+// - abort(): immediate, noexcept, idempotent. Queued writes and pending reads fail with
+//   errc::aborted. After any error part-way through a read or write the comm aborts itself.
+// - Lifetime: a Comm is held by shared_ptr; each pending operation keeps it alive.
+#include <taskwire/comm/core/error.hpp>
+#include <taskwire/runtime/asio.hpp>
+#include <taskwire/runtime/frame.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace taskwire::comm {
+
+using runtime::Frame;
+using runtime::Message;
+using ReadHandler = std::function<void(error_code, Message)>;
+using WriteHandler = std::function<void(error_code)>;
+
+/// Who is at the other end, as learned in the handshake.
+struct PeerInfo {
+  std::string name;
+  std::string role;
+  std::uint32_t protocol_version = 0;
+};
+
+class Comm {
+ public:
+  Comm() = default;
+  virtual ~Comm() = default;
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  virtual void async_read(ReadHandler handler) = 0;
+  virtual void async_write(Message message, WriteHandler handler) = 0;
+  virtual void close() = 0;
+  virtual void abort() noexcept = 0;
+  virtual bool closed() const noexcept = 0;
+  virtual std::string local_address() const = 0;
+  virtual std::string peer_address() const = 0;
+  virtual asio::any_io_executor executor() const = 0;
+
+  const PeerInfo& peer() const noexcept { return peer_; }
+  void set_peer(PeerInfo info) { peer_ = std::move(info); }  ///< by the handshake only
+
+ private:
+  PeerInfo peer_;
+};
+
+using CommPtr = std::shared_ptr<Comm>;
+
+}  // namespace taskwire::comm

@@ -1,0 +1,57 @@
+#pragma once
+// connect() and listen(): what scheduler, worker, client and benchmarks use. They see only
+// these, the Comm interface and the Registry, never a concrete backend.
+#include <taskwire/comm/core/backend.hpp>
+#include <taskwire/comm/core/handshake.hpp>
+#include <taskwire/comm/core/registry.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace taskwire::comm {
+
+/// (error, detail, comm): detail is a full sentence for logs and exceptions.
+using ConnectHandler = std::function<void(error_code, std::string, CommPtr)>;
+/// Receives each accepted comm after a successful handshake, on the context's executor.
+using AcceptHandler = std::function<void(CommPtr)>;
+
+/// Told of each peer whose handshake failed: (error, detail, peer address).
+using RejectHandler = std::function<void(error_code, std::string, std::string)>;
+
+struct ConnectOptions {
+  std::chrono::milliseconds timeout{0};       ///< 0: the context's config().connect_timeout
+  std::optional<HandshakeOptions> handshake;  ///< default: HandshakeOptions::from(config)
+};
+
+struct ListenOptions {
+  std::optional<HandshakeOptions> handshake;  ///< default: HandshakeOptions::from(config)
+  RejectHandler on_reject;                    ///< optional; rejections are logged regardless
+};
+
+/// Asynchronous. Retries with jittered exponential backoff (10 ms doubling, at most 1 s,
+/// +-50 % jitter) until the timeout passes; fatal errors (version, auth, protocol, bad
+/// address, unknown scheme) fail at once. Then runs the handshake. The handler runs on the
+/// context's executor.
+void async_connect(Registry& registry, const std::string& address, ConnectOptions options,
+                   ConnectHandler handler);
+
+/// Blocking form of async_connect; throws CommError with a sentence saying what failed.
+/// Must not be called from the context's own threads (it waits for them).
+CommPtr connect(Registry& registry, const std::string& address, ConnectOptions options = {});
+CommPtr connect(Registry& registry, const std::string& address,
+                std::chrono::milliseconds timeout);
+
+/// Starts listening at `address`; each peer is handshaken before `on_comm` sees it (failed
+/// handshakes are logged with the peer's address and reported to options.on_reject).
+/// Throws CommError. Destroying the listener stops it; `on_comm` is never called after that.
+std::unique_ptr<Listener> listen(Registry& registry, const std::string& address,
+                                 AcceptHandler on_comm, ListenOptions options = {});
+
+/// Blocking helpers for tests, benchmarks and simple clients (not from context threads).
+Message read_sync(const CommPtr& comm);                     ///< throws CommError
+void write_sync(const CommPtr& comm, Message message);      ///< throws CommError
+
+}  // namespace taskwire::comm

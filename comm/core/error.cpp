@@ -1,0 +1,48 @@
+#include <taskwire/comm/core/error.hpp>
+
+namespace taskwire::comm {
+namespace {
+
+class CommCategory final : public boost::system::error_category {
+ public:
+  const char* name() const noexcept override { return "taskwire.comm"; }
+  std::string message(int ev) const override {
+    switch (static_cast<errc>(ev)) {
+      case errc::closed: return "comm closed";
+      case errc::aborted: return "comm aborted";
+      case errc::timeout: return "timed out";
+      case errc::refused: return "connection refused (nothing listens there)";
+      case errc::protocol: return "protocol error (malformed or oversized message)";
+      case errc::version: return "protocol version mismatch";
+      case errc::auth: return "authentication failed (auth token mismatch)";
+      case errc::unknown_scheme: return "unknown address scheme";
+      case errc::bad_address: return "malformed address";
+      case errc::peer_lost: return "peer lost";
+      case errc::io: return "transport I/O error";
+    }
+    return "unknown comm error";
+  }
+};
+
+}  // namespace
+
+const boost::system::error_category& comm_category() noexcept {
+  static const CommCategory category;
+  return category;
+}
+
+bool is_fatal(const boost::system::error_code& ec) noexcept {
+  if (ec.category() != comm_category()) return false;
+  switch (static_cast<errc>(ec.value())) {
+    case errc::version:
+    case errc::auth:
+    case errc::unknown_scheme:
+    case errc::bad_address:
+    case errc::protocol:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace taskwire::comm

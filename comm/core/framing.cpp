@@ -1,0 +1,86 @@
+#include <taskwire/comm/core/framing.hpp>
+
+#include <boost/endian/conversion.hpp>
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace taskwire::comm {
+namespace {
+
+void put_u64(std::vector<char>& out, std::uint64_t v) {
+  v = boost::endian::native_to_little(v);
+  const auto* p = reinterpret_cast<const char*>(&v);
+  out.insert(out.end(), p, p + 8);
+}
+
+std::uint64_t get_u64(const char* p) {
+  std::uint64_t v;
+  std::memcpy(&v, p, 8);
+  return boost::endian::little_to_native(v);
+}
+
+}  // namespace
+
+void encode_prefix(const runtime::Message& message, std::vector<char>& out) {
+  out.clear();
+  out.reserve(8 * (1 + message.frames.size()));
+  put_u64(out, message.frames.size());
+  for (const auto& f : message.frames) put_u64(out, f.size());
+}
+
+PrefixStatus decode_prefix(const char* data, std::size_t n, const runtime::Limits& limits,
+                           std::vector<std::uint64_t>& lengths) {
+  PrefixStatus st;
+  if (n < 8) return st;
+  const std::uint64_t nframes = get_u64(data);
+  if (nframes > limits.max_frames) {
+    st.kind = PrefixStatus::violation;
+    st.violation_text = fmt::format("message announces {} frames, limit is {}", nframes,
+                                    limits.max_frames);
+    return st;
+  }
+  st.bytes_needed = 8 * (1 + nframes);
+  if (n < st.bytes_needed) return st;
+  lengths.clear();
+  lengths.reserve(nframes);
+  std::uint64_t total = 0;
+  for (std::uint64_t i = 0; i < nframes; ++i) {
+    const std::uint64_t len = get_u64(data + 8 * (1 + i));
+    if (len > limits.max_frame_bytes) {
+      st.kind = PrefixStatus::violation;
+      st.violation_text = fmt::format("frame {} announces {} bytes, limit is {}", i, len,
+                                      limits.max_frame_bytes);
+      return st;
+    }
+    total += len;  // cannot overflow: each len <= max_frame_bytes, nframes <= max_frames
+    if (total > limits.max_message_bytes) {
+      st.kind = PrefixStatus::violation;
+      st.violation_text = fmt::format("message announces more than {} bytes, limit is {}",
+                                      total, limits.max_message_bytes);
+      return st;
+    }
+    lengths.push_back(len);
+  }
+  st.kind = PrefixStatus::complete;
+  return st;
+}
+
+std::string check_limits(const runtime::Message& message, const runtime::Limits& limits) {
+  if (message.frames.size() > limits.max_frames)
+    return fmt::format("message has {} frames, limit is {}", message.frames.size(),
+                       limits.max_frames);
+  std::uint64_t total = 0;
+  for (const auto& f : message.frames) {
+    if (f.size() > limits.max_frame_bytes)
+      return fmt::format("a frame of {} bytes exceeds the limit of {}", f.size(),
+                         limits.max_frame_bytes);
+    total += f.size();
+  }
+  if (total > limits.max_message_bytes)
+    return fmt::format("message of {} bytes exceeds the limit of {}", total,
+                       limits.max_message_bytes);
+  return {};
+}
+
+}  // namespace taskwire::comm

@@ -1,0 +1,36 @@
+#pragma once
+// The versioned handshake every new comm goes through, on both sides: each writes a HELLO
+// (magic, protocol version, serialization version, name, role, auth token), reads the peer's,
+// checks it, then each writes a verdict (accept, or a refusal with the reason) and reads the
+// peer's. So a mismatch is reported with a clear error on both sides, and a refused comm is
+// closed. Bounded by a timeout (the comm is aborted when it passes).
+#include <taskwire/comm/core/comm.hpp>
+#include <taskwire/runtime/config.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace taskwire::comm {
+
+inline constexpr std::uint32_t kProtocolVersion = 1;
+
+struct HandshakeOptions {
+  std::string name;
+  std::string role;
+  std::string auth_token;  ///< empty: accept any peer
+  std::uint32_t protocol_version = kProtocolVersion;
+  std::chrono::milliseconds timeout{10'000};
+
+  static HandshakeOptions from(const runtime::Config& config);
+};
+
+/// (error, detail): on success error is empty and comm->peer() is filled in.
+using HandshakeHandler = std::function<void(error_code, std::string)>;
+
+/// Asynchronous; the handler runs on the comm's executor.
+void async_handshake(const CommPtr& comm, const HandshakeOptions& options,
+                     HandshakeHandler handler);
+
+}  // namespace taskwire::comm

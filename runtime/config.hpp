@@ -1,0 +1,42 @@
+#pragma once
+// Process-wide configuration every layer reads. Plain data with a documented default per field;
+// `from_env()` overlays TASKWIRE_* environment variables.
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace taskwire::runtime {
+
+/// Bounds a receiver checks before allocating anything for an incoming message.
+struct Limits {
+  std::uint64_t max_frames = 1u << 16;                    ///< frames per message
+  std::uint64_t max_frame_bytes = std::uint64_t{16} << 30;    ///< bytes in one frame (16 GiB)
+  std::uint64_t max_message_bytes = std::uint64_t{32} << 30;  ///< bytes in one message (32 GiB)
+};
+
+struct MpiPollConfig {
+  int spin_polls = 64;                       ///< idle polls before the poller starts to sleep
+  std::chrono::microseconds sleep_cap{1000}; ///< longest idle sleep (doubling from 1 us)
+  std::uint64_t max_chunk_bytes = 1u << 30;  ///< messages above this are sent in chunks
+};
+
+struct Config {
+  std::string name;        ///< this process's name in handshakes and logs (default: "pid-N")
+  std::string role = "process";  ///< scheduler, worker, client, bench, test...
+  std::string auth_token;  ///< when set, peers must present the same token
+  Limits limits;
+  std::chrono::milliseconds connect_timeout{10'000};
+  std::chrono::milliseconds handshake_timeout{10'000};
+  /// Protocol version this process announces in handshakes; 0 means the built-in one.
+  /// Tests set it to exercise version mismatches.
+  std::uint32_t protocol_version_override = 0;
+  MpiPollConfig mpi;
+
+  /// Defaults overlaid with TASKWIRE_AUTH_TOKEN, TASKWIRE_CONNECT_TIMEOUT_MS,
+  /// TASKWIRE_MPI_SPIN_POLLS, TASKWIRE_MPI_SLEEP_CAP_US, TASKWIRE_MPI_MAX_CHUNK_BYTES,
+  /// TASKWIRE_MAX_FRAME_BYTES, TASKWIRE_MAX_MESSAGE_BYTES. A malformed value throws
+  /// std::invalid_argument naming the variable.
+  static Config from_env();
+};
+
+}  // namespace taskwire::runtime

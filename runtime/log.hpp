@@ -1,0 +1,22 @@
+#pragma once
+// Logging set-up over spdlog. Components log through spdlog's default logger.
+#include <string>
+
+namespace taskwire::runtime {
+
+struct LogOptions {
+  std::string level = "warn";  ///< trace, debug, info, warn, error, critical, off
+  /// Optional log file; "{rank}" is replaced by the MPI rank (or "0" outside mpiexec) and
+  /// "{pid}" by the process id, so `--log-file 'rank{rank}.log'` gives one file per rank.
+  std::string file;
+  int rank = -1;  ///< -1: read it from PMI_RANK / PMIX_RANK / OMPI_COMM_WORLD_RANK
+};
+
+/// Installs the default logger (stderr, plus the file if set). Throws std::invalid_argument
+/// for an unknown level, std::runtime_error if the file cannot be opened.
+void init_logging(const LogOptions& options);
+
+/// The rank of this process in its MPI launch, from the launcher's environment; 0 outside one.
+int launcher_rank();
+
+}  // namespace taskwire::runtime
