@@ -1,0 +1,254 @@
+// The comm conformance suite: one set of tests, run unchanged over every scheme
+// (`--scheme inproc|tcp|mpi`; ctest registers each scheme). See fixture.hpp for how the
+// same tests run in one process or across MPI ranks.
+#include "tests/comm/fixture.hpp"
+#include "tests/comm/test_server.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstring>
+#include <future>
+
+using namespace taskwire;
+using namespace taskwire::test;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr auto kWait = std::chrono::milliseconds(60'000);
+
+// Runs the test body between two syncs, so MPI ranks stay on the same test.
+struct Synced {
+  SchemeFixture& fx;
+  explicit Synced(SchemeFixture& f) : fx(f) { fx.sync(); }
+  ~Synced() { fx.sync(); }
+};
+
+runtime::Message seq_message(std::uint32_t seq) {
+  return runtime::Message({runtime::Frame::copy_of(&seq, sizeof seq)});
+}
+
+std::uint32_t seq_of(const runtime::Message& m) {
+  REQUIRE(m.frames.size() == 1);
+  REQUIRE(m.frames[0].size() == 4);
+  std::uint32_t v;
+  std::memcpy(&v, m.frames[0].data(), 4);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("conformance: round trips of 0 B, 1 B, 64 KiB and 64 MiB", "[conformance]") {
+  auto& fx = fixture();
+  Synced synced(fx);
+  TestServer server(fx, TestServer::Mode::echo);
+  auto c = comm::connect(fx.registry(), server.target(), 20s);
+  CHECK(c->peer().role == fx.context().config().role);
+
+  // A message with no frames at all, then one frame of each size, then several frames.
+  write_within(c, runtime::Message{}, kWait);
+  CHECK(read_within(c, kWait).frames.empty());
+  const std::size_t sizes[] = {0, 1, 64 * 1024, 64 * 1024 * 1024};
+  unsigned seed = 0;
+  for (auto n : sizes) {
+    INFO("size " << n);
+    write_within(c, runtime::Message({pattern_frame(n, ++seed)}), kWait);
+    auto back = read_within(c, kWait);
+    REQUIRE(back.frames.size() == 1);
+    CHECK(has_pattern(back.frames[0], n, seed));
+  }
+  runtime::Message multi({pattern_frame(3, 1), pattern_frame(0, 2), pattern_frame(100'000, 3)});
+  write_within(c, multi, kWait);
+  auto back = read_within(c, kWait);
+  REQUIRE(back.frames.size() == 3);
+  CHECK(has_pattern(back.frames[0], 3, 1));
+  CHECK(has_pattern(back.frames[1], 0, 2));
+  CHECK(has_pattern(back.frames[2], 100'000, 3));
+
+  c->close();
+  REQUIRE(server.wait_ended(1, kWait));
+  auto recs = server.records();
+  REQUIRE(recs.size() == 1);
+  CHECK(recs[0].count == 2 + std::size(sizes));
+  CHECK(recs[0].end == comm::errc::closed);
+}
+
+TEST_CASE("conformance: the order of 10 000 messages is kept", "[conformance]") {
+  auto& fx = fixture();
+  Synced synced(fx);
+  TestServer server(fx, TestServer::Mode::echo);
+  auto c = comm::connect(fx.registry(), server.target(), 20s);
+  constexpr std::uint32_t kCount = 10'000;
+  auto write_errors = std::make_shared<std::atomic<int>>(0);
+  for (std::uint32_t i = 0; i < kCount; ++i)
+    c->async_write(seq_message(i), [write_errors](error_code ec) {
+      if (ec) ++*write_errors;
+    });
+  for (std::uint32_t i = 0; i < kCount; ++i) {
+    auto seq = seq_of(read_within(c, kWait));
+    if (seq != i) FAIL("message " << i << " arrived as " << seq);
+  }
+  CHECK(write_errors->load() == 0);
+  c->close();
+  REQUIRE(server.wait_ended(1, kWait));
+  CHECK(server.records()[0].count == kCount);
+}
+
+TEST_CASE("conformance: 64 concurrent comms between the same two endpoints", "[conformance]") {
+  auto& fx = fixture();
+  Synced synced(fx);
+  TestServer server(fx, TestServer::Mode::echo);
+  constexpr int kComms = 64;
+  std::vector<std::shared_ptr<std::promise<comm::CommPtr>>> pending;
+  std::vector<std::future<comm::CommPtr>> futures;
+  const auto target = server.target();
+  for (int i = 0; i < kComms; ++i) {
+    auto p = std::make_shared<std::promise<comm::CommPtr>>();
+    futures.push_back(p->get_future());
+    comm::ConnectOptions opts;
+    opts.timeout = 30s;
+    comm::async_connect(fx.registry(), target, opts,
+                        [p](error_code ec, std::string detail, comm::CommPtr c) {
+                          if (ec) p->set_exception(std::make_exception_ptr(comm::CommError(ec, detail)));
+                          else p->set_value(std::move(c));
+                        });
+  }
+  std::vector<comm::CommPtr> comms;
+  for (auto& f : futures) {
+    REQUIRE(f.wait_for(kWait) == std::future_status::ready);
+    comms.push_back(f.get());
+  }
+  // Interleave: all writes first, then all reads, so the comms are truly concurrent.
+  for (int i = 0; i < kComms; ++i) comms[i]->async_write(seq_message(i), [](error_code) {});
+  for (int i = 0; i < kComms; ++i) CHECK(seq_of(read_within(comms[i], kWait)) == std::uint32_t(i));
+  for (auto& c : comms) c->close();
+  REQUIRE(server.wait_ended(kComms, kWait));
+  for (const auto& r : server.records()) {
+    CHECK(r.count == 1);
+    CHECK(r.end == comm::errc::closed);
+  }
+}
+
+TEST_CASE("conformance: close() flushes queued writes, then the peer's pending read fails with closed",
+          "[conformance]") {
+  auto& fx = fixture();
+  Synced synced(fx);
+  TestServer server(fx, TestServer::Mode::record);
+  auto c = comm::connect(fx.registry(), server.target(), 20s);
+  for (std::uint32_t i = 0; i < 3; ++i) c->async_write(seq_message(i), [](error_code) {});
+  c->async_write(runtime::Message({pattern_frame(1 << 20, 7)}), [](error_code) {});
+  c->close();
+  REQUIRE(server.wait_ended(1, kWait));
+  auto rec = server.records().at(0);
+  REQUIRE(rec.messages.size() == 4);
+  for (std::uint32_t i = 0; i < 3; ++i) CHECK(seq_of(rec.messages[i]) == i);
+  CHECK(has_pattern(rec.messages[3].frames.at(0), 1 << 20, 7));
+  CHECK(rec.end == comm::errc::closed);
+
+  // Locally: the comm reports closed and later operations fail with closed.
+  CHECK(read_error_within(c, kWait) == comm::errc::closed);
+  CHECK(c->closed());
+}
+
+TEST_CASE("conformance: abort() fails pending operations at once and ends the peer's read",
+          "[conformance]") {
+  auto& fx = fixture();
+  Synced synced(fx);
+  TestServer server(fx, TestServer::Mode::record);
+  auto c = comm::connect(fx.registry(), server.target(), 20s);
+  auto read_done = std::make_shared<std::promise<error_code>>();
+  auto read_fut = read_done->get_future();
+  c->async_read([read_done](error_code ec, runtime::Message) { read_done->set_value(ec); });
+  c->abort();
+  c->abort();  // idempotent
+  REQUIRE(read_fut.wait_for(5s) == std::future_status::ready);
+  CHECK(read_fut.get() == comm::errc::aborted);
+  CHECK(c->closed());
+  auto write_done = std::make_shared<std::promise<error_code>>();
+  auto write_fut = write_done->get_future();
+  c->async_write(seq_message(1), [write_done](error_code ec) { write_done->set_value(ec); });
+  REQUIRE(write_fut.wait_for(5s) == std::future_status::ready);
+  CHECK(write_fut.get());
+  REQUIRE(server.wait_ended(1, kWait));
+  CHECK(server.records().at(0).end);
+}
+
+TEST_CASE("conformance: connecting where nothing listens fails within the timeout, clearly",
+          "[conformance]") {
+  auto& fx = fixture();
+  Synced synced(fx);
+  const auto address = fx.unreachable_address();
+  const auto timeout = 700ms;
+  const auto t0 = Clock::now();
+  try {
+    comm::connect(fx.registry(), address, timeout);
+    FAIL("connect to " << address << " succeeded");
+  } catch (const comm::CommError& e) {
+    const auto took = Clock::now() - t0;
+    INFO(e.what());
+    CHECK((e.code() == comm::errc::refused || e.code() == comm::errc::timeout));
+    CHECK(std::string(e.what()).find(address) != std::string::npos);
+    CHECK(took < timeout + 500ms);
+  }
+}
+
+TEST_CASE("conformance: a protocol version mismatch is refused on both sides", "[conformance]") {
+  auto& fx = fixture();
+  Synced synced(fx);
+  TestServer server(fx, TestServer::Mode::record);
+  comm::ConnectOptions opts;
+  opts.timeout = 20s;
+  opts.handshake = comm::HandshakeOptions::from(fx.context().config());
+  opts.handshake->protocol_version = comm::kProtocolVersion + 98;
+  const auto t0 = Clock::now();
+  try {
+    comm::connect(fx.registry(), server.target(), opts);
+    FAIL("a client speaking another protocol version was accepted");
+  } catch (const comm::CommError& e) {
+    INFO(e.what());
+    CHECK(e.code() == comm::errc::version);
+    CHECK(std::string(e.what()).find("version") != std::string::npos);
+    CHECK(Clock::now() - t0 < 10s);  // fatal: not retried until the deadline
+  }
+  REQUIRE(server.wait_rejected(1, kWait));
+  CHECK(server.rejections().at(0).code == comm::errc::version);
+  CHECK(server.records().empty());
+}
+
+TEST_CASE("conformance: a wrong or missing auth token is refused on both sides", "[conformance]") {
+  auto& fx = fixture();
+  Synced synced(fx);
+  comm::ListenOptions lopts;
+  lopts.handshake = comm::HandshakeOptions::from(fx.context().config());
+  lopts.handshake->auth_token = "s3cret";
+  TestServer server(fx, TestServer::Mode::echo, lopts);
+
+  for (std::string token : {"", "wrong"}) {
+    comm::ConnectOptions opts;
+    opts.timeout = 20s;
+    opts.handshake = comm::HandshakeOptions::from(fx.context().config());
+    opts.handshake->auth_token = token;
+    try {
+      comm::connect(fx.registry(), server.target(), opts);
+      FAIL("a client with auth token '" << token << "' was accepted");
+    } catch (const comm::CommError& e) {
+      INFO(e.what());
+      CHECK(e.code() == comm::errc::auth);
+      CHECK(std::string(e.what()).find("auth token") != std::string::npos);
+    }
+  }
+  REQUIRE(server.wait_rejected(2, kWait));
+  for (const auto& r : server.rejections()) CHECK(r.code == comm::errc::auth);
+
+  comm::ConnectOptions good;
+  good.timeout = 20s;
+  good.handshake = comm::HandshakeOptions::from(fx.context().config());
+  good.handshake->auth_token = "s3cret";
+  auto c = comm::connect(fx.registry(), server.target(), good);
+  write_within(c, seq_message(42), kWait);
+  CHECK(seq_of(read_within(c, kWait)) == 42);
+  c->close();
+  REQUIRE(server.wait_ended(1, kWait));
+}
