@@ -1,0 +1,139 @@
+#include "bench/latency.hpp"
+
+#include "bench/pingpong.hpp"
+#include "bench/raw_tcp.hpp"
+#include "bench/stats.hpp"
+
+#include <taskwire/comm/backends.hpp>
+#include <taskwire/comm/core/connect.hpp>
+#include <taskwire/runtime/context.hpp>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <thread>
+
+namespace taskwire::bench {
+namespace {
+
+struct Row {
+  std::string backend;
+  std::size_t bytes;
+  std::size_t iterations;
+  Summary s;
+};
+
+PingPongPlan plan_for(const LatencyOptions& o, std::size_t bytes) {
+  PingPongPlan p;
+  p.bytes = bytes;
+  p.max_iterations = o.max_iterations;
+  p.budget = std::chrono::milliseconds(static_cast<long>(o.seconds_per_size * 1000));
+  p.warmup = bytes >= (1u << 22) ? 3 : 20;
+  p.min_iterations = bytes >= (1u << 22) ? 5 : 10;
+  return p;
+}
+
+// Client and echo server each on their own Context (one io thread each), as two
+// processes would be, so the comparison with the two-thread raw baseline is fair.
+std::vector<Row> measure_comm_backend(const LatencyOptions& o, const std::string& backend) {
+  auto make = [](const char* role) {
+    auto cfg = runtime::Config::from_env();
+    cfg.role = role;
+    return std::make_unique<runtime::Context>(cfg, 1);
+  };
+  auto server_ctx = make("bench-server");
+  auto client_ctx = make("bench-client");
+  comm::Registry server_reg(*server_ctx), client_reg(*client_ctx);
+  comm::register_builtin_backends(server_reg);
+  comm::register_builtin_backends(client_reg);
+  server_ctx->start();
+  client_ctx->start();
+  const std::string where = backend == "tcp" ? "tcp://127.0.0.1:0" : "inproc://auto";
+  auto listener = comm::listen(server_reg, where, [](comm::CommPtr c) { echo_forever(c); });
+  auto comm = comm::connect(client_reg, listener->contact_address());
+  std::vector<Row> rows;
+  for (auto bytes : o.sizes) {
+    auto samples = ping_pong(comm, plan_for(o, bytes));
+    rows.push_back({backend, bytes, samples.size(), summarize(samples)});
+  }
+  comm->close();
+  listener.reset();
+  client_ctx->stop();
+  server_ctx->stop();
+  return rows;
+}
+
+std::vector<Row> measure_raw_tcp(const LatencyOptions& o) {
+  RawTcpAcceptor acceptor;
+  std::thread server([&acceptor] {
+    auto s = acceptor.accept();
+    std::vector<char> buf;
+    while (s.recv_message(buf)) s.send_message(buf);
+  });
+  std::vector<Row> rows;
+  {
+    auto sock = RawTcpSocket::connect("127.0.0.1", acceptor.port());
+    std::vector<char> reply;
+    for (auto bytes : o.sizes) {
+      auto plan = plan_for(o, bytes);
+      std::vector<char> msg(bytes, 'x');
+      std::vector<double> samples;
+      using Clock = std::chrono::steady_clock;
+      Clock::time_point start;
+      for (std::size_t i = 0;; ++i) {
+        auto t0 = Clock::now();
+        sock.send_message(msg);
+        sock.recv_message(reply);
+        auto t1 = Clock::now();
+        if (i < plan.warmup) {
+          start = t1;
+          continue;
+        }
+        samples.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+        if (samples.size() >= plan.max_iterations ||
+            (samples.size() >= plan.min_iterations && t1 - start > plan.budget))
+          break;
+      }
+      rows.push_back({"raw-tcp", bytes, samples.size(), summarize(samples)});
+    }
+  }  // closing the socket ends the server loop
+  server.join();
+  return rows;
+}
+
+std::string human_bytes(std::size_t n) {
+  if (n >= (1u << 20) && n % (1u << 20) == 0) return fmt::format("{} MiB", n >> 20);
+  if (n >= 1024 && n % 1024 == 0) return fmt::format("{} KiB", n >> 10);
+  return fmt::format("{} B", n);
+}
+
+}  // namespace
+
+int run_latency(const LatencyOptions& o) {
+  CsvWriter csv(o.csv, "backend,bytes,iterations,p50_us,p99_us,mean_us");
+  std::vector<Row> all;
+  for (const auto& b : o.backends) {
+    std::vector<Row> rows;
+    if (b == "tcp" || b == "inproc") rows = measure_comm_backend(o, b);
+    else if (b == "raw-tcp") rows = measure_raw_tcp(o);
+    else {
+      fmt::print(stderr, "taskwire-bench latency: unknown backend '{}' (use tcp, raw-tcp, inproc)\n", b);
+      return 2;
+    }
+    for (const auto& r : rows) {
+      csv.row(fmt::format("{},{},{},{:.3f},{:.3f},{:.3f}", r.backend, r.bytes, r.iterations, r.s.p50,
+                          r.s.p99, r.s.mean));
+      all.push_back(r);
+    }
+  }
+  fmt::print("{:<10} {:>10} {:>8} {:>12} {:>12} {:>12}\n", "backend", "size", "iters", "p50 us",
+             "p99 us", "mean us");
+  for (auto bytes : o.sizes)
+    for (const auto& r : all)
+      if (r.bytes == bytes)
+        fmt::print("{:<10} {:>10} {:>8} {:>12.2f} {:>12.2f} {:>12.2f}\n", r.backend,
+                   human_bytes(r.bytes), r.iterations, r.s.p50, r.s.p99, r.s.mean);
+  return 0;
+}
+
+}  // namespace taskwire::bench

@@ -1,0 +1,93 @@
+// taskwire-bench: measures the comm backends (and, as they land, the runtime) against raw
+// baselines in the same run. `taskwire-bench --help` lists the subcommands.
+#include "bench/latency.hpp"
+
+#include <taskwire/runtime/log.hpp>
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+
+namespace po = boost::program_options;
+using namespace taskwire;
+
+namespace {
+
+std::vector<std::size_t> default_sizes() {
+  std::vector<std::size_t> s;
+  for (std::size_t n = 8; n <= (16u << 20); n *= 8) s.push_back(n);
+  if (s.back() != (16u << 20)) s.push_back(16u << 20);
+  return s;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    auto comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    if (comma > start) out.push_back(s.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+int latency_main(const std::vector<std::string>& args) {
+  bench::LatencyOptions o;
+  std::string backends = "tcp,raw-tcp", sizes, level = "warn";
+  po::options_description desc(
+      "taskwire-bench latency: ping-pong round trips through the Comm interface,\n"
+      "with raw baselines in the same run.\n\nOptions");
+  desc.add_options()("help,h", "show this help")(
+      "backend,b", po::value(&backends)->default_value(backends),
+      "comma-separated: tcp, raw-tcp, inproc")(
+      "sizes", po::value(&sizes), "comma-separated message sizes in bytes (default 8 B .. 16 MiB, x8)")(
+      "iterations", po::value(&o.max_iterations)->default_value(o.max_iterations),
+      "at most this many round trips per size")(
+      "seconds-per-size", po::value(&o.seconds_per_size)->default_value(o.seconds_per_size),
+      "time budget per size (at least 10 round trips are made)")(
+      "csv", po::value(&o.csv), "append rows backend,bytes,iterations,p50_us,p99_us,mean_us to FILE")(
+      "log-level", po::value(&level)->default_value(level), "trace .. off");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  po::notify(vm);
+  runtime::init_logging({level, "", -1});
+  o.backends = split(backends);
+  if (sizes.empty()) o.sizes = default_sizes();
+  else
+    for (const auto& s : split(sizes)) o.sizes.push_back(std::stoull(s));
+  return bench::run_latency(o);
+}
+
+void usage() {
+  fmt::print(
+      "usage: taskwire-bench SUBCOMMAND [options]\n\n"
+      "subcommands:\n"
+      "  latency    ping-pong round trips through the Comm interface vs raw baselines\n\n"
+      "`taskwire-bench SUBCOMMAND --help` shows a subcommand's options.\n");
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    usage();
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string sub = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    if (sub == "latency") return latency_main(args);
+    fmt::print(stderr, "taskwire-bench: unknown subcommand '{}'\n\n", sub);
+    usage();
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "taskwire-bench {}: {}\n", sub, e.what());
+    return 1;
+  }
+}

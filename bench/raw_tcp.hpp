@@ -1,0 +1,38 @@
+#pragma once
+// Raw blocking-socket baseline: the floor any TCP comm layer is compared against.
+// Messages are an 8-byte little-endian length then the bytes; TCP_NODELAY on both ends.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace taskwire::bench {
+
+class RawTcpSocket {
+ public:
+  static RawTcpSocket connect(const std::string& host, std::uint16_t port);
+  explicit RawTcpSocket(int fd) : fd_(fd) {}
+  RawTcpSocket(RawTcpSocket&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  RawTcpSocket& operator=(RawTcpSocket&&) = delete;
+  ~RawTcpSocket();
+  void send_message(const std::vector<char>& bytes);
+  /// Returns false on orderly EOF.
+  bool recv_message(std::vector<char>& bytes);
+
+ private:
+  int fd_;
+};
+
+/// A listening socket on 127.0.0.1 with an ephemeral port.
+class RawTcpAcceptor {
+ public:
+  RawTcpAcceptor();
+  ~RawTcpAcceptor();
+  std::uint16_t port() const { return port_; }
+  RawTcpSocket accept();
+
+ private:
+  int fd_;
+  std::uint16_t port_;
+};
+
+}  // namespace taskwire::bench

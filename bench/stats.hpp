@@ -1,0 +1,48 @@
+#pragma once
+// Summary statistics and CSV output shared by the benchmarks.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace taskwire::bench {
+
+struct Summary {
+  double p50 = 0, p99 = 0, mean = 0;
+};
+
+inline Summary summarize(std::vector<double> v) {
+  Summary s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<std::size_t>(q * (v.size() - 1) + 0.5))]; };
+  s.p50 = at(0.50);
+  s.p99 = at(0.99);
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / v.size();
+  return s;
+}
+
+/// Appends rows to a CSV file, writing the header once when the file is new or empty.
+class CsvWriter {
+ public:
+  CsvWriter(const std::string& path, const std::string& header) {
+    if (path.empty()) return;
+    std::ifstream probe(path);
+    const bool fresh = !probe.good() || probe.peek() == std::ifstream::traits_type::eof();
+    out_.open(path, std::ios::app);
+    if (!out_) throw std::runtime_error("cannot open CSV file '" + path + "' for writing");
+    if (fresh) out_ << header << '\n';
+  }
+  void row(const std::string& line) {
+    if (out_.is_open()) out_ << line << '\n' << std::flush;
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+}  // namespace taskwire::bench

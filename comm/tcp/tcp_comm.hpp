@@ -1,0 +1,116 @@
+#pragma once
+// One end of a TCP connection speaking the framing of comm/core/framing.hpp.
+//
+// All state is confined to the comm's strand (the socket's executor), in the manner of Asio's
+// chat-server session: every handler captures `self`, so the comm lives exactly as long as an
+// operation on it is pending. A public call made on the strand runs at once; from any other
+// thread it is posted to the strand. Either way a user handler is never run inside the call.
+//
+// Writes are queued, one in flight, sent as one scatter-gather write of the prefix and the
+// frames (no payload copy). Reads go through a read buffer so several small messages arriving
+// together cost one syscall; a large frame is allocated once and read straight into. Limits
+// are checked before anything is allocated for an announced size; a violation is logged with
+// the peer's address and aborts this comm only.
+#include <taskwire/comm/core/comm.hpp>
+#include <taskwire/runtime/config.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace taskwire::comm::tcp {
+
+using Strand = asio::strand<asio::io_context::executor_type>;
+/// A TCP socket whose handlers run on its own strand.
+using Socket = asio::basic_stream_socket<asio::ip::tcp, Strand>;
+
+/// "tcp://HOST:PORT" for an endpoint (IPv6 hosts bracketed).
+std::string format_endpoint(const asio::ip::tcp::endpoint& endpoint);
+
+/// Translates an Asio/system error into the comm vocabulary: eof, reset, broken pipe -> closed;
+/// refused -> refused; operation_aborted -> aborted; anything else -> io (the original text is
+/// logged at debug level with `where`).
+error_code translate_error(const error_code& ec, std::string_view where);
+
+class TcpComm final : public Comm, public std::enable_shared_from_this<TcpComm> {
+ public:
+  /// Takes a connected socket; sets TCP_NODELAY and SO_KEEPALIVE. `limits` bound what this
+  /// end accepts and what it agrees to send.
+  TcpComm(Socket socket, const runtime::Limits& limits);
+  ~TcpComm() override;
+
+  void async_read(ReadHandler handler) override;
+  void async_write(Message message, WriteHandler handler) override;
+  void close() override;
+  void abort() noexcept override;
+  bool closed() const noexcept override { return closed_flag_.load(); }
+  std::string local_address() const override { return local_; }
+  std::string peer_address() const override { return peer_addr_; }
+  asio::any_io_executor executor() const override { return strand_; }
+
+ private:
+  enum class Phase { prefix, frames };
+  enum class Side { read, write };
+  struct PendingWrite {
+    Message message;
+    WriteHandler handler;
+  };
+
+  // Each runs on the strand.
+  void start_read(ReadHandler handler);
+  void start_write(Message message, WriteHandler handler);
+  void start_close();
+  void advance();                          // decodes buffered bytes; delivers or reads more
+  void read_more(std::size_t bytes_needed);  // bytes_needed counted from rbegin_
+  void read_large_frame();
+  void on_read(const error_code& ec, std::size_t n);
+  void on_large_read(const error_code& ec);
+  void on_read_error(const error_code& ec);
+  void write_front();
+  void on_write(const error_code& ec);
+  void finish_close();  // writes flushed: shut down the send side, then drain
+  void drain();
+  void protocol_violation(const std::string& text);
+  void fail(error_code cause, Side side);
+  bool partial_message() const noexcept;
+  error_code later_error() const;
+  template <class F>
+  void run_on_strand(F&& f);
+  void post_handler(ReadHandler h, error_code ec);
+  void post_handler(WriteHandler h, error_code ec);
+
+  const runtime::Limits limits_;
+  Strand strand_;
+  Socket socket_;
+  std::string local_, peer_addr_;
+  std::atomic<bool> closed_flag_{false};
+
+  // Read side.
+  ReadHandler pending_read_;
+  std::vector<char> rbuf_;
+  std::size_t rbegin_ = 0, rend_ = 0;  // unconsumed bytes are rbuf_[rbegin_, rend_)
+  Phase phase_ = Phase::prefix;
+  std::vector<std::uint64_t> lengths_;  // of the message being read
+  std::vector<Frame> frames_;           // its frames read so far
+  Frame large_;                         // a large frame being read straight into
+  std::size_t large_filled_ = 0;
+  bool socket_reading_ = false;
+
+  // Write side.
+  std::deque<PendingWrite> writes_;
+  bool writing_ = false;
+  std::vector<char> prefix_;             // reused for every message
+  std::vector<asio::const_buffer> wbufs_;  // reused for every message
+
+  // Lifecycle.
+  bool close_requested_ = false;  // close(): no new operations, flush, then shut down sending
+  bool send_shut_ = false;
+  bool peer_eof_ = false;  // the peer closed its side (seen on a read)
+  error_code failed_;      // set once the comm is dead: what later operations fail with
+};
+
+}  // namespace taskwire::comm::tcp

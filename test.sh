@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Sets up (Debian packages), builds and runs every test: the release build, then the same
+# suite under AddressSanitizer + UBSan. TASKWIRE_SKIP_ASAN=1 skips the sanitizer pass.
+set -euo pipefail
+cd "$(dirname "$0")"
+./third_party/install-deps.sh
+export CCACHE_DIR="${CCACHE_DIR:-$PWD/.cache/ccache}"
+jobs="${TASKWIRE_JOBS:-2}"
+
+echo "== release build"
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$jobs"
+echo "== release tests"
+ctest --preset release -j 2
+
+if [ "${TASKWIRE_SKIP_ASAN:-0}" != "1" ]; then
+  echo "== asan+ubsan build"
+  cmake --preset asan >/dev/null
+  cmake --build --preset asan -j "$jobs"
+  echo "== asan+ubsan tests"
+  ctest --preset asan -j 2 -LE install
+fi
