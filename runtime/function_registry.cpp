@@ -1,0 +1,52 @@
+#include <taskwire/runtime/function_registry.hpp>
+
+namespace taskwire::runtime {
+
+FunctionRegistry& FunctionRegistry::global() {
+  static FunctionRegistry r;
+  return r;
+}
+
+void FunctionRegistry::add(std::string name, const void* address, std::size_t arity,
+                           Invoker invoke) {
+  std::lock_guard lock(mu_);
+  auto it = by_name_.find(name);
+  if (it != by_name_.end()) {
+    auto known = by_address_.find(address);
+    if (known != by_address_.end() && known->second == name) return;
+    // The same name from another copy of the code (e.g. the library linked into the program
+    // and also --preload'ed): keep the first, remember the alias for name_of().
+    if (it->second.arity == arity) {
+      by_address_.emplace(address, name);
+      return;
+    }
+    throw std::logic_error("TASKWIRE_REGISTER: two different functions named '" + name + "'");
+  }
+  by_address_.emplace(address, name);
+  by_name_.emplace(name, RegisteredFunction{name, arity, std::move(invoke)});
+}
+
+const RegisteredFunction* FunctionRegistry::find(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : &it->second;
+}
+
+std::string FunctionRegistry::name_of(const void* address) const {
+  std::lock_guard lock(mu_);
+  auto it = by_address_.find(address);
+  if (it == by_address_.end())
+    throw std::invalid_argument(
+        "this function is not registered: add TASKWIRE_REGISTER(fn) next to its definition "
+        "in a file linked into every process (or loaded with --preload)");
+  return it->second;
+}
+
+std::vector<std::string> FunctionRegistry::names() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [k, v] : by_name_) out.push_back(k);
+  return out;
+}
+
+}  // namespace taskwire::runtime
