@@ -2,8 +2,21 @@
 
 namespace taskwire::runtime {
 
+namespace {
+int identity_tag;  // its address stands for the built-in identity function
+}  // namespace
+
 FunctionRegistry& FunctionRegistry::global() {
   static FunctionRegistry r;
+  static const bool builtins = [] {
+    // Built in: returns its one argument frame unchanged (Client::scatter uses it).
+    r.add("taskwire::identity", &identity_tag, 1, [](const std::vector<Frame>& args) -> Frame {
+      if (args.size() != 1) throw std::invalid_argument("expects 1 argument");
+      return args[0];
+    });
+    return true;
+  }();
+  (void)builtins;
   return r;
 }
 

@@ -1,0 +1,141 @@
+#pragma once
+// The runtime's wire protocol: the structs scheduler, workers and clients exchange. A message
+// is a batch of operations in frames[0] (Boost.Serialization) followed by payload frames
+// (serialized task arguments and results) that operations refer to by index. The scheduler
+// never deserializes payload frames; it only forwards them.
+#include <boost/serialization/map.hpp>
+#include <boost/serialization/string.hpp>
+#include <boost/serialization/vector.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace taskwire::protocol {
+
+using Key = std::string;
+using WhoHas = std::map<Key, std::vector<std::string>>;  ///< key -> worker addresses
+
+/// One argument of a task: a payload frame of the message, or the result of another task.
+struct ArgSpec {
+  enum Kind : std::uint8_t { frame = 0, dependency = 1 };
+  Kind kind = frame;
+  std::uint32_t frame_index = 0;  ///< kind == frame: index into the message's payload frames
+  Key key;                        ///< kind == dependency
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & kind & frame_index & key; }
+};
+
+struct TaskSpec {
+  Key key;
+  std::string function;  ///< registered name (TASKWIRE_REGISTER)
+  std::vector<ArgSpec> args;
+  std::vector<Key> dependencies;
+  std::int64_t priority = 0;  ///< lower runs first
+  std::uint32_t retries = 0;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & key & function & args & dependencies & priority & retries; }
+};
+
+enum class Op : std::uint8_t {
+  // client -> scheduler
+  update_graph = 1, release_keys, cancel_keys, who_has, shutdown,
+  // scheduler -> client
+  key_in_memory = 20, key_erred, key_cancelled, who_has_reply, shutting_down,
+  // worker -> scheduler
+  register_worker = 40, heartbeat, task_finished, task_erred, missing_data, worker_closing,
+  // scheduler -> worker
+  compute_task = 60, free_keys, close_worker,
+  // anyone -> worker (peer data)
+  get_data = 80, data_reply,
+};
+
+struct UpdateGraph {
+  std::vector<TaskSpec> tasks;
+  std::vector<Key> wanted;  ///< keys the client holds futures to
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & tasks & wanted; }
+};
+struct Keys {  ///< release_keys, cancel_keys, free_keys, key_cancelled
+  std::vector<Key> keys;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & keys; }
+};
+struct WhoHasRequest {
+  std::uint64_t request_id = 0;
+  std::vector<Key> keys;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & request_id & keys; }
+};
+struct WhoHasReply {
+  std::uint64_t request_id = 0;
+  WhoHas who_has;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & request_id & who_has; }
+};
+struct KeyInMemory {
+  Key key;
+  std::uint64_t nbytes = 0;
+  std::vector<std::string> holders;  ///< workers the client can get_data the key from
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & key & nbytes & holders; }
+};
+struct KeyErred {
+  Key key;
+  std::string message;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & key & message; }
+};
+struct RegisterWorker {
+  std::string name;
+  std::string address;  ///< where peers fetch data from this worker
+  std::uint32_t nthreads = 1;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & name & address & nthreads; }
+};
+struct TaskFinished {
+  Key key;
+  std::uint64_t nbytes = 0;
+  double duration_s = 0;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & key & nbytes & duration_s; }
+};
+struct TaskErred {
+  Key key;
+  std::string message;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & key & message; }
+};
+struct MissingData {
+  Key key;          ///< the task that could not run
+  Key missing;      ///< the dependency no holder had
+  std::string from; ///< the worker that was asked
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & key & missing & from; }
+};
+struct ComputeTask {
+  TaskSpec spec;
+  WhoHas who_has;  ///< where each dependency can be fetched
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & spec & who_has; }
+};
+struct GetData {
+  std::uint64_t request_id = 0;
+  std::vector<Key> keys;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & request_id & keys; }
+};
+struct DataReply {  ///< payload frame i holds keys[i]; `missing` were not held
+  std::uint64_t request_id = 0;
+  std::vector<Key> keys;
+  std::vector<Key> missing;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & request_id & keys & missing; }
+};
+struct Empty {  ///< shutdown, shutting_down, heartbeat, close_worker, worker_closing
+  template <class Ar>
+  void serialize(Ar&, unsigned) {}
+};
+
+}  // namespace taskwire::protocol
