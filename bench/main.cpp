@@ -1,6 +1,7 @@
 // taskwire-bench: measures the comm backends (and, as they land, the runtime) against raw
 // baselines in the same run. `taskwire-bench --help` lists the subcommands.
 #include "bench/latency.hpp"
+#include "bench/tasks.hpp"
 
 #include <taskwire/runtime/log.hpp>
 
@@ -64,11 +65,40 @@ int latency_main(const std::vector<std::string>& args) {
   return bench::run_latency(o);
 }
 
+int tasks_main(const std::vector<std::string>& args) {
+  bench::TasksOptions o;
+  std::string backends = "tcp", level = "warn";
+  po::options_description desc(
+      "taskwire-bench tasks: scheduler + single-thread workers + client on this machine;\n"
+      "independent tasks via map, a chain of dependent submits, and submit().get() round trips.\n\n"
+      "Options");
+  desc.add_options()("help,h", "show this help")(
+      "backend,b", po::value(&backends)->default_value(backends), "comma-separated: tcp, inproc")(
+      "workers", po::value(&o.workers)->default_value(o.workers), "single-thread workers")(
+      "independent", po::value(&o.independent)->default_value(o.independent), "tasks in the map workload")(
+      "chain", po::value(&o.chain)->default_value(o.chain), "links in the chain workload")(
+      "roundtrips", po::value(&o.roundtrips)->default_value(o.roundtrips), "submit().get() repetitions")(
+      "repeats", po::value(&o.repeats)->default_value(o.repeats), "runs per workload (median reported)")(
+      "csv", po::value(&o.csv), "append rows backend,workload,tasks,seconds,tasks_per_s,per_task_us")(
+      "log-level", po::value(&level)->default_value(level), "trace .. off");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  po::notify(vm);
+  runtime::init_logging({level, "", -1});
+  o.backends = split(backends);
+  return bench::run_tasks(o);
+}
+
 void usage() {
   fmt::print(
       "usage: taskwire-bench SUBCOMMAND [options]\n\n"
       "subcommands:\n"
-      "  latency    ping-pong round trips through the Comm interface vs raw baselines\n\n"
+      "  latency    ping-pong round trips through the Comm interface vs raw baselines\n"
+      "  tasks      task throughput: independent map, dependent chain, submit-get round trip\n\n"
       "`taskwire-bench SUBCOMMAND --help` shows a subcommand's options.\n");
 }
 
@@ -83,6 +113,7 @@ int main(int argc, char* argv[]) {
   std::vector<std::string> args(argv + 2, argv + argc);
   try {
     if (sub == "latency") return latency_main(args);
+    if (sub == "tasks") return tasks_main(args);
     fmt::print(stderr, "taskwire-bench: unknown subcommand '{}'\n\n", sub);
     usage();
     return 2;

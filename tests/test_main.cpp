@@ -4,6 +4,9 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <taskwire/runtime/log.hpp>
+
+#include <cstdlib>
 #include <string>
 
 namespace taskwire::test {
@@ -15,6 +18,9 @@ void (*teardown_hook)() = nullptr;  // set by a fixture that needs orderly teard
 }  // namespace taskwire::test
 
 int main(int argc, char* argv[]) {
+  // Quiet by default; TASKWIRE_LOG_LEVEL=debug shows the runtime's log while debugging.
+  const char* level = std::getenv("TASKWIRE_LOG_LEVEL");
+  taskwire::runtime::init_logging({level ? level : "warn", "", -1});
   Catch::Session session;
   using namespace Catch::clara;
   auto cli = session.cli() | Opt(taskwire::test::selected_scheme(), "scheme")["--scheme"](

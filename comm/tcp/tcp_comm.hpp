@@ -7,7 +7,11 @@
 // thread it is posted to the strand. Either way a user handler is never run inside the call.
 //
 // Writes are queued, one in flight, sent as one scatter-gather write of the prefix and the
-// frames (no payload copy). Reads go through a read buffer so several small messages arriving
+// frames (no payload copy). A message is first offered to the (non-blocking) socket directly;
+// what it does not take at once is finished with async_write. A write handler whose message
+// went out at once runs at the end of the current turn on the strand (the handler that made
+// the write), sparing a trip through the reactor: this is what keeps a small round trip close
+// to a raw socket's. Reads go through a read buffer so several small messages arriving
 // together cost one syscall; a large frame is allocated once and read straight into. Limits
 // are checked before anything is allocated for an announced size; a violation is logged with
 // the peer's address and aborts this comm only.
@@ -70,16 +74,22 @@ class TcpComm final : public Comm, public std::enable_shared_from_this<TcpComm> 
   void on_read(const error_code& ec, std::size_t n);
   void on_large_read(const error_code& ec);
   void on_read_error(const error_code& ec);
-  void write_front();
+  void send_queued();
   void on_write(const error_code& ec);
+  void complete_write(WriteHandler h);  // success, message handed to the transport
   void finish_close();  // writes flushed: shut down the send side, then drain
-  void drain();
+  void drain();                              // after close(): discard input until the peer closes
+  void drain_step(const error_code& ec);
   void protocol_violation(const std::string& text);
   void fail(error_code cause, Side side);
   bool partial_message() const noexcept;
   error_code later_error() const;
   template <class F>
   void run_on_strand(F&& f);
+  template <class F>
+  void turn(F&& body);  // runs body, then the write handlers it deferred
+  void run_deferred();
+  void schedule_flush();
   void post_handler(ReadHandler h, error_code ec);
   void post_handler(WriteHandler h, error_code ec);
 
@@ -105,6 +115,8 @@ class TcpComm final : public Comm, public std::enable_shared_from_this<TcpComm> 
   bool writing_ = false;
   std::vector<char> prefix_;             // reused for every message
   std::vector<asio::const_buffer> wbufs_;  // reused for every message
+  std::deque<WriteHandler> deferred_;      // to run at the end of the current turn
+  bool in_turn_ = false;                   // one of this comm's handlers is running
 
   // Lifecycle.
   bool close_requested_ = false;  // close(): no new operations, flush, then shut down sending

@@ -1,0 +1,143 @@
+#include "bench/tasks.hpp"
+
+#include "bench/stats.hpp"
+
+#include <taskwire/client/client.hpp>
+#include <taskwire/comm/backends.hpp>
+#include <taskwire/scheduler/scheduler_server.hpp>
+#include <taskwire/worker/worker_server.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace taskwire::bench {
+
+int noop(int x) { return x; }
+
+}  // namespace taskwire::bench
+
+TASKWIRE_REGISTER(taskwire::bench::noop);
+
+namespace taskwire::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Each component on its own Context (its own io thread), as separate processes would be.
+struct LocalCluster {
+  std::vector<std::unique_ptr<runtime::Context>> contexts;
+  std::vector<std::unique_ptr<comm::Registry>> registries;
+  std::unique_ptr<scheduler::SchedulerServer> scheduler;
+  std::vector<std::unique_ptr<worker::Worker>> workers;
+  std::string address;
+
+  comm::Registry& make_registry(const char* role) {
+    auto cfg = runtime::Config::from_env();
+    cfg.role = role;
+    contexts.push_back(std::make_unique<runtime::Context>(cfg, 1));
+    registries.push_back(std::make_unique<comm::Registry>(*contexts.back()));
+    comm::register_builtin_backends(*registries.back());
+    contexts.back()->start();
+    return *registries.back();
+  }
+
+  LocalCluster(const std::string& backend, int nworkers) {
+    scheduler::SchedulerServerOptions so;
+    so.listen = {backend == "tcp" ? "tcp://127.0.0.1:0" : "inproc://auto"};
+    scheduler = std::make_unique<scheduler::SchedulerServer>(make_registry("scheduler"), so);
+    scheduler->start();
+    address = scheduler->addresses().at(0);
+    for (int i = 0; i < nworkers; ++i) {
+      worker::WorkerOptions wo;
+      wo.scheduler_address = address;
+      wo.nthreads = 1;
+      wo.name = fmt::format("bench-worker-{}", i);
+      auto& reg = make_registry("worker");
+      workers.push_back(std::make_unique<worker::Worker>(reg.context(), reg, wo));
+      workers.back()->start();
+    }
+    // Wait until every worker has registered.
+    for (int i = 0; i < 1000; ++i) {
+      auto n = scheduler->inspect([](const scheduler::SchedulerState& s) { return s.workers().size(); });
+      if (static_cast<int>(n) == nworkers) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  ~LocalCluster() {
+    for (auto& w : workers) w->stop();
+    scheduler->stop();
+    workers.clear();
+    scheduler.reset();
+    for (auto& c : contexts) c->stop();
+  }
+};
+
+struct Result {
+  std::string workload;
+  int tasks;
+  double seconds;
+};
+
+}  // namespace
+
+int run_tasks(const TasksOptions& o) {
+  CsvWriter csv(o.csv, "backend,workload,tasks,seconds,tasks_per_s,per_task_us");
+  fmt::print("{:<8} {:<12} {:>7} {:>10} {:>12} {:>12}\n", "backend", "workload", "tasks", "seconds",
+             "tasks/s", "us/task");
+  for (const auto& backend : o.backends) {
+    LocalCluster cluster(backend, o.workers);
+    auto& client_reg = cluster.make_registry("client");
+    Client client(client_reg, cluster.address);
+    std::vector<int> inputs(o.independent);
+    for (int i = 0; i < o.independent; ++i) inputs[i] = i;
+    client.submit(noop, 0).get();  // warm up connections between every component
+
+    std::vector<Result> results;
+    std::vector<double> runs;
+    for (int r = 0; r < o.repeats; ++r) {
+      auto t0 = Clock::now();
+      auto fs = client.map(noop, inputs);
+      auto out = client.gather(fs);
+      runs.push_back(seconds_since(t0));
+      if (out.back() != o.independent - 1) throw std::runtime_error("independent: wrong result");
+    }
+    results.push_back({"independent", o.independent, median(runs)});
+    runs.clear();
+    for (int r = 0; r < o.repeats; ++r) {
+      auto t0 = Clock::now();
+      auto f = client.submit(noop, 0);
+      for (int i = 1; i < o.chain; ++i) f = client.submit(noop, f);
+      f.get();
+      runs.push_back(seconds_since(t0));
+    }
+    results.push_back({"chain", o.chain, median(runs)});
+    std::vector<double> rts;
+    for (int i = 0; i < o.roundtrips; ++i) {
+      auto t0 = Clock::now();
+      client.submit(noop, i).get();
+      rts.push_back(seconds_since(t0));
+    }
+    results.push_back({"roundtrip", 1, median(rts)});
+    for (const auto& r : results) {
+      const double per = r.seconds / r.tasks;
+      fmt::print("{:<8} {:<12} {:>7} {:>10.4f} {:>12.0f} {:>12.1f}\n", backend, r.workload, r.tasks,
+                 r.seconds, 1.0 / per, per * 1e6);
+      csv.row(fmt::format("{},{},{},{:.6f},{:.1f},{:.2f}", backend, r.workload, r.tasks, r.seconds,
+                          1.0 / per, per * 1e6));
+    }
+  }
+  return 0;
+}
+
+}  // namespace taskwire::bench

@@ -1,0 +1,169 @@
+#pragma once
+// taskwire::Client: the public C++ API, after dask.distributed.Client.
+//
+//   TASKWIRE_REGISTER(inc);                     // in a file every process links or preloads
+//   taskwire::Client client{"tcp://127.0.0.1:8786"};
+//   auto a = client.submit(inc, 1);             // Future<int>
+//   auto b = client.submit(add, a, 10);         // `a` is a dependency
+//   int v = b.get();                            // 12
+//   auto fs = client.map(inc, std::vector<int>{1, 2, 3});
+//   std::vector<int> vs = client.gather(fs);
+//   client.shutdown();                          // stops scheduler and workers
+//
+// Functions must be registered with TASKWIRE_REGISTER. Arguments and results are any
+// Boost.Serialization-serializable types. Thread-safety: a Client may be used from several
+// threads at once.
+#include <taskwire/client/future.hpp>
+#include <taskwire/client/task_error.hpp>
+#include <taskwire/runtime/function_registry.hpp>
+
+#include <boost/serialization/string.hpp>
+#include <boost/serialization/vector.hpp>
+
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace taskwire {
+
+using client::ClientOptions;
+
+class Client {
+ public:
+  /// Connects to the scheduler at `address` (tcp://, inproc://, mpi://), retrying until
+  /// options.connect_timeout. Throws comm::CommError with what failed.
+  explicit Client(const std::string& address, ClientOptions options = {})
+      : core_(client::ClientCore::connect(address, std::move(options))) {}
+  /// Connects through a caller's registry (whose context is started and outlives the client).
+  Client(comm::Registry& registry, const std::string& address,
+         std::chrono::milliseconds timeout = std::chrono::milliseconds(10'000))
+      : core_(client::ClientCore::connect(registry, address, timeout)) {}
+  /// Reads the scheduler's address from a scheduler file written by taskwire-scheduler.
+  static Client from_scheduler_file(const std::string& path, ClientOptions options = {});
+
+  /// Runs fn(args...) in the cluster. Future arguments are dependencies.
+  template <class R, class... A, class... Args>
+  Future<R> submit(R (*fn)(A...), Args&&... args) {
+    static_assert(sizeof...(A) == sizeof...(Args), "submit: wrong number of arguments");
+    std::vector<runtime::Frame> frames;
+    auto spec = make_spec<R, A...>(fn, frames, std::forward<Args>(args)...);
+    return Future<R>(core_->submit({std::move(spec)}, std::move(frames)).at(0));
+  }
+
+  /// fn applied to every element, sent to the scheduler as one graph message.
+  template <class R, class A, class T>
+  std::vector<Future<R>> map(R (*fn)(A), const std::vector<T>& inputs) {
+    std::vector<runtime::Frame> frames;
+    std::vector<protocol::TaskSpec> specs;
+    specs.reserve(inputs.size());
+    for (const auto& x : inputs) specs.push_back(make_spec<R, A>(fn, frames, x));
+    auto refs = core_->submit(std::move(specs), std::move(frames));
+    std::vector<Future<R>> out;
+    out.reserve(refs.size());
+    for (auto& r : refs) out.emplace_back(std::move(r));
+    return out;
+  }
+
+  /// Results of `futures`, in order; throws the first TaskError.
+  template <class T>
+  std::vector<T> gather(const std::vector<Future<T>>& futures) {
+    std::vector<std::string> keys;
+    keys.reserve(futures.size());
+    for (const auto& f : futures) keys.push_back(f.key());
+    auto frames = core_->results(keys);
+    std::vector<T> out;
+    out.reserve(frames.size());
+    for (const auto& fr : frames) out.push_back(runtime::from_frame<T>(fr));
+    return out;
+  }
+
+  /// Places data in the cluster; returns futures to it.
+  template <class T>
+  Future<T> scatter(const T& value) {
+    std::vector<runtime::Frame> frames{runtime::to_frame(value)};
+    protocol::TaskSpec spec;
+    spec.key = core_->new_key("scatter");
+    spec.function = kIdentity;
+    spec.args.push_back({protocol::ArgSpec::frame, 0, {}});
+    spec.priority = core_->next_priority();
+    return Future<T>(core_->submit({std::move(spec)}, std::move(frames)).at(0));
+  }
+  template <class T>
+  std::vector<Future<T>> scatter(const std::vector<T>& values) {
+    std::vector<Future<T>> out;
+    for (const auto& v : values) out.push_back(scatter(v));
+    return out;
+  }
+
+  /// Blocks until every future is done (successfully or not).
+  template <class T>
+  void wait(const std::vector<Future<T>>& futures) {
+    for (const auto& f : futures) f.wait();
+  }
+  /// Blocks until one of `pending` is done; removes it from `pending` and returns it.
+  template <class T>
+  Future<T> next_completed(std::vector<Future<T>>& pending) {
+    std::vector<std::string> keys;
+    for (const auto& f : pending) keys.push_back(f.key());
+    auto i = core_->wait_any(keys);
+    Future<T> f = pending.at(i);
+    pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+    return f;
+  }
+  /// All of `futures` in completion order.
+  template <class T>
+  std::vector<Future<T>> as_completed(std::vector<Future<T>> futures) {
+    std::vector<Future<T>> out;
+    while (!futures.empty()) out.push_back(next_completed(futures));
+    return out;
+  }
+
+  template <class T>
+  void cancel(const std::vector<Future<T>>& futures) {
+    std::vector<std::string> keys;
+    for (const auto& f : futures) keys.push_back(f.key());
+    core_->cancel(keys);
+  }
+
+  /// Stops the scheduler and every worker (each exits 0), acknowledged by the scheduler.
+  void shutdown() { core_->shutdown(); }
+
+  /// Name under which the scatter helper is registered in every process.
+  static constexpr const char* kIdentity = "taskwire::identity";
+
+ private:
+  template <class R, class... A, class... Args>
+  protocol::TaskSpec make_spec(R (*fn)(A...), std::vector<runtime::Frame>& frames,
+                               Args&&... args) {
+    protocol::TaskSpec spec;
+    spec.function = runtime::FunctionRegistry::global().name_of(reinterpret_cast<const void*>(fn));
+    spec.key = core_->new_key(spec.function);
+    spec.priority = core_->next_priority();
+    add_args<A...>(spec, frames, std::forward<Args>(args)...);
+    return spec;
+  }
+
+  template <class... A>
+  void add_args(protocol::TaskSpec&, std::vector<runtime::Frame>&) {}
+
+  template <class A0, class... A, class Arg0, class... Args>
+  void add_args(protocol::TaskSpec& spec, std::vector<runtime::Frame>& frames, Arg0&& arg,
+                Args&&... rest) {
+    using Param = std::remove_cv_t<std::remove_reference_t<A0>>;
+    using ArgT = std::remove_cv_t<std::remove_reference_t<Arg0>>;
+    if constexpr (is_future<ArgT>::value) {
+      static_assert(std::is_same_v<typename ArgT::value_type, Param>,
+                    "a Future<T> argument must match the parameter type T");
+      spec.args.push_back({protocol::ArgSpec::dependency, 0, arg.key()});
+      spec.dependencies.push_back(arg.key());
+    } else {
+      spec.args.push_back({protocol::ArgSpec::frame, static_cast<std::uint32_t>(frames.size()), {}});
+      frames.push_back(runtime::to_frame(static_cast<const Param&>(Param(std::forward<Arg0>(arg)))));
+    }
+    add_args<A...>(spec, frames, std::forward<Args>(rest)...);
+  }
+
+  std::shared_ptr<client::ClientCore> core_;
+};
+
+}  // namespace taskwire

@@ -1,0 +1,349 @@
+#include <taskwire/client/client_core.hpp>
+#include <taskwire/client/task_error.hpp>
+
+#include <taskwire/comm/backends.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+namespace taskwire::client {
+
+using protocol::Op;
+
+KeyRef::KeyRef(std::shared_ptr<ClientCore> core, std::string key)
+    : core_(std::move(core)), key_(std::move(key)) {}
+
+KeyRef::~KeyRef() {
+  try {
+    core_->release(key_);
+  } catch (...) {
+  }
+}
+
+std::shared_ptr<ClientCore> ClientCore::connect(const std::string& address, ClientOptions options) {
+  std::shared_ptr<ClientCore> core(new ClientCore());
+  options.config.role = "client";
+  core->name_ = options.name.empty() ? fmt::format("client-{}", ::getpid()) : options.name;
+  options.config.name = core->name_;
+  core->own_context_ = std::make_unique<runtime::Context>(options.config, 1);
+  core->own_registry_ = std::make_unique<comm::Registry>(*core->own_context_);
+  comm::register_builtin_backends(*core->own_registry_);
+  core->registry_ = core->own_registry_.get();
+  core->timeout_ = options.connect_timeout;
+  core->own_context_->start();
+  core->start(comm::connect(*core->registry_, address, options.connect_timeout));
+  return core;
+}
+
+std::shared_ptr<ClientCore> ClientCore::connect(comm::Registry& registry, const std::string& address,
+                                                std::chrono::milliseconds timeout) {
+  std::shared_ptr<ClientCore> core(new ClientCore());
+  core->registry_ = &registry;
+  core->timeout_ = timeout;
+  core->name_ = registry.context().config().name;
+  core->start(comm::connect(registry, address, timeout));
+  return core;
+}
+
+ClientCore::~ClientCore() {
+  close();
+  if (own_context_) own_context_->stop();
+}
+
+void ClientCore::close() {
+  comm::CommPtr s;
+  std::map<std::string, std::shared_ptr<WorkerLink>> workers;
+  {
+    std::lock_guard lock(mu_);
+    s = scheduler_;
+    workers.swap(workers_);
+  }
+  flush();
+  if (s) s->close();
+  for (auto& [addr, link] : workers)
+    if (link->comm) link->comm->close();
+}
+
+void ClientCore::start(comm::CommPtr scheduler) {
+  scheduler_ = std::move(scheduler);
+  read_loop();
+}
+
+void ClientCore::read_loop() {
+  auto self = weak_from_this();
+  scheduler_->async_read([self](error_code ec, runtime::Message m) {
+    auto me = self.lock();
+    if (!me) return;
+    if (ec) return me->fail_all("lost the connection to the scheduler: " + ec.message());
+    try {
+      me->on_batch(m);
+    } catch (const std::exception& e) {
+      spdlog::error("client: malformed message from the scheduler: {}", e.what());
+      me->scheduler_->abort();
+      return me->fail_all(std::string("malformed message from the scheduler: ") + e.what());
+    }
+    me->read_loop();
+  });
+}
+
+void ClientCore::on_batch(const runtime::Message& m) {
+  std::lock_guard lock(mu_);
+  runtime::for_each_op(m, [&](runtime::OpReader& r) {
+    switch (r.op()) {
+      case Op::key_in_memory: {
+        auto b = r.body<protocol::KeyInMemory>();
+        if (auto it = keys_.find(b.key); it != keys_.end()) {
+          it->second.status = KeyStatus::memory;
+          it->second.holders = std::move(b.holders);
+        }
+        break;
+      }
+      case Op::key_erred: {
+        auto b = r.body<protocol::KeyErred>();
+        if (auto it = keys_.find(b.key); it != keys_.end()) {
+          it->second.status = KeyStatus::erred;
+          it->second.message = std::move(b.message);
+        }
+        break;
+      }
+      case Op::key_cancelled: {
+        for (auto& k : r.body<protocol::Keys>().keys)
+          if (auto it = keys_.find(k); it != keys_.end()) {
+            it->second.status = KeyStatus::cancelled;
+            it->second.message = "cancelled";
+          }
+        break;
+      }
+      case Op::shutting_down:
+        r.body<protocol::Empty>();
+        shutdown_acked_ = true;
+        break;
+      default:
+        throw runtime::SerializationError(
+            fmt::format("unexpected operation {} from the scheduler", static_cast<int>(r.op())));
+    }
+  });
+  cv_.notify_all();
+}
+
+void ClientCore::fail_all(const std::string& why) {
+  std::lock_guard lock(mu_);
+  if (broken_.empty()) broken_ = why;
+  for (auto& [k, st] : keys_)
+    if (st.status == KeyStatus::pending) {
+      st.status = KeyStatus::lost;
+      st.message = why;
+    }
+  cv_.notify_all();
+}
+
+void ClientCore::send(std::function<void(runtime::BatchWriter&)> add) {
+  std::lock_guard lock(out_mu_);
+  add(out_);
+  if (flush_posted_) return;
+  flush_posted_ = true;
+  // Coalesce everything queued before the io thread gets to it into one message.
+  asio::post(scheduler_->executor(), [self = shared_from_this()] { self->flush(); });
+}
+
+void ClientCore::flush() {
+  runtime::Message m;
+  {
+    std::lock_guard lock(out_mu_);
+    flush_posted_ = false;
+    if (out_.empty() || !scheduler_) return;
+    m = out_.take();
+  }
+  scheduler_->async_write(std::move(m), [](error_code ec) {
+    if (ec) spdlog::debug("client: write to the scheduler failed: {}", ec.message());
+  });
+}
+
+std::string ClientCore::new_key(const std::string& function) {
+  std::lock_guard lock(mu_);
+  return fmt::format("{}-{}-{}", function, name_, ++counter_);
+}
+
+std::int64_t ClientCore::next_priority() {
+  std::lock_guard lock(mu_);
+  return ++priority_;
+}
+
+std::vector<std::shared_ptr<KeyRef>> ClientCore::submit(std::vector<protocol::TaskSpec> tasks,
+                                                        std::vector<runtime::Frame> frames) {
+  std::vector<std::shared_ptr<KeyRef>> refs;
+  protocol::UpdateGraph g;
+  refs.reserve(tasks.size());
+  for (auto& t : tasks) {
+    refs.push_back(hold(t.key));
+    g.wanted.push_back(t.key);
+  }
+  g.tasks = std::move(tasks);
+  send([&](runtime::BatchWriter& w) { w.add(Op::update_graph, g, std::move(frames)); });
+  return refs;
+}
+
+std::shared_ptr<KeyRef> ClientCore::hold(const std::string& key) {
+  {
+    std::lock_guard lock(mu_);
+    auto& st = keys_[key];
+    ++st.refs;
+    if (!broken_.empty() && st.status == KeyStatus::pending) {
+      st.status = KeyStatus::lost;
+      st.message = broken_;
+    }
+  }
+  return std::make_shared<KeyRef>(shared_from_this(), key);
+}
+
+void ClientCore::release(const std::string& key) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = keys_.find(key);
+    if (it == keys_.end() || --it->second.refs > 0) return;
+    keys_.erase(it);
+    if (!broken_.empty()) return;
+  }
+  send([&](runtime::BatchWriter& w) { w.add(Op::release_keys, protocol::Keys{{key}}); });
+}
+
+namespace {
+bool is_done(KeyStatus s) { return s != KeyStatus::pending; }
+}  // namespace
+
+bool ClientCore::wait(const std::string& key, std::optional<std::chrono::milliseconds> timeout) {
+  std::unique_lock lock(mu_);
+  auto pred = [&] {
+    auto it = keys_.find(key);
+    return it == keys_.end() || is_done(it->second.status);
+  };
+  if (!timeout) {
+    cv_.wait(lock, pred);
+    return true;
+  }
+  return cv_.wait_for(lock, *timeout, pred);
+}
+
+KeyStatus ClientCore::status(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = keys_.find(key);
+  return it == keys_.end() ? KeyStatus::lost : it->second.status;
+}
+
+std::size_t ClientCore::wait_any(const std::vector<std::string>& keys) {
+  std::unique_lock lock(mu_);
+  std::size_t found = keys.size();
+  cv_.wait(lock, [&] {
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      auto it = keys_.find(keys[i]);
+      if (it == keys_.end() || is_done(it->second.status)) {
+        found = i;
+        return true;
+      }
+    }
+    return keys.empty();
+  });
+  return found;
+}
+
+void ClientCore::cancel(const std::vector<std::string>& keys) {
+  send([&](runtime::BatchWriter& w) { w.add(Op::cancel_keys, protocol::Keys{keys}); });
+}
+
+runtime::Frame ClientCore::result(const std::string& key) { return results({key}).at(0); }
+
+std::vector<runtime::Frame> ClientCore::results(const std::vector<std::string>& keys) {
+  std::map<std::string, std::vector<std::string>> by_holder;  // holder -> keys to fetch there
+  std::map<std::string, std::vector<std::string>> alternatives;
+  std::map<std::string, runtime::Frame> got;
+  {
+    std::unique_lock lock(mu_);
+    for (const auto& key : keys) {
+      cv_.wait(lock, [&] {
+        auto it = keys_.find(key);
+        return it == keys_.end() || is_done(it->second.status);
+      });
+      auto it = keys_.find(key);
+      if (it == keys_.end()) throw TaskError(key, "this client no longer holds the key");
+      auto& st = it->second;
+      if (st.status != KeyStatus::memory) throw TaskError(key, st.message);
+      if (st.data) {
+        got.emplace(key, *st.data);
+        continue;
+      }
+      if (st.holders.empty()) throw TaskError(key, "the scheduler reported no worker holding it");
+      by_holder[st.holders.front()].push_back(key);
+      alternatives[key] = st.holders;
+    }
+  }
+  for (const auto& [holder, ks] : by_holder) {
+    try {
+      fetch_from(holder, ks, got);
+    } catch (const std::exception& e) {
+      spdlog::warn("client: fetching from {} failed: {}", holder, e.what());
+    }
+    for (const auto& k : ks)  // keys the first holder did not give: try the others
+      for (std::size_t i = 1; !got.count(k) && i < alternatives[k].size(); ++i) {
+        try {
+          fetch_from(alternatives[k][i], {k}, got);
+        } catch (const std::exception&) {
+        }
+      }
+  }
+  std::vector<runtime::Frame> out;
+  out.reserve(keys.size());
+  std::lock_guard lock(mu_);
+  for (const auto& key : keys) {
+    auto it = got.find(key);
+    if (it == got.end()) throw TaskError(key, "no worker holding the result could send it");
+    if (auto st = keys_.find(key); st != keys_.end()) st->second.data = it->second;
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+std::shared_ptr<ClientCore::WorkerLink> ClientCore::worker_link(const std::string& address) {
+  std::lock_guard lock(mu_);
+  auto& link = workers_[address];
+  if (!link) link = std::make_shared<WorkerLink>();
+  return link;
+}
+
+void ClientCore::fetch_from(const std::string& address, const std::vector<std::string>& keys,
+                            std::map<std::string, runtime::Frame>& out) {
+  auto link = worker_link(address);
+  std::lock_guard lock(link->mu);
+  if (!link->comm || link->comm->closed()) link->comm = comm::connect(*registry_, address, timeout_);
+  runtime::BatchWriter w;
+  static std::atomic<std::uint64_t> ids{0};
+  const auto id = ++ids;
+  w.add(Op::get_data, protocol::GetData{id, keys});
+  try {
+    comm::write_sync(link->comm, w.take());
+    auto reply = comm::read_sync(link->comm);
+    runtime::for_each_op(reply, [&](runtime::OpReader& r) {
+      if (r.op() != Op::data_reply)
+        throw runtime::SerializationError("expected data_reply from " + address);
+      auto b = r.body<protocol::DataReply>();
+      if (b.keys.size() != r.frames().size())
+        throw runtime::SerializationError("data_reply from " + address + " has mismatched frames");
+      for (std::size_t i = 0; i < b.keys.size(); ++i) out.emplace(b.keys[i], r.frames()[i]);
+    });
+  } catch (...) {
+    link->comm->abort();
+    link->comm.reset();
+    throw;
+  }
+}
+
+void ClientCore::shutdown(std::chrono::milliseconds timeout) {
+  send([](runtime::BatchWriter& w) { w.add(Op::shutdown, protocol::Empty{}); });
+  std::unique_lock lock(mu_);
+  if (!cv_.wait_for(lock, timeout, [&] { return shutdown_acked_ || !broken_.empty(); }))
+    throw comm::CommError(make_error_code(comm::errc::timeout),
+                          fmt::format("the scheduler did not acknowledge shutdown within {} ms",
+                                      timeout.count()));
+}
+
+}  // namespace taskwire::client

@@ -1,0 +1,125 @@
+#pragma once
+// The non-template part of the client: the scheduler connection, the state of every key the
+// client holds, data fetches from workers. Thread-safety: every public member may be called
+// from any user thread; network work runs on the context's io thread.
+#include <taskwire/comm/core/connect.hpp>
+#include <taskwire/runtime/batch.hpp>
+#include <taskwire/runtime/context.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace taskwire::client {
+
+struct ClientOptions {
+  runtime::Config config = runtime::Config::from_env();  ///< role is set to "client"
+  std::chrono::milliseconds connect_timeout{10'000};
+  std::string name;  ///< default: client-PID
+};
+
+class ClientCore;
+
+/// One reference to a key; the last one to go releases the key in the cluster.
+class KeyRef {
+ public:
+  KeyRef(std::shared_ptr<ClientCore> core, std::string key);
+  ~KeyRef();
+  KeyRef(const KeyRef&) = delete;
+  KeyRef& operator=(const KeyRef&) = delete;
+  const std::string& key() const noexcept { return key_; }
+  ClientCore& core() const noexcept { return *core_; }
+
+ private:
+  std::shared_ptr<ClientCore> core_;
+  std::string key_;
+};
+
+enum class KeyStatus { pending, memory, erred, cancelled, lost };
+
+class ClientCore : public std::enable_shared_from_this<ClientCore> {
+ public:
+  /// Owns a Context (one io thread) and a Registry with the built-in backends.
+  static std::shared_ptr<ClientCore> connect(const std::string& address, ClientOptions options);
+  /// Uses a caller's registry (its context must be started and outlive the client).
+  static std::shared_ptr<ClientCore> connect(comm::Registry& registry, const std::string& address,
+                                             std::chrono::milliseconds timeout);
+  ~ClientCore();
+
+  std::string new_key(const std::string& function);
+  std::int64_t next_priority();
+  /// Sends one update_graph (one message) and holds every key in `tasks`.
+  std::vector<std::shared_ptr<KeyRef>> submit(std::vector<protocol::TaskSpec> tasks,
+                                              std::vector<runtime::Frame> frames);
+  /// Uploads data straight to the cluster as tasks that return it (scatter).
+  std::shared_ptr<KeyRef> hold(const std::string& key);
+
+  /// Blocks until the key is done (memory, erred, cancelled, lost) or `timeout` passes.
+  bool wait(const std::string& key, std::optional<std::chrono::milliseconds> timeout);
+  KeyStatus status(const std::string& key);
+  /// Blocks until done; returns the result frame or throws TaskError / comm::CommError.
+  runtime::Frame result(const std::string& key);
+  /// The same for many keys at once: one get_data per worker holding some of them.
+  std::vector<runtime::Frame> results(const std::vector<std::string>& keys);
+  /// Waits until any of `keys` is done; returns its index.
+  std::size_t wait_any(const std::vector<std::string>& keys);
+  void cancel(const std::vector<std::string>& keys);
+  /// Asks the scheduler to stop itself and every worker; waits for its acknowledgement.
+  void shutdown(std::chrono::milliseconds timeout = std::chrono::milliseconds(10'000));
+  void close();
+
+  void release(const std::string& key);  ///< by KeyRef
+
+ private:
+  ClientCore() = default;
+  void start(comm::CommPtr scheduler);
+  void read_loop();
+  void on_batch(const runtime::Message& m);
+  void send(std::function<void(runtime::BatchWriter&)> add);
+  void flush();
+  struct WorkerLink {
+    std::mutex mu;  // one get_data round trip at a time on this comm
+    comm::CommPtr comm;
+  };
+  std::shared_ptr<WorkerLink> worker_link(const std::string& address);
+  /// Fetches keys from one holder; fills `out` for the keys it had.
+  void fetch_from(const std::string& address, const std::vector<std::string>& keys,
+                  std::map<std::string, runtime::Frame>& out);
+  void fail_all(const std::string& why);
+
+  struct KeyState {
+    KeyStatus status = KeyStatus::pending;
+    std::string message;
+    std::vector<std::string> holders;
+    std::optional<runtime::Frame> data;  // cached once fetched
+    int refs = 0;
+  };
+
+  std::unique_ptr<runtime::Context> own_context_;
+  std::unique_ptr<comm::Registry> own_registry_;
+  comm::Registry* registry_ = nullptr;
+  std::chrono::milliseconds timeout_{10'000};
+  std::string name_;
+  comm::CommPtr scheduler_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::unordered_map<std::string, KeyState> keys_;
+  std::map<std::string, std::shared_ptr<WorkerLink>> workers_;
+  std::string broken_;  // set when the scheduler connection is gone
+  bool shutdown_acked_ = false;
+  std::uint64_t counter_ = 0;
+  std::int64_t priority_ = 0;
+
+  std::mutex out_mu_;
+  runtime::BatchWriter out_;
+  bool flush_posted_ = false;
+};
+
+}  // namespace taskwire::client

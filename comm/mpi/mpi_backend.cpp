@@ -1,0 +1,49 @@
+#include <taskwire/comm/mpi/mpi_backend.hpp>
+#include <taskwire/comm/mpi/mpi_connector.hpp>
+#include <taskwire/comm/mpi/mpi_listener.hpp>
+#include <taskwire/comm/mpi/mpi_poller.hpp>
+
+#include <cstdlib>
+#include <string_view>
+
+namespace taskwire::comm::mpi {
+
+MpiBackendCore::~MpiBackendCore() { stop(); }
+
+std::shared_ptr<MpiPoller> MpiBackendCore::poller() {
+  std::lock_guard lock(mu_);
+  if (stopped_) return nullptr;
+  if (poller_) return poller_;
+  auto p = MpiPoller::instance();
+  if (!p) return nullptr;
+  const char* own = std::getenv("TASKWIRE_MPI_POLL_THREAD");  // measuring only: see mpi_poller.hpp
+  driver_ = std::make_shared<PollDriver>(p, context_.executor(), context_.config().mpi,
+                                         own && std::string_view(own) == "1");
+  driver_->start();
+  poller_ = std::move(p);
+  return poller_;
+}
+
+void MpiBackendCore::stop() noexcept {
+  std::lock_guard lock(mu_);
+  if (stopped_) return;
+  stopped_ = true;
+  if (driver_) driver_->stop();
+  if (poller_) poller_->detach_owner(owner_);
+}
+
+MpiBackend::MpiBackend(runtime::Context& context)
+    : core_(std::make_shared<MpiBackendCore>(context)) {}
+
+MpiBackend::~MpiBackend() { core_->stop(); }
+
+std::unique_ptr<Connector> MpiBackend::make_connector() {
+  return std::make_unique<MpiConnector>(core_);
+}
+
+std::unique_ptr<Listener> MpiBackend::make_listener(const Address& address,
+                                                    RawAcceptHandler on_comm) {
+  return std::make_unique<MpiListener>(core_, address, std::move(on_comm));
+}
+
+}  // namespace taskwire::comm::mpi

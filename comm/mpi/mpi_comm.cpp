@@ -1,0 +1,98 @@
+#include <taskwire/comm/mpi/mpi_comm.hpp>
+#include <taskwire/comm/mpi/mpi_poller.hpp>
+
+namespace taskwire::comm::mpi {
+
+MpiComm::MpiComm(std::shared_ptr<MpiPoller> poller, ConnectionPtr conn,
+                 asio::strand<asio::any_io_executor> strand, std::string local, std::string peer)
+    : poller_(std::move(poller)), conn_(std::move(conn)), strand_(std::move(strand)),
+      local_(std::move(local)), peer_addr_(std::move(peer)) {}
+
+MpiComm::~MpiComm() {
+  if (!local_closed_ && !aborted_) poller_->abort(conn_);
+}
+
+void MpiComm::async_read(ReadHandler handler) {
+  asio::post(strand_, [self = shared_from_this(), h = std::move(handler)]() mutable {
+    if (self->pending_read_) {
+      return h(make_error_code(errc::protocol), Message{});  // contract: one read at a time
+    }
+    self->pending_read_ = std::move(h);
+    self->reading_ = self;
+    self->flush_read();
+  });
+}
+
+void MpiComm::flush_read() {
+  if (!pending_read_) return;
+  error_code ec;
+  Message m;
+  if (aborted_) {
+    for (auto& dropped : inbox_) consumed(dropped);
+    inbox_.clear();
+    ec = make_error_code(errc::aborted);
+  } else if (!inbox_.empty()) {
+    m = std::move(inbox_.front());
+    inbox_.pop_front();
+    consumed(m);
+  } else if (end_) {
+    ec = end_;
+  } else if (local_closed_) {
+    ec = make_error_code(errc::closed);
+  } else {
+    return;
+  }
+  auto h = std::move(pending_read_);
+  pending_read_ = nullptr;
+  auto keep = std::move(reading_);
+  h(ec, std::move(m));
+}
+
+void MpiComm::async_write(Message message, WriteHandler handler) {
+  if (aborted_ || local_closed_) {
+    const auto code = aborted_ ? errc::aborted : errc::closed;
+    asio::post(strand_, [self = shared_from_this(), h = std::move(handler), code] {
+      h(make_error_code(code));
+    });
+    return;
+  }
+  poller_->submit(conn_, std::move(message), std::move(handler), shared_from_this());
+}
+
+void MpiComm::consumed(const Message& m) {
+  const auto bytes = m.total_bytes();
+  const auto before = conn_->unread.fetch_sub(bytes);
+  if (before - bytes <= kMaxUnreadBytes && conn_->holding.load()) poller_->resume(conn_);
+}
+
+void MpiComm::on_message(Message message) {
+  if (aborted_ || local_closed_) return consumed(message);
+  inbox_.push_back(std::move(message));
+  flush_read();
+}
+
+void MpiComm::on_end(error_code ec) {
+  if (!end_) end_ = ec;
+  closed_ = true;
+  flush_read();
+}
+
+void MpiComm::close() {
+  if (local_closed_.exchange(true)) return;
+  closed_ = true;
+  poller_->close(conn_);
+  asio::post(strand_, [self = shared_from_this()] { self->flush_read(); });
+}
+
+void MpiComm::abort() noexcept {
+  if (aborted_.exchange(true)) return;
+  closed_ = true;
+  poller_->abort(conn_);
+  try {
+    asio::post(strand_, [self = shared_from_this()] { self->flush_read(); });
+  } catch (...) {
+    // cannot even post (executor gone): nothing is waiting that could be told
+  }
+}
+
+}  // namespace taskwire::comm::mpi

@@ -1,0 +1,404 @@
+#include <taskwire/comm/tcp/tcp_comm.hpp>
+
+#include <taskwire/comm/core/address.hpp>
+#include <taskwire/comm/core/framing.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+#include <span>
+
+namespace taskwire::comm::tcp {
+namespace {
+
+constexpr std::size_t kReadBufferBytes = 64 * 1024;
+// Frames above this are allocated on their own and read straight into; smaller ones are read
+// through the buffer (batched with their neighbours) and copied out.
+constexpr std::size_t kLargeFrameBytes = 32 * 1024;
+
+}  // namespace
+
+std::string format_endpoint(const asio::ip::tcp::endpoint& endpoint) {
+  return "tcp://" + HostPort{endpoint.address().to_string(), endpoint.port()}.str();
+}
+
+error_code translate_error(const error_code& ec, std::string_view where) {
+  namespace ae = asio::error;
+  if (ec == ae::eof || ec == ae::connection_reset || ec == ae::broken_pipe ||
+      ec == ae::connection_aborted || ec == ae::shut_down || ec == ae::not_connected)
+    return make_error_code(errc::closed);
+  if (ec == ae::connection_refused) return make_error_code(errc::refused);
+  if (ec == ae::operation_aborted) return make_error_code(errc::aborted);
+  spdlog::debug("tcp: I/O error on {}: {}", where, ec.message());
+  return make_error_code(errc::io);
+}
+
+TcpComm::TcpComm(Socket socket, const runtime::Limits& limits)
+    : limits_(limits), strand_(socket.get_executor()), socket_(std::move(socket)),
+      rbuf_(kReadBufferBytes) {
+  error_code ec;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  if (ec) spdlog::debug("tcp: cannot set TCP_NODELAY: {}", ec.message());
+  socket_.set_option(asio::socket_base::keep_alive(true), ec);
+  if (ec) spdlog::debug("tcp: cannot set SO_KEEPALIVE: {}", ec.message());
+  socket_.non_blocking(true, ec);  // send_queued() offers each message to the socket directly
+  if (ec) spdlog::debug("tcp: cannot make the socket non-blocking: {}", ec.message());
+  const auto local = socket_.local_endpoint(ec);
+  local_ = ec ? std::string("tcp://?") : format_endpoint(local);
+  const auto remote = socket_.remote_endpoint(ec);
+  peer_addr_ = ec ? std::string("tcp://?") : format_endpoint(remote);
+}
+
+TcpComm::~TcpComm() = default;
+
+// A call made on the strand runs at once (its handlers are still deferred or posted); from
+// elsewhere it is posted, holding the comm, and runs as a turn of its own.
+template <class F>
+void TcpComm::run_on_strand(F&& f) {
+  if (strand_.running_in_this_thread()) return f();
+  asio::post(strand_, [self = shared_from_this(), f = std::forward<F>(f)]() mutable {
+    self->turn(f);
+  });
+}
+
+// Every handler of this comm runs as a turn: write handlers whose message went out at once are
+// run when the turn's body returns, so they never run inside async_write, yet cost no post.
+template <class F>
+void TcpComm::turn(F&& body) {
+  if (in_turn_) return body();
+  in_turn_ = true;
+  try {
+    body();
+    run_deferred();
+  } catch (...) {
+    in_turn_ = false;
+    if (!deferred_.empty()) schedule_flush();
+    throw;
+  }
+  in_turn_ = false;
+}
+
+void TcpComm::run_deferred() {
+  while (!deferred_.empty()) {
+    auto h = std::move(deferred_.front());
+    deferred_.pop_front();
+    h({});
+  }
+}
+
+void TcpComm::schedule_flush() {
+  asio::post(strand_, [self = shared_from_this()] { self->turn([] {}); });
+}
+
+void TcpComm::post_handler(ReadHandler h, error_code ec) {
+  asio::post(strand_, [h = std::move(h), ec] { h(ec, Message{}); });
+}
+
+void TcpComm::post_handler(WriteHandler h, error_code ec) {
+  if (h) asio::post(strand_, [h = std::move(h), ec] { h(ec); });
+}
+
+error_code TcpComm::later_error() const {
+  if (failed_) return failed_;
+  return make_error_code(errc::closed);
+}
+
+// ---- public entry points: each runs its start_* on the strand ----
+
+void TcpComm::async_read(ReadHandler handler) {
+  run_on_strand([this, h = std::move(handler)]() mutable { start_read(std::move(h)); });
+}
+
+void TcpComm::async_write(Message message, WriteHandler handler) {
+  run_on_strand([this, m = std::move(message), h = std::move(handler)]() mutable {
+    start_write(std::move(m), std::move(h));
+  });
+}
+
+void TcpComm::close() {
+  closed_flag_ = true;
+  run_on_strand([this] { start_close(); });
+}
+
+void TcpComm::abort() noexcept {
+  closed_flag_ = true;
+  try {
+    run_on_strand([this] { fail(make_error_code(errc::aborted), Side::read); });
+  } catch (...) {
+    // No owner left (called from a destructor) or no memory: the socket closes with us.
+  }
+}
+
+// ---- read side ----
+
+void TcpComm::start_read(ReadHandler h) {
+  if (failed_ || close_requested_ || peer_eof_) return post_handler(std::move(h), later_error());
+  if (pending_read_) return post_handler(std::move(h), make_error_code(errc::protocol));
+  pending_read_ = std::move(h);
+  // Between messages the decoder is at a prefix; with nothing buffered advance() can only
+  // start a socket read, so it may run now. Buffered bytes may hold a whole message, whose
+  // delivery must not happen inside this call.
+  if (rbegin_ == rend_) advance();
+  else asio::post(strand_, [self = shared_from_this()] { self->turn([&] { self->advance(); }); });
+}
+
+void TcpComm::advance() {
+  while (pending_read_ && !failed_ && !socket_reading_) {
+    const char* data = rbuf_.data() + rbegin_;
+    const std::size_t avail = rend_ - rbegin_;
+    if (phase_ == Phase::prefix) {
+      const auto st = decode_prefix(data, avail, limits_, lengths_);
+      if (st.kind == PrefixStatus::violation) return protocol_violation(st.violation_text);
+      if (st.kind == PrefixStatus::need_more) return read_more(st.bytes_needed);
+      rbegin_ += st.bytes_needed;
+      frames_.clear();
+      frames_.reserve(lengths_.size());
+      phase_ = Phase::frames;
+      continue;
+    }
+    if (frames_.size() == lengths_.size()) {
+      phase_ = Phase::prefix;
+      Message message(std::move(frames_));
+      frames_ = {};
+      auto h = std::move(pending_read_);
+      pending_read_ = nullptr;
+      return h({}, std::move(message));
+    }
+    const std::uint64_t len = lengths_[frames_.size()];  // bounded by decode_prefix
+    if (len == 0) {
+      frames_.emplace_back();
+    } else if (len <= avail) {
+      frames_.push_back(Frame::copy_of(data, len));
+      rbegin_ += len;
+    } else if (len > kLargeFrameBytes) {
+      large_ = Frame::allocate(len);
+      std::memcpy(large_.mutable_data(), data, avail);
+      large_filled_ = avail;
+      rbegin_ = rend_ = 0;
+      return read_large_frame();
+    } else {
+      return read_more(len);
+    }
+  }
+}
+
+void TcpComm::read_more(std::size_t bytes_needed) {
+  // Leftovers move to the front so one read_some can bring in as much as the buffer holds.
+  // The buffer grows only for a prefix longer than it, which decode_prefix has bounded by
+  // the frame-count limit.
+  if (rbegin_ > 0) {
+    if (rend_ > rbegin_) std::memmove(rbuf_.data(), rbuf_.data() + rbegin_, rend_ - rbegin_);
+    rend_ -= rbegin_;
+    rbegin_ = 0;
+  }
+  if (rbuf_.size() < bytes_needed) rbuf_.resize(bytes_needed);
+  socket_reading_ = true;
+  socket_.async_read_some(asio::buffer(rbuf_.data() + rend_, rbuf_.size() - rend_),
+                          [self = shared_from_this()](const error_code& ec, std::size_t n) {
+                            self->turn([&] { self->on_read(ec, n); });
+                          });
+}
+
+void TcpComm::read_large_frame() {
+  socket_reading_ = true;
+  asio::async_read(socket_,
+                   asio::buffer(large_.mutable_data() + large_filled_, large_.size() - large_filled_),
+                   [self = shared_from_this()](const error_code& ec, std::size_t) {
+                     self->turn([&] { self->on_large_read(ec); });
+                   });
+}
+
+void TcpComm::on_read(const error_code& ec, std::size_t n) {
+  socket_reading_ = false;
+  if (failed_) return;
+  if (close_requested_) return drain_step(ec);
+  if (ec) return on_read_error(ec);
+  rend_ += n;
+  advance();
+}
+
+void TcpComm::on_large_read(const error_code& ec) {
+  socket_reading_ = false;
+  Frame frame = std::move(large_);
+  large_ = Frame();
+  if (failed_) return;
+  if (close_requested_) return drain_step(ec);
+  if (ec) return on_read_error(ec);
+  frames_.push_back(std::move(frame));
+  advance();
+}
+
+void TcpComm::on_read_error(const error_code& ec) {
+  const auto code = translate_error(ec, peer_addr_);
+  if (code != errc::closed) return fail(code, Side::read);
+  if (ec == asio::error::eof && partial_message())
+    return protocol_violation("the connection ended part-way through a message");
+  peer_eof_ = true;
+  if (pending_read_) {
+    auto h = std::move(pending_read_);
+    pending_read_ = nullptr;
+    h(code, Message{});
+  }
+}
+
+bool TcpComm::partial_message() const noexcept {
+  return phase_ == Phase::frames || rend_ > rbegin_;
+}
+
+void TcpComm::protocol_violation(const std::string& text) {
+  spdlog::warn("tcp: protocol error from {}: {}; aborting this comm", peer_addr_, text);
+  fail(make_error_code(errc::protocol), Side::read);
+}
+
+// ---- write side ----
+
+void TcpComm::start_write(Message message, WriteHandler h) {
+  if (failed_ || close_requested_ || peer_eof_) return post_handler(std::move(h), later_error());
+  if (auto why = check_limits(message, limits_); !why.empty()) {
+    spdlog::warn("tcp: not sending a message to {}: {}", peer_addr_, why);
+    return post_handler(std::move(h), make_error_code(errc::protocol));
+  }
+  writes_.push_back(PendingWrite{std::move(message), std::move(h)});
+  if (!writing_) send_queued();
+}
+
+// Sends the queued messages in order, one in flight. Each is first offered to the socket
+// directly: a small one is usually taken whole, and then no reactor operation is needed.
+// The rest of a message the socket does not take at once goes out with async_write.
+void TcpComm::send_queued() {
+  while (!writes_.empty() && !writing_ && !failed_) {
+    const Message& m = writes_.front().message;
+    encode_prefix(m, prefix_);
+    wbufs_.clear();
+    wbufs_.emplace_back(prefix_.data(), prefix_.size());
+    std::size_t total = prefix_.size();
+    for (const Frame& f : m.frames) {
+      if (f.empty()) continue;
+      wbufs_.emplace_back(f.data(), f.size());
+      total += f.size();
+    }
+    error_code ec;
+    std::size_t sent = socket_.write_some(std::span<const asio::const_buffer>(wbufs_), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      ec = {};
+      sent = 0;
+    }
+    if (ec) {
+      auto done = std::move(writes_.front());
+      writes_.pop_front();
+      const auto code = translate_error(ec, peer_addr_);
+      post_handler(std::move(done.handler), code);
+      return fail(code, Side::write);
+    }
+    if (sent == total) {
+      auto done = std::move(writes_.front());
+      writes_.pop_front();
+      complete_write(std::move(done.handler));
+      continue;
+    }
+    std::size_t first = 0;
+    for (; sent >= wbufs_[first].size(); ++first) sent -= wbufs_[first].size();
+    wbufs_[first] += sent;
+    writing_ = true;
+    asio::async_write(socket_, std::span<const asio::const_buffer>(wbufs_).subspan(first),
+                      [self = shared_from_this()](const error_code& e, std::size_t) {
+                        self->turn([&] { self->on_write(e); });
+                      });
+    return;
+  }
+  if (writes_.empty() && !writing_ && close_requested_ && !send_shut_ && !failed_)
+    finish_close();
+}
+
+void TcpComm::complete_write(WriteHandler h) {
+  if (!h) return;
+  if (in_turn_) deferred_.push_back(std::move(h));
+  else post_handler(std::move(h), {});  // called on the strand from outside this comm's turns
+}
+
+void TcpComm::on_write(const error_code& ec) {
+  writing_ = false;
+  PendingWrite done = std::move(writes_.front());
+  writes_.pop_front();
+  if (failed_) {
+    if (done.handler) done.handler(failed_);
+    return;
+  }
+  if (ec) {
+    const auto code = translate_error(ec, peer_addr_);
+    fail(code, Side::write);
+    if (done.handler) done.handler(code);
+    return;
+  }
+  complete_write(std::move(done.handler));
+  send_queued();
+}
+
+// ---- closing ----
+
+void TcpComm::start_close() {
+  if (failed_ || close_requested_) return;
+  close_requested_ = true;
+  closed_flag_ = true;
+  if (pending_read_) {
+    post_handler(std::move(pending_read_), make_error_code(errc::closed));
+    pending_read_ = nullptr;
+  }
+  frames_.clear();
+  if (writes_.empty() && !writing_) finish_close();
+}
+
+void TcpComm::finish_close() {
+  error_code ignored;
+  send_shut_ = true;
+  socket_.shutdown(asio::socket_base::shutdown_send, ignored);
+  if (peer_eof_) socket_.close(ignored);
+  else drain();
+}
+
+// After close() the socket stays open, its input discarded, until the peer closes too: closing
+// with unread input would reset the connection, and a reset may destroy data the peer has
+// not read yet.
+void TcpComm::drain() {
+  if (failed_ || socket_reading_) return;
+  if (peer_eof_) {
+    error_code ignored;
+    if (send_shut_) socket_.close(ignored);
+    return;
+  }
+  rbegin_ = rend_ = 0;
+  socket_reading_ = true;
+  socket_.async_read_some(asio::buffer(rbuf_),
+                          [self = shared_from_this()](const error_code& ec, std::size_t n) {
+                            self->turn([&] { self->on_read(ec, n); });
+                          });
+}
+
+void TcpComm::drain_step(const error_code& ec) {
+  if (!ec) return drain();
+  peer_eof_ = true;
+  drain();  // closes the socket once our side is shut down too
+}
+
+// The op that hit `cause` (the pending read when side is read; a failed write reports its own)
+// gets `cause`; everything else pending fails with closed if the peer is gone, else aborted.
+void TcpComm::fail(error_code cause, Side side) {
+  if (failed_) return;
+  const auto other = make_error_code(cause == errc::closed ? errc::closed : errc::aborted);
+  failed_ = other;
+  closed_flag_ = true;
+  error_code ignored;
+  socket_.close(ignored);  // completes the socket's pending operations with operation_aborted
+  if (pending_read_) {
+    post_handler(std::move(pending_read_), side == Side::read ? cause : other);
+    pending_read_ = nullptr;
+  }
+  // The write in flight (front, when writing_) is completed by on_write; the rest fail now.
+  const auto first = writes_.begin() + (writing_ ? 1 : 0);
+  for (auto it = first; it != writes_.end(); ++it) post_handler(std::move(it->handler), other);
+  writes_.erase(first, writes_.end());
+  frames_.clear();
+}
+
+}  // namespace taskwire::comm::tcp

@@ -1,0 +1,416 @@
+#include <taskwire/runtime/mpi_environment.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <functional>
+#include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <stdexcept>
+#include <thread>
+
+namespace taskwire::runtime {
+namespace {
+
+std::mutex g_mu;
+MpiEnvironment* g_current = nullptr;
+bool g_ever = false;
+
+// exit() without destroying the environment (a local in main, a worker calling exit())
+// would leave MPI unfinalised, which hydra turns into killing the whole job. Shut down in
+// order instead.
+void shutdown_at_exit() {
+  MpiEnvironment* env;
+  {
+    std::lock_guard lock(g_mu);
+    env = g_current;
+  }
+  if (env && !env->is_shut_down()) {
+    spdlog::warn("exit() with a live MpiEnvironment: shutting MPI down in order now");
+    env->shutdown();
+  }
+}
+
+const char* level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+  }
+  return "an unknown thread level";
+}
+
+}  // namespace
+
+std::chrono::microseconds MpiBackoff::next() noexcept {
+  const unsigned spin = static_cast<unsigned>(std::max(0, config_.spin_polls));
+  if (idle_ < spin) {
+    ++idle_;
+    return std::chrono::microseconds(0);
+  }
+  const unsigned doublings = std::min(idle_ - spin, 30u);
+  if (doublings < 30) ++idle_;
+  const auto wait = std::chrono::microseconds(std::int64_t{1} << doublings);
+  return std::min(wait, std::max(config_.sleep_cap, std::chrono::microseconds(1)));
+}
+
+void MpiBackoff::sleep() {
+  const auto wait = next();
+  if (wait.count() == 0) std::this_thread::yield();
+  else std::this_thread::sleep_for(wait);
+}
+
+MpiEnvironment::MpiEnvironment(MpiEnvironmentOptions options) : options_(std::move(options)) {
+  init(nullptr, nullptr);
+}
+
+MpiEnvironment::MpiEnvironment(int& argc, char**& argv, MpiEnvironmentOptions options)
+    : options_(std::move(options)) {
+  init(&argc, &argv);
+}
+
+void MpiEnvironment::init(int* argc, char*** argv) {
+  {
+    std::lock_guard lock(g_mu);
+    if (g_ever)
+      throw std::logic_error(
+          "an MpiEnvironment already exists or existed in this process; create exactly one "
+          "(MPI cannot be initialised again after MPI_Finalize)");
+    g_ever = true;
+  }
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized) throw std::runtime_error("MPI was already finalised in this process");
+  const int required = options_.thread_level == MpiThreadLevel::multiple ? MPI_THREAD_MULTIPLE
+                                                                          : MPI_THREAD_SERIALIZED;
+  int provided = MPI_THREAD_SINGLE;
+  if (!initialized) {
+    const int rc = MPI_Init_thread(argc, argv, required, &provided);
+    if (rc != MPI_SUCCESS)
+      throw std::runtime_error("MPI_Init_thread failed: " + error_string(rc));
+    owns_mpi_ = true;
+  } else {
+    MPI_Query_thread(&provided);
+  }
+  if (provided < required) {
+    if (owns_mpi_) MPI_Finalize();
+    throw std::runtime_error(fmt::format(
+        "MPI provides {} but taskwire needs {}{}", level_name(provided), level_name(required),
+        initialized ? " (MPI was initialised by the program: call MPI_Init_thread with that "
+                      "level, or let MpiEnvironment initialise MPI)"
+                    : " (is this MPICH built with thread support?)"));
+  }
+  // MPI_Comm_dup is a blocking collective; the non-blocking form is polled like everything.
+  MPI_Request req;
+  int rc = MPI_Comm_idup(MPI_COMM_WORLD, &comm_, &req);
+  MpiBackoff backoff(options_.poll);
+  for (int done = 0; rc == MPI_SUCCESS && !done;) {
+    rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (!done) backoff.sleep();
+  }
+  if (rc != MPI_SUCCESS) {
+    if (owns_mpi_) MPI_Finalize();
+    throw std::runtime_error("MPI_Comm_idup failed: " + error_string(rc));
+  }
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+  int* ub = nullptr;
+  int flag = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+  if (flag && ub) tag_ub_ = *ub;
+  goodbye_from_ = std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(size_));
+  lost_ = std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(size_));
+  exchange_identities();
+  {
+    std::lock_guard lock(g_mu);
+    g_current = this;
+  }
+  // spdlog's registry first, so that it is destroyed after the handler has run (statics and
+  // atexit handlers unwind in reverse order) and shutdown can still log.
+  static const bool registered = (spdlog::default_logger_raw(), std::atexit(shutdown_at_exit), true);
+  (void)registered;
+  spdlog::debug("MPI environment up: rank {} of {}, {}, MPI_TAG_UB {}", rank_, size_,
+                level_name(provided), tag_ub_);
+}
+
+void MpiEnvironment::exchange_identities() {
+  struct Identity {
+    std::uint64_t host;
+    std::int64_t pid;
+  };
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const Identity me{std::hash<std::string>{}(host), static_cast<std::int64_t>(::getpid())};
+  std::vector<Identity> all(static_cast<std::size_t>(size_));
+  MPI_Request req;
+  int rc = MPI_Iallgather(&me, sizeof me, MPI_BYTE, all.data(), sizeof me, MPI_BYTE, comm_, &req);
+  MpiBackoff backoff(options_.poll);
+  for (int done = 0; rc == MPI_SUCCESS && !done;) {
+    rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (!done) backoff.sleep();
+  }
+  if (rc != MPI_SUCCESS) throw std::runtime_error("MPI_Iallgather failed: " + error_string(rc));
+  peer_pids_.assign(static_cast<std::size_t>(size_), 0);
+  peer_fds_.assign(static_cast<std::size_t>(size_), -1);
+  for (int r = 0; r < size_; ++r) {
+    const auto& id = all[static_cast<std::size_t>(r)];
+    if (r == rank_ || id.host != me.host) continue;
+    peer_pids_[static_cast<std::size_t>(r)] = id.pid;
+#ifdef SYS_pidfd_open
+    // A pidfd turns readable when the process ends, zombie or not (a launcher that does not
+    // clean up may leave a dead rank unreaped, and kill(pid, 0) still finds those).
+    peer_fds_[static_cast<std::size_t>(r)] =
+        static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(id.pid), 0));
+#endif
+  }
+}
+
+bool MpiEnvironment::peer_process_ended(int rank) const {
+  const auto i = static_cast<std::size_t>(rank);
+  if (peer_fds_[i] >= 0) {
+    pollfd p{peer_fds_[i], POLLIN, 0};
+    return ::poll(&p, 1, 0) == 1;
+  }
+  return ::kill(static_cast<pid_t>(peer_pids_[i]), 0) == -1 && errno == ESRCH;
+}
+
+std::vector<int> MpiEnvironment::check_peers() {
+  std::vector<int> lost;
+  std::unique_lock lock(check_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return lost;
+  const auto now = Clock::now();
+  if (now < next_check_) return lost;
+  next_check_ = now + std::chrono::milliseconds(200);
+  for (int r = 0; r < size_; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    if (!peer_pids_[i] || lost_[i] || goodbye_from_[i]) continue;
+    if (peer_process_ended(r)) {
+      lost_[i] = true;
+      lost.push_back(r);
+      spdlog::error("rank {}: rank {} (pid {}) died without saying GOODBYE", rank_, r,
+                    peer_pids_[i]);
+    }
+  }
+  return lost;
+}
+
+bool MpiEnvironment::is_lost(int rank) const noexcept {
+  return rank >= 0 && rank < size_ && lost_[static_cast<std::size_t>(rank)].load();
+}
+
+std::vector<int> MpiEnvironment::lost_without_goodbye() const {
+  std::vector<int> out;
+  for (int r = 0; r < size_; ++r)
+    if (is_lost(r) && !said_goodbye(r)) out.push_back(r);
+  return out;
+}
+
+MpiEnvironment::~MpiEnvironment() {
+  shutdown();
+  for (int fd : peer_fds_)
+    if (fd >= 0) ::close(fd);
+  std::lock_guard lock(g_mu);
+  if (g_current == this) g_current = nullptr;
+}
+
+MpiEnvironment* MpiEnvironment::current() noexcept {
+  std::lock_guard lock(g_mu);
+  return g_current;
+}
+
+std::string MpiEnvironment::error_string(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) return fmt::format("MPI error {}", code);
+  return std::string(text, static_cast<std::size_t>(len));
+}
+
+bool MpiEnvironment::is_shut_down() const noexcept { return shut_down_.load(); }
+
+int MpiEnvironment::add_shutdown_hook(ShutdownHook hook) {
+  std::lock_guard lock(hooks_mu_);
+  hooks_.emplace_back(++next_hook_id_, std::move(hook));
+  return next_hook_id_;
+}
+
+void MpiEnvironment::remove_shutdown_hook(int id) noexcept {
+  std::lock_guard lock(hooks_mu_);
+  std::erase_if(hooks_, [id](const auto& h) { return h.first == id; });
+}
+
+void MpiEnvironment::note_goodbye(int rank) noexcept {
+  if (rank >= 0 && rank < size_) goodbye_from_[static_cast<std::size_t>(rank)] = true;
+}
+
+bool MpiEnvironment::said_goodbye(int rank) const noexcept {
+  return rank >= 0 && rank < size_ && goodbye_from_[static_cast<std::size_t>(rank)].load();
+}
+
+void MpiEnvironment::barrier() {
+  if (shut_down_) throw std::runtime_error("MpiEnvironment::barrier() after shutdown()");
+  MPI_Request req;
+  int rc;
+  {
+    std::lock_guard lock(*mutex_);
+    rc = MPI_Ibarrier(comm_, &req);
+  }
+  MpiBackoff backoff(options_.poll);
+  for (int done = 0; rc == MPI_SUCCESS && !done;) {
+    {
+      std::lock_guard lock(*mutex_);
+      rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    }
+    if (!done) backoff.sleep();
+  }
+  if (rc != MPI_SUCCESS) throw std::runtime_error("MPI_Ibarrier failed: " + error_string(rc));
+}
+
+void MpiEnvironment::shutdown() noexcept {
+  std::lock_guard once(shutdown_mu_);
+  if (shut_down_) return;
+  check_peers();
+  if (auto lost = lost_without_goodbye(); !lost.empty())
+    abort_job(fmt::format("rank {}: ranks {} died without GOODBYE; MPI cannot finalise with a "
+                          "dead rank, ending the job",
+                          rank_, lost));
+  const auto deadline = options_.shutdown_timeout.count() > 0
+                            ? Clock::now() + options_.shutdown_timeout
+                            : Clock::time_point::max();
+  std::vector<std::pair<int, ShutdownHook>> hooks;
+  {
+    std::lock_guard lock(hooks_mu_);
+    hooks.swap(hooks_);
+  }
+  for (auto it = hooks.rbegin(); it != hooks.rend(); ++it) {
+    try {
+      it->second(deadline);
+    } catch (const std::exception& e) {
+      spdlog::error("MPI shutdown hook failed: {}", e.what());
+    }
+  }
+  hooks.clear();
+  try {
+    drain_and_goodbye(deadline);
+  } catch (const std::exception& e) {
+    abort_job(fmt::format("rank {}: MPI shutdown failed: {}", rank_, e.what()));
+  }
+  {
+    std::lock_guard lock(*mutex_);
+    MPI_Comm_free(&comm_);
+    if (owns_mpi_) MPI_Finalize();
+  }
+  shut_down_ = true;
+  spdlog::debug("MPI environment of rank {} shut down", rank_);
+}
+
+void MpiEnvironment::drain_and_goodbye(Clock::time_point deadline) {
+  std::vector<MPI_Request> sends;
+  // Whatever still arrives is received in full and dropped (a short receive would report
+  // MPI_ERR_TRUNCATE, and MPICH raises errors of multi-request calls on MPI_COMM_WORLD).
+  std::vector<std::pair<MPI_Request, std::unique_ptr<char[]>>> discards;
+  {
+    std::lock_guard lock(*mutex_);
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      MPI_Request req;
+      const int rc = MPI_Isend(nullptr, 0, MPI_BYTE, r, kControlTag, comm_, &req);
+      if (rc != MPI_SUCCESS) throw std::runtime_error("GOODBYE: " + error_string(rc));
+      sends.push_back(req);
+    }
+  }
+  auto missing = [&] {
+    std::vector<int> out;
+    for (int r = 0; r < size_; ++r)
+      if (r != rank_ && !said_goodbye(r)) out.push_back(r);
+    return out;
+  };
+  MpiBackoff backoff(options_.poll);
+  auto next_report = Clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    bool progress = false, sends_done = false, discards_done = false;
+    {
+      std::lock_guard lock(*mutex_);
+      for (;;) {
+        int found = 0;
+        MPI_Message msg;
+        MPI_Status st;
+        int rc = MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &found, &msg, &st);
+        if (rc != MPI_SUCCESS) throw std::runtime_error("MPI_Improbe: " + error_string(rc));
+        if (!found) break;
+        progress = true;
+        if (st.MPI_TAG == kControlTag) note_goodbye(st.MPI_SOURCE);
+        MPI_Count count = 0;
+        MPI_Get_count_c(&st, MPI_BYTE, &count);
+        std::unique_ptr<char[]> buf(count > 0 ? new char[static_cast<std::size_t>(count)]
+                                              : nullptr);
+        MPI_Request req;
+        rc = MPI_Imrecv_c(buf.get(), count, MPI_BYTE, &msg, &req);
+        if (rc != MPI_SUCCESS) throw std::runtime_error("MPI_Imrecv: " + error_string(rc));
+        discards.emplace_back(req, std::move(buf));
+      }
+      int flag = 0;
+      MPI_Testall(static_cast<int>(sends.size()), sends.data(), &flag, MPI_STATUSES_IGNORE);
+      sends_done = flag != 0;
+      std::erase_if(discards, [](auto& d) {
+        int done = 0;
+        MPI_Test(&d.first, &done, MPI_STATUS_IGNORE);
+        return done != 0;
+      });
+      discards_done = discards.empty();
+    }
+    if (sends_done && discards_done && missing().empty()) break;
+    check_peers();
+    if (auto lost = lost_without_goodbye(); !lost.empty())
+      abort_job(fmt::format("rank {}: ranks {} died without GOODBYE; MPI cannot finalise with "
+                            "a dead rank, ending the job",
+                            rank_, lost));
+    const auto now = Clock::now();
+    if (now >= deadline)
+      abort_job(fmt::format("rank {}: ranks {} did not say GOODBYE within {} ms of shutdown; "
+                            "ending the job",
+                            rank_, missing(), options_.shutdown_timeout.count()));
+    if (now >= next_report) {
+      spdlog::info("rank {}: shutdown is waiting for GOODBYE from ranks {}", rank_, missing());
+      next_report = now + std::chrono::seconds(10);
+    }
+    if (progress) backoff.reset();
+    else backoff.sleep();
+  }
+  MPI_Request barrier;
+  int rc;
+  {
+    std::lock_guard lock(*mutex_);
+    rc = MPI_Ibarrier(comm_, &barrier);
+  }
+  backoff.reset();
+  for (int done = 0; rc == MPI_SUCCESS && !done;) {
+    {
+      std::lock_guard lock(*mutex_);
+      rc = MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
+    }
+    if (done) break;
+    if (Clock::now() >= deadline)
+      abort_job(fmt::format("rank {}: the shutdown barrier did not complete within {} ms",
+                            rank_, options_.shutdown_timeout.count()));
+    backoff.sleep();
+  }
+  if (rc != MPI_SUCCESS) throw std::runtime_error("MPI_Ibarrier: " + error_string(rc));
+}
+
+void MpiEnvironment::abort_job(const std::string& why) noexcept {
+  spdlog::critical("{}", why);
+  spdlog::default_logger()->flush();
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);
+}
+
+}  // namespace taskwire::runtime

@@ -1,0 +1,154 @@
+#pragma once
+// runtime::MpiEnvironment: the one object that owns MPI in a process (initialisation, the
+// runtime's private communicator, an orderly shutdown, finalisation).
+//
+// - Construction calls MPI_Init_thread (unless MPI is already initialised, in which case the
+//   program keeps ownership and finalises MPI itself) and duplicates MPI_COMM_WORLD into
+//   comm(), with MPI_ERRORS_RETURN, for all runtime traffic. Started without mpiexec this is a
+//   1-rank world that works.
+// - No rank ever sits in a blocking MPI call: MPICH 4.0 spins in them without yielding, and
+//   4-6 ranks share 2 cores in tests. barrier() and shutdown() poll with a sleeping backoff.
+// - Every MPI call the runtime makes holds mutex(); that is why MPI_THREAD_SERIALIZED is
+//   enough for taskwire. Ask for `multiple` if the program makes its own MPI calls from other
+//   threads while taskwire runs.
+// - shutdown() (also run by the destructor, and at exit() if the program forgot): the comm
+//   layer's hooks drain their traffic, then GOODBYE goes to every other rank, every rank's
+//   GOODBYE is awaited (anything else still arriving is discarded), a polled MPI_Ibarrier,
+//   MPI_Comm_free, MPI_Finalize.
+//
+// At most one MpiEnvironment exists per process, and only one can ever be created (MPI
+// cannot be initialised again after MPI_Finalize). Thread-safety: all members are safe to
+// call from any thread.
+#include <taskwire/runtime/config.hpp>
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace taskwire::runtime {
+
+enum class MpiThreadLevel { serialized, multiple };
+
+/// Idle backoff after mpi4py.futures' Backoff: reset() on any progress; while idle,
+/// `spin_polls` quick polls, then waits doubling from 1 us up to `sleep_cap`.
+class MpiBackoff {
+ public:
+  explicit MpiBackoff(const MpiPollConfig& config) : config_(config) {}
+  void reset() noexcept { idle_ = 0; }
+  /// Records an idle poll and returns how long to wait before the next one (0: poll again
+  /// at once).
+  std::chrono::microseconds next() noexcept;
+  /// next(), then sleeps that long (or yields the core when it is 0).
+  void sleep();
+
+ private:
+  MpiPollConfig config_;
+  unsigned idle_ = 0;
+};
+
+struct MpiEnvironmentOptions {
+  /// The level requested from MPI_Init_thread; construction fails if MPI provides less.
+  MpiThreadLevel thread_level = MpiThreadLevel::serialized;
+  /// How long shutdown() waits for every other rank's GOODBYE (and its own drain) before it
+  /// gives up and ends the job with MPI_Abort, naming the missing ranks. 0: wait as long as
+  /// it takes (a rank that dies makes the launcher end the job anyway).
+  std::chrono::milliseconds shutdown_timeout{0};
+  /// Backoff of the polled barrier and shutdown loops (default: Config::from_env().mpi).
+  MpiPollConfig poll = Config::from_env().mpi;
+};
+
+class MpiEnvironment {
+ public:
+  using Clock = std::chrono::steady_clock;
+  /// Runs during shutdown(), before GOODBYE: drains the hook owner's traffic, then makes no
+  /// further MPI call. `deadline` is Clock::time_point::max() when there is none.
+  using ShutdownHook = std::function<void(Clock::time_point deadline)>;
+
+  /// Tag reserved on comm() for the environment's own messages (GOODBYE); the comm layer
+  /// uses tags 1..tag_ub().
+  static constexpr int kControlTag = 0;
+
+  /// Throws std::runtime_error when MPI cannot be initialised at the requested level, or
+  /// std::logic_error when an environment exists or existed in this process.
+  explicit MpiEnvironment(MpiEnvironmentOptions options = {});
+  MpiEnvironment(int& argc, char**& argv, MpiEnvironmentOptions options = {});
+  ~MpiEnvironment();  ///< shutdown(); never throws
+  MpiEnvironment(const MpiEnvironment&) = delete;
+  MpiEnvironment& operator=(const MpiEnvironment&) = delete;
+
+  /// The live environment of this process, or null (none yet, or destroyed).
+  static MpiEnvironment* current() noexcept;
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
+  int tag_ub() const noexcept { return tag_ub_; }
+  /// The runtime's private duplicate of MPI_COMM_WORLD (MPI_ERRORS_RETURN).
+  MPI_Comm comm() const noexcept { return comm_; }
+  /// Held around every MPI call the runtime makes. Shared so that holders (the comm layer's
+  /// poller) may outlive the environment without dangling.
+  const std::shared_ptr<std::mutex>& mutex() const noexcept { return mutex_; }
+
+  /// Synchronous: a polled MPI_Ibarrier on comm() over all ranks, sleeping between polls.
+  /// Throws std::runtime_error after shutdown() or on an MPI error.
+  void barrier();
+
+  /// Orderly, drained shutdown then MPI_Finalize (see above). Idempotent; must not be called
+  /// from a thread that a hook needs to make progress (hooks poll MPI themselves).
+  void shutdown() noexcept;
+  bool is_shut_down() const noexcept;
+
+  /// The comm layer registers its drain here (runtime knows nothing of comm). Hooks run in
+  /// reverse order of registration, on the thread calling shutdown().
+  int add_shutdown_hook(ShutdownHook hook);
+  void remove_shutdown_hook(int id) noexcept;
+
+  /// Called by whoever received a GOODBYE from `rank` on kControlTag.
+  void note_goodbye(int rank) noexcept;
+  /// Whether `rank` said GOODBYE: it is shutting down, comms to it are over.
+  bool said_goodbye(int rank) const noexcept;
+
+  /// Peer death. Plain MPI cannot survive a rank that dies: launchers usually end the whole
+  /// job, but some do not (mpiexec -disable-auto-cleanup, some batch systems), and then
+  /// MPI_Finalize would hang. So ranks on the same host watch each other's process ids
+  /// (exchanged at start): check_peers() returns the ranks newly found dead without a
+  /// GOODBYE (at most one check per 200 ms; cheap to call every poll). shutdown() with a
+  /// lost peer ends the job with MPI_Abort and a message naming the rank.
+  std::vector<int> check_peers();
+  bool is_lost(int rank) const noexcept;
+
+  /// The text of an MPI error code, for logs.
+  static std::string error_string(int code);
+
+ private:
+  void init(int* argc, char*** argv);
+  void exchange_identities();
+  std::vector<int> lost_without_goodbye() const;
+  bool peer_process_ended(int rank) const;
+  void drain_and_goodbye(Clock::time_point deadline);
+  void abort_job(const std::string& why) noexcept;
+
+  MpiEnvironmentOptions options_;
+  std::shared_ptr<std::mutex> mutex_ = std::make_shared<std::mutex>();
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1, tag_ub_ = 32767;
+  bool owns_mpi_ = false;
+  std::atomic<bool> shut_down_{false};
+  std::mutex shutdown_mu_;  // one shutdown at a time
+  std::unique_ptr<std::atomic<bool>[]> goodbye_from_;  // per rank
+  std::unique_ptr<std::atomic<bool>[]> lost_;          // per rank
+  std::vector<long> peer_pids_;  // pid per rank on this host, 0 on other hosts
+  std::vector<int> peer_fds_;    // pidfd per rank on this host, -1 if none
+  std::mutex check_mu_;
+  Clock::time_point next_check_{};
+  std::mutex hooks_mu_;
+  std::vector<std::pair<int, ShutdownHook>> hooks_;
+  int next_hook_id_ = 0;
+};
+
+}  // namespace taskwire::runtime

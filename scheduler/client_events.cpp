@@ -1,0 +1,310 @@
+// Client stimuli: graphs, releases, cancellation, scattered data (after Dask's
+// Scheduler.update_graph, client_releases_keys, stimulus_cancel, update_data).
+#include <taskwire/scheduler/scheduler_state.hpp>
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace taskwire::scheduler {
+
+namespace {
+using S = TaskStatus;
+
+std::vector<TaskState*> by_priority(const std::unordered_set<TaskState*>& set) {
+  std::vector<TaskState*> v(set.begin(), set.end());
+  std::sort(v.begin(), v.end(), ByPriority{});
+  return v;
+}
+}  // namespace
+
+void SchedulerState::on(const UpdateGraph& e) {
+  ClientState* cs = ensure_client(e.client);
+  const std::uint64_t generation = ++generation_;
+  std::unordered_map<std::string_view, const TaskSpec*> batch;
+  batch.reserve(e.tasks.size());
+  for (const TaskSpec& t : e.tasks) batch.emplace(t.key, &t);
+
+  // Depth-first from the wanted keys through the specs of keys not known yet: finds the new
+  // tasks that are needed (dependencies first) and those that can never run.
+  enum class Mark : std::uint8_t { active, good, bad };
+  std::unordered_map<std::string_view, Mark> marks;
+  std::unordered_map<std::string_view, std::string> why_bad;
+  std::vector<const TaskSpec*> new_specs;
+  struct Frame {
+    const TaskSpec* spec;
+    std::size_t next = 0;
+  };
+  std::vector<Frame> stack;
+  auto enter = [&](std::string_view key) -> bool {  // false: nothing to descend into
+    if (marks.count(key)) return false;
+    if (find_task(key)) {
+      marks.emplace(key, Mark::good);
+      return false;
+    }
+    auto it = batch.find(key);
+    if (it == batch.end()) {
+      marks.emplace(key, Mark::bad);
+      why_bad.emplace(key, fmt::format("unknown key '{}'", key));
+      return false;
+    }
+    marks.emplace(key, Mark::active);
+    stack.push_back(Frame{it->second});
+    return true;
+  };
+  auto mark_bad = [&](std::string_view key, const std::string& why) {
+    marks[key] = Mark::bad;
+    why_bad.try_emplace(key, why);
+  };
+  for (const std::string& wanted : e.wanted) {
+    enter(wanted);
+    while (!stack.empty()) {
+      const TaskSpec* spec = stack.back().spec;
+      if (stack.back().next < spec->dependencies.size()) {
+        const std::string& dep = spec->dependencies[stack.back().next++];
+        if (enter(dep)) continue;
+        const Mark m = marks.at(dep);
+        if (m == Mark::active)
+          mark_bad(spec->key, fmt::format("dependency cycle through '{}'", dep));
+        if (m == Mark::bad) mark_bad(spec->key, why_bad.at(dep));
+        continue;
+      }
+      stack.pop_back();
+      Mark& m = marks.at(spec->key);
+      if (m == Mark::active) {
+        m = Mark::good;
+        new_specs.push_back(spec);
+      } else if (!stack.empty()) {  // bad: so is whatever needs it
+        mark_bad(stack.back().spec->key, why_bad.at(spec->key));
+      }
+    }
+  }
+
+  // Keep only what runnable wanted keys need: the good inputs of a bad key are dropped too.
+  std::unordered_set<std::string_view> needed;
+  std::vector<std::string_view> todo;
+  for (const std::string& key : e.wanted) {
+    if (marks.at(key) == Mark::good && !find_task(key)) todo.push_back(key);
+  }
+  while (!todo.empty()) {
+    const std::string_view key = todo.back();
+    todo.pop_back();
+    if (!needed.insert(key).second) continue;
+    for (const std::string& dep : batch.at(key)->dependencies) {
+      if (!needed.count(dep) && !find_task(dep)) todo.push_back(dep);
+    }
+  }
+  std::erase_if(new_specs, [&](const TaskSpec* spec) { return !needed.count(spec->key); });
+
+  std::string refused;  // the graph's new tasks would exceed max_tasks: none is added
+  if (tasks_.size() + new_specs.size() > options_.max_tasks) {
+    refused = fmt::format(
+        "graph refused: the scheduler would hold {} tasks, more than its "
+        "limit of {}",
+        tasks_.size() + new_specs.size(), options_.max_tasks);
+    log(LogLevel::error, refused);
+    new_specs.clear();
+  }
+
+  std::vector<TaskState*> to_wait;
+  to_wait.reserve(new_specs.size());
+  for (const TaskSpec* spec : new_specs) {
+    auto owned = std::make_unique<TaskState>();
+    TaskState* ts = owned.get();
+    ts->key = spec->key;
+    ts->function = spec->function;
+    ts->spec = spec->spec;
+    ts->priority = Priority{generation, spec->priority};
+    ts->retries = std::max(0, spec->retries);
+    ts->dependencies.reserve(spec->dependencies.size());
+    for (const std::string& dep_key : spec->dependencies) {
+      TaskState* dep = find_task(dep_key);  // created earlier: dependencies come first
+      if (dep->dependents.insert(ts).second) ts->dependencies.push_back(dep);
+    }
+    tasks_.emplace(spec->key, std::move(owned));
+    to_wait.push_back(ts);
+  }
+
+  std::unordered_set<std::string_view> seen;
+  for (const std::string& key : e.wanted) {
+    if (!seen.insert(key).second) continue;
+    TaskState* ts = find_task(key);
+    if (!ts && !refused.empty() && !why_bad.count(key)) {
+      out_.push_back(ReportTaskErred{cs->id, key, key, refused, "", stimulus_id_});
+      continue;
+    }
+    if (!ts) {
+      out_.push_back(ReportCancelled{
+          cs->id, {key}, fmt::format("lost dependencies: {}", why_bad[key]), stimulus_id_});
+      continue;
+    }
+    add_want(ts, cs);
+    if (ts->state == S::memory || ts->state == S::erred) {
+      report_state(ts, cs);
+    } else if (ts->state == S::released && ts->priority.generation != generation) {
+      to_wait.push_back(ts);  // known, released earlier, wanted again
+    }
+  }
+  std::sort(to_wait.begin(), to_wait.end(),
+            [](const TaskState* a, const TaskState* b) { return ByPriority{}(b, a); });
+  for (TaskState* ts : to_wait) recommend(ts, S::waiting);
+}
+
+void SchedulerState::on(const ClientReleasesKeys& e) {
+  ClientState* cs = find_client(e.client);
+  if (!cs) return log(LogLevel::debug, fmt::format("release from unknown client {}", e.client));
+  std::vector<TaskState*> tasks;
+  for (const std::string& key : e.keys) {
+    if (TaskState* ts = find_task(key)) tasks.push_back(ts);
+  }
+  client_releases(cs, tasks);
+}
+
+void SchedulerState::client_releases(ClientState* cs, const std::vector<TaskState*>& tasks) {
+  for (TaskState* ts : tasks) {
+    if (!cs->wants_what.count(ts)) continue;
+    drop_want(ts, cs);
+    if (!ts->who_wants.empty()) continue;
+    if (ts->dependents.empty()) {
+      recommend(ts, S::forgotten);
+    } else if (ts->state != S::erred && ts->waiters.empty()) {
+      recommend(ts, S::released);
+    }
+  }
+}
+
+void SchedulerState::on(const CancelKeys& e) {
+  ClientState* cs = find_client(e.client);
+  if (!cs) return log(LogLevel::debug, fmt::format("cancel from unknown client {}", e.client));
+  auto others_want = [&](const TaskState* ts) {
+    return std::any_of(ts->who_wants.begin(), ts->who_wants.end(),
+                       [&](const ClientState* c) { return c != cs; });
+  };
+  // The keys and everything downstream of them (without force, only what no other client
+  // wants: those keep running and merely lose this client's interest).
+  std::vector<TaskState*> stack;
+  std::vector<std::string> named;
+  for (const std::string& key : e.keys) {
+    TaskState* ts = find_task(key);
+    if (!ts) continue;
+    named.push_back(key);
+    if (e.force || !others_want(ts)) stack.push_back(ts);
+  }
+  std::unordered_set<TaskState*> seen;
+  std::vector<TaskState*> cancelled;
+  while (!stack.empty()) {
+    TaskState* ts = stack.back();
+    stack.pop_back();
+    if (!seen.insert(ts).second) continue;
+    cancelled.push_back(ts);
+    for (TaskState* d : ts->dependents) {
+      if (e.force || !others_want(d)) stack.push_back(d);
+    }
+  }
+  std::sort(cancelled.begin(), cancelled.end(), ByPriority{});
+
+  std::map<std::string, std::vector<std::string>> told;  // client -> keys, sorted by client
+  told[cs->id] = named;
+  for (TaskState* ts : cancelled) {
+    const std::vector<ClientState*> clients = ts->who_wants;
+    for (ClientState* c : clients) {
+      if (!e.force && c != cs) continue;
+      auto& keys = told[c->id];
+      if (std::find(keys.begin(), keys.end(), ts->key) == keys.end()) keys.push_back(ts->key);
+      drop_want(ts, c);
+    }
+  }
+  for (TaskState* ts : cancelled) {
+    if (!ts->who_wants.empty()) continue;
+    if (ts->dependents.empty()) {
+      recommend(ts, S::forgotten);
+    } else if (ts->state != S::erred && ts->waiters.empty()) {
+      recommend(ts, S::released);
+    }
+  }
+  // Keys named here that other clients want: this client just stops wanting them.
+  std::vector<TaskState*> shared;
+  for (const std::string& key : named) {
+    if (TaskState* ts = find_task(key); ts && !seen.count(ts)) shared.push_back(ts);
+  }
+  client_releases(cs, shared);
+
+  const std::string reason = fmt::format("cancelled by client {}", cs->id);
+  for (auto& [client, keys] : told) {
+    if (!keys.empty())
+      out_.push_back(ReportCancelled{client, std::move(keys), reason, stimulus_id_});
+  }
+}
+
+void SchedulerState::on(const RemoveClient& e) {
+  ClientState* cs = find_client(e.client);
+  if (!cs) return;
+  client_releases(cs, by_priority(cs->wants_what));
+  clients_.erase(e.client);  // nothing refers to it once its wants are dropped
+}
+
+void SchedulerState::on(const AddData& e) {
+  ClientState* cs = ensure_client(e.client);
+  WorkerState* ws = find_worker(e.worker);
+  if (!ws) {
+    std::vector<std::string> keys;
+    for (const auto& item : e.items) keys.push_back(item.key);
+    out_.push_back(ReportCancelled{cs->id, std::move(keys),
+                                   fmt::format("unknown worker {}", e.worker), stimulus_id_});
+    return;
+  }
+  const std::uint64_t generation = ++generation_;
+  std::int64_t order = 0;
+  for (const auto& item : e.items) {
+    TaskState* ts = find_task(item.key);
+    if (!ts) {
+      auto owned = std::make_unique<TaskState>();
+      ts = owned.get();
+      ts->key = item.key;
+      ts->computable = false;
+      ts->priority = Priority{generation, order++};
+      ts->nbytes = std::max<std::int64_t>(0, item.nbytes);
+      tasks_.emplace(item.key, std::move(owned));
+      add_replica(ts, ws);
+      ts->state = S::memory;
+      log_transition(ts, S::released);
+    } else if (ts->state == S::memory) {
+      add_replica(ts, ws);
+    } else {
+      log(LogLevel::warning,
+          fmt::format("add-data for '{}' ignored: it is {}", item.key, ts->state));
+      free_keys(ws, item.key);
+      continue;
+    }
+    add_want(ts, cs);
+    report_state(ts, cs);
+  }
+}
+
+void SchedulerState::add_want(TaskState* ts, ClientState* cs) {
+  if (cs->wants_what.insert(ts).second) ts->who_wants.push_back(cs);
+}
+
+void SchedulerState::drop_want(TaskState* ts, ClientState* cs) {
+  if (!cs->wants_what.erase(ts)) return;
+  ts->who_wants.erase(std::find(ts->who_wants.begin(), ts->who_wants.end(), cs));
+}
+
+void SchedulerState::report_state(TaskState* ts, ClientState* cs) {
+  if (ts->state == S::memory) {
+    out_.push_back(ReportKeyInMemory{cs->id, ts->key, size_of(ts), stimulus_id_});
+  } else if (ts->state == S::erred) {
+    report_failure(ts, cs);
+  }
+}
+
+void SchedulerState::report_failure(TaskState* ts, ClientState* cs) {
+  static const TaskFailure unknown{"", "unknown error", ""};
+  const TaskFailure& f = ts->failure ? *ts->failure : unknown;
+  const bool own = f.blamed_key == ts->key || f.blamed_key.empty();
+  out_.push_back(ReportTaskErred{
+      cs->id, ts->key, own ? ts->key : f.blamed_key,
+      own ? f.message : fmt::format("dependency '{}' failed: {}", f.blamed_key, f.message),
+      f.traceback, stimulus_id_});
+}
+
+}  // namespace taskwire::scheduler

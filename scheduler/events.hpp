@@ -1,0 +1,158 @@
+#pragma once
+// Stimuli the scheduler state machine reacts to. The server builds one from each message it
+// receives (or from its own clock, for CheckHeartbeats) and passes it to
+// SchedulerState::handle(). Time only enters through the `now` fields, so the machine is
+// deterministic. Every event carries a stimulus id that tags the instructions it causes;
+// an empty id is replaced by "<kind>-<counter>".
+#include <taskwire/scheduler/task_spec.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace taskwire::scheduler {
+
+// ---- from clients ----
+
+/// New tasks, and the keys the client wants results for. Tasks already known keep their
+/// first spec; tasks that no wanted key needs are dropped (culled). A wanted key whose
+/// dependencies are unknown (or cyclic) is reported cancelled. Keys already in memory or
+/// erred are reported at once.
+struct UpdateGraph {
+  static constexpr std::string_view kind = "update-graph";
+  std::string client;
+  std::vector<TaskSpec> tasks;
+  std::vector<std::string> wanted;
+  std::string stimulus_id;
+};
+
+/// The client no longer holds futures for these keys (reference count reached zero).
+struct ClientReleasesKeys {
+  static constexpr std::string_view kind = "client-releases-keys";
+  std::string client;
+  std::vector<std::string> keys;
+  std::string stimulus_id;
+};
+
+/// Cancel keys and everything that depends on them. Without `force`, a key another client
+/// also wants is only dropped from this client's interest.
+struct CancelKeys {
+  static constexpr std::string_view kind = "cancel-keys";
+  std::string client;
+  std::vector<std::string> keys;
+  bool force = false;
+  std::string stimulus_id;
+};
+
+/// The client disconnected: everything it wanted is released.
+struct RemoveClient {
+  static constexpr std::string_view kind = "remove-client";
+  std::string client;
+  std::string stimulus_id;
+};
+
+/// Data a client placed on a worker itself (scatter). Such keys cannot be recomputed: if
+/// their last holder dies, they and their dependents are forgotten.
+struct AddData {
+  static constexpr std::string_view kind = "add-data";
+  struct Item {
+    std::string key;
+    std::int64_t nbytes = 0;
+  };
+  std::string client;
+  std::string worker;
+  std::vector<Item> items;
+  std::string stimulus_id;
+};
+
+// ---- from workers ----
+
+struct AddWorker {
+  static constexpr std::string_view kind = "add-worker";
+  std::string address;
+  int nthreads = 1;
+  std::string name;
+  double now = 0;  ///< seconds, on the clock CheckHeartbeats uses; counts as a heartbeat
+  std::string stimulus_id;
+};
+
+/// The worker is gone (connection lost, or it said goodbye when `expected`). Its tasks are
+/// rescheduled; an unexpected loss counts against each running task (allowed_failures).
+struct RemoveWorker {
+  static constexpr std::string_view kind = "remove-worker";
+  std::string address;
+  std::string reason;
+  bool expected = false;
+  std::string stimulus_id;
+};
+
+struct Heartbeat {
+  static constexpr std::string_view kind = "heartbeat";
+  std::string worker;
+  double now = 0;
+  std::string stimulus_id;
+};
+
+/// Produced by the server's timer: removes (and asks to close) every worker whose last
+/// heartbeat is more than `timeout` seconds before `now`. timeout <= 0 checks nothing.
+struct CheckHeartbeats {
+  static constexpr std::string_view kind = "check-heartbeats";
+  double now = 0;
+  double timeout = 0;
+  std::string stimulus_id;
+};
+
+struct TaskFinished {
+  static constexpr std::string_view kind = "task-finished";
+  std::string worker;
+  std::string key;
+  std::int64_t nbytes = 0;  ///< size of the result held by the worker
+  double duration = -1;     ///< seconds spent executing; < 0 if unknown
+  std::string stimulus_id;
+};
+
+struct TaskErred {
+  static constexpr std::string_view kind = "task-erred";
+  std::string worker;
+  std::string key;
+  std::string message;
+  std::string traceback;
+  std::string stimulus_id;
+};
+
+/// `worker` could not get `key` from `errant_worker`, which the scheduler listed as holding
+/// it. The replica is dropped; a key left with none is recomputed. If `dependent` names the
+/// task `worker` was fetching for, that task is rescheduled with fresh locations.
+struct MissingData {
+  static constexpr std::string_view kind = "missing-data";
+  std::string worker;
+  std::string key;
+  std::string errant_worker;
+  std::string dependent;
+  std::string stimulus_id;
+};
+
+/// The worker gives a processing task back to be placed again (it could not run it there).
+struct Reschedule {
+  static constexpr std::string_view kind = "reschedule";
+  std::string worker;
+  std::string key;
+  std::string stimulus_id;
+};
+
+/// The worker now also holds these keys (replicas it fetched). Unknown or no longer needed
+/// keys are answered with FreeKeys.
+struct AddKeys {
+  static constexpr std::string_view kind = "add-keys";
+  std::string worker;
+  std::vector<std::string> keys;
+  std::string stimulus_id;
+};
+
+using Event = std::variant<UpdateGraph, ClientReleasesKeys, CancelKeys, RemoveClient, AddData,
+                           AddWorker, RemoveWorker, Heartbeat, CheckHeartbeats, TaskFinished,
+                           TaskErred, MissingData, Reschedule, AddKeys>;
+
+}  // namespace taskwire::scheduler

@@ -1,0 +1,123 @@
+#pragma once
+// What the scheduler state machine asks its server to do. Each instruction names its peer
+// (a worker address or a client id) and the stimulus that caused it. The server turns them
+// into messages batched per peer; within one handle() result, instructions to the same peer
+// must be delivered in order (a FreeKeys may precede a ComputeTask for the same key).
+#include <taskwire/scheduler/task_spec.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace taskwire::scheduler {
+
+/// Where a dependency's data can be fetched from.
+struct DependencyLocation {
+  std::string key;
+  std::vector<std::string> who_has;  ///< worker addresses; never empty
+  std::int64_t nbytes = 0;
+};
+
+// ---- to workers ----
+
+struct ComputeTask {
+  std::string worker;
+  std::string key;
+  std::string function;
+  SpecRef spec = 0;
+  std::vector<DependencyLocation> dependencies;
+  Priority priority;
+  std::string stimulus_id;
+};
+
+/// Drop these keys: their data, or their execution if still pending or running.
+struct FreeKeys {
+  std::string worker;
+  std::vector<std::string> keys;
+  std::string stimulus_id;
+};
+
+/// Ask a worker to shut down (it missed its heartbeats and was removed).
+struct CloseWorker {
+  std::string worker;
+  std::string reason;
+  std::string stimulus_id;
+};
+
+// ---- to clients ----
+
+struct ReportKeyInMemory {
+  std::string client;
+  std::string key;
+  std::int64_t nbytes = 0;
+  std::string stimulus_id;
+};
+
+/// `message` is the original text when blamed_key == key; otherwise it reads
+/// "dependency 'X' failed: <original text>".
+struct ReportTaskErred {
+  std::string client;
+  std::string key;
+  std::string blamed_key;
+  std::string message;
+  std::string traceback;
+  std::string stimulus_id;
+};
+
+/// A key that was in memory lost its last copy with a worker; it is being recomputed.
+struct ReportKeyLost {
+  std::string client;
+  std::string key;
+  std::string stimulus_id;
+};
+
+/// The keys will never get a result: cancelled, or their inputs are unknown or lost.
+struct ReportCancelled {
+  std::string client;
+  std::vector<std::string> keys;
+  std::string reason;
+  std::string stimulus_id;
+};
+
+// ---- to the server itself ----
+
+/// The scheduler forgot this task; the server may drop the payload frames behind `spec`.
+struct DropTaskSpec {
+  std::string key;
+  SpecRef spec = 0;
+  std::string stimulus_id;
+};
+
+enum class LogLevel { debug, info, warning, error };
+
+/// Something worth a line in the scheduler's log (worker joins and losses, lost keys...).
+struct LogEvent {
+  LogLevel level = LogLevel::info;
+  std::string message;
+  std::string stimulus_id;
+};
+
+using Instruction =
+    std::variant<ComputeTask, FreeKeys, CloseWorker, ReportKeyInMemory, ReportTaskErred,
+                 ReportKeyLost, ReportCancelled, DropTaskSpec, LogEvent>;
+using Instructions = std::vector<Instruction>;
+
+const std::string& stimulus_of(const Instruction& instruction) noexcept;
+
+}  // namespace taskwire::scheduler
+
+template <>
+struct fmt::formatter<taskwire::scheduler::LogLevel> : fmt::formatter<std::string_view> {
+  auto format(taskwire::scheduler::LogLevel l, fmt::format_context& ctx) const
+      -> fmt::format_context::iterator;
+};
+
+/// One line per instruction, e.g. "compute-task 'x' -> tcp://a:1 [update-graph-1]".
+template <>
+struct fmt::formatter<taskwire::scheduler::Instruction> : fmt::formatter<std::string_view> {
+  auto format(const taskwire::scheduler::Instruction& i, fmt::format_context& ctx) const
+      -> fmt::format_context::iterator;
+};

@@ -1,0 +1,170 @@
+// Choosing workers: Dask's decide_worker / worker_objective for tasks with dependencies,
+// and scheduler-side queuing of root tasks by worker saturation.
+#include <taskwire/scheduler/scheduler_state.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+namespace taskwire::scheduler {
+
+bool SchedulerState::queuing_enabled() const { return std::isfinite(options_.worker_saturation); }
+
+int SchedulerState::task_slots(const WorkerState* ws) const {
+  const int capacity =
+      std::max(1, static_cast<int>(std::ceil(options_.worker_saturation * ws->nthreads)));
+  return capacity - static_cast<int>(ws->processing.size());
+}
+
+double SchedulerState::expected_duration(std::string_view function) const {
+  auto it = durations_.find(function);
+  return it != durations_.end() ? it->second : options_.default_task_duration;
+}
+
+double SchedulerState::occupancy(const WorkerState* ws) const {
+  double seconds = 0;
+  for (const auto& [function, count] : ws->processing_by_function) {
+    seconds += count * expected_duration(function);
+  }
+  return seconds + static_cast<double>(ws->fetch_bytes) / options_.bandwidth;
+}
+
+std::int64_t SchedulerState::size_of(const TaskState* ts) const {
+  return ts->nbytes >= 0 ? ts->nbytes : options_.default_nbytes;
+}
+
+WorkerState* SchedulerState::decide_root_worker() const {
+  // The least busy worker with a free slot; it ignores data location, as roots have none.
+  WorkerState* best = nullptr;
+  double best_load = 0;
+  for (const auto& [address, ws] : workers_) {
+    if (task_slots(ws.get()) <= 0) continue;
+    const double load = static_cast<double>(ws->processing.size()) / ws->nthreads;
+    if (!best || load < best_load) {
+      best = ws.get();
+      best_load = load;
+    }
+  }
+  return best;
+}
+
+WorkerState* SchedulerState::decide_worker(const TaskState* ts) {
+  if (workers_.empty()) return nullptr;
+  WorkerState* idlest = nullptr;
+  double idlest_load = 0;
+  for (const auto& [address, ws] : workers_) {
+    const double load = occupancy(ws.get()) / ws->nthreads;
+    if (!idlest || load < idlest_load) {
+      idlest = ws.get();
+      idlest_load = load;
+    }
+  }
+  if (ts->dependencies.empty()) return idlest;
+
+  // Candidates: the workers holding some dependency (Dask), plus the idlest worker, so that a
+  // pile of dependents of one key spreads out once its holder is busy (Dask relies on work
+  // stealing for that, which taskwire does not have).
+  const std::uint64_t epoch = ++placement_epoch_;
+  std::vector<WorkerState*> candidates;
+  std::int64_t total_bytes = 0;
+  for (const TaskState* dep : ts->dependencies) {
+    const std::int64_t bytes = size_of(dep);
+    total_bytes += bytes;
+    for (WorkerState* ws : dep->who_has) {
+      if (ws->placement_epoch != epoch) {
+        ws->placement_epoch = epoch;
+        ws->held_dependency_bytes = 0;
+        candidates.push_back(ws);
+      }
+      ws->held_dependency_bytes += bytes;
+    }
+  }
+  if (idlest->placement_epoch != epoch) {
+    idlest->placement_epoch = epoch;
+    idlest->held_dependency_bytes = 0;
+    candidates.push_back(idlest);
+  }
+
+  // worker_objective: expected start time (queue wait + fetching what it lacks), then the
+  // worker holding less data, then the address for determinism.
+  auto objective = [&](const WorkerState* ws) {
+    const double fetch = static_cast<double>(total_bytes - ws->held_dependency_bytes);
+    const double start = occupancy(ws) / ws->nthreads + fetch / options_.bandwidth;
+    return std::make_tuple(start, ws->nbytes, std::string_view(ws->address));
+  };
+  WorkerState* best = candidates.front();
+  auto best_score = objective(best);
+  for (std::size_t i = 1; i < candidates.size(); ++i) {
+    auto score = objective(candidates[i]);
+    if (score < best_score) {
+      best = candidates[i];
+      best_score = score;
+    }
+  }
+  return best;
+}
+
+void SchedulerState::add_to_processing(TaskState* ts, WorkerState* ws) {
+  ComputeTask msg{ws->address, ts->key, ts->function, ts->spec, {}, ts->priority, stimulus_id_};
+  msg.dependencies.reserve(ts->dependencies.size());
+  std::int64_t fetch = 0;
+  for (const TaskState* dep : ts->dependencies) {
+    DependencyLocation location{dep->key, {}, size_of(dep)};
+    location.who_has.reserve(dep->who_has.size());
+    bool local = false;
+    for (const WorkerState* holder : dep->who_has) {
+      location.who_has.push_back(holder->address);
+      local = local || holder == ws;
+    }
+    if (!local) fetch += location.nbytes;
+    msg.dependencies.push_back(std::move(location));
+  }
+  ts->fetch_bytes = fetch;
+  ws->fetch_bytes += fetch;
+  ws->processing.insert(ts);
+  ++ws->processing_by_function[ts->function];
+  ts->processing_on = ws;
+  ts->state = TaskStatus::processing;
+  emit_to_worker(ws, std::move(msg));
+}
+
+WorkerState* SchedulerState::exit_processing(TaskState* ts) {
+  WorkerState* ws = ts->processing_on;
+  ts->processing_on = nullptr;
+  ws->processing.erase(ts);
+  auto it = ws->processing_by_function.find(ts->function);
+  if (it != ws->processing_by_function.end() && --it->second == 0) {
+    ws->processing_by_function.erase(it);
+  }
+  ws->fetch_bytes -= ts->fetch_bytes;
+  ts->fetch_bytes = 0;
+  return ws->removed ? nullptr : ws;
+}
+
+void SchedulerState::schedule_queued() {
+  // Dask's stimulus_queue_slots_maybe_opened: fill the free slots, best priority first.
+  if (queued_.empty()) return;
+  long slots = 0;
+  for (const auto& [address, ws] : workers_) slots += std::max(0, task_slots(ws.get()));
+  for (; slots > 0 && !queued_.empty(); --slots) {
+    WorkerState* ws = decide_root_worker();
+    if (!ws) break;
+    TaskState* ts = *queued_.begin();
+    queued_.erase(queued_.begin());
+    add_to_processing(ts, ws);
+    log_transition(ts, TaskStatus::queued);
+  }
+}
+
+void SchedulerState::schedule_unrunnable() {
+  std::vector<TaskState*> ready(unrunnable_.begin(), unrunnable_.end());
+  for (TaskState* ts : ready) transition(ts, TaskStatus::processing);
+}
+
+void SchedulerState::record_duration(const std::string& function, double seconds) {
+  if (!(seconds >= 0) || !std::isfinite(seconds)) return;
+  auto [it, inserted] = durations_.try_emplace(function, seconds);
+  if (!inserted) it->second = 0.5 * it->second + 0.5 * seconds;  // as Dask's TaskPrefix
+}
+
+}  // namespace taskwire::scheduler

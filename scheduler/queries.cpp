@@ -1,0 +1,206 @@
+// Read-only views of the state, and the invariant check used by tests (after Dask's
+// validate_task_state / validate_state).
+#include <taskwire/scheduler/scheduler_state.hpp>
+
+#include <algorithm>
+
+namespace taskwire::scheduler {
+
+namespace {
+using S = TaskStatus;
+
+std::vector<std::string> keys_by_priority(const std::unordered_set<TaskState*>& set) {
+  std::vector<TaskState*> tasks(set.begin(), set.end());
+  std::sort(tasks.begin(), tasks.end(), ByPriority{});
+  std::vector<std::string> keys;
+  keys.reserve(tasks.size());
+  for (const TaskState* ts : tasks) keys.push_back(ts->key);
+  return keys;
+}
+
+bool needs_inputs_in_memory(S s) {
+  return s == S::queued || s == S::processing || s == S::no_worker;
+}
+}  // namespace
+
+bool SchedulerState::contains(std::string_view key) const { return find_task(key) != nullptr; }
+
+std::optional<TaskStatus> SchedulerState::task_state(std::string_view key) const {
+  if (const TaskState* ts = find_task(key)) return ts->state;
+  return std::nullopt;
+}
+
+std::vector<std::string> SchedulerState::who_has(std::string_view key) const {
+  std::vector<std::string> addresses;
+  if (const TaskState* ts = find_task(key)) {
+    for (const WorkerState* ws : ts->who_has) addresses.push_back(ws->address);
+  }
+  std::sort(addresses.begin(), addresses.end());
+  return addresses;
+}
+
+std::optional<std::string> SchedulerState::processing_on(std::string_view key) const {
+  const TaskState* ts = find_task(key);
+  if (!ts || !ts->processing_on) return std::nullopt;
+  return ts->processing_on->address;
+}
+
+std::optional<std::int64_t> SchedulerState::nbytes(std::string_view key) const {
+  const TaskState* ts = find_task(key);
+  if (!ts || ts->nbytes < 0) return std::nullopt;
+  return ts->nbytes;
+}
+
+std::optional<TaskFailure> SchedulerState::failure(std::string_view key) const {
+  const TaskState* ts = find_task(key);
+  if (!ts || ts->state != S::erred || !ts->failure) return std::nullopt;
+  return *ts->failure;
+}
+
+std::vector<std::string> SchedulerState::processing(std::string_view worker) const {
+  const WorkerState* ws = find_worker(worker);
+  return ws ? keys_by_priority(ws->processing) : std::vector<std::string>{};
+}
+
+std::vector<std::string> SchedulerState::has_what(std::string_view worker) const {
+  const WorkerState* ws = find_worker(worker);
+  return ws ? keys_by_priority(ws->has_what) : std::vector<std::string>{};
+}
+
+std::optional<WorkerInfo> SchedulerState::worker(std::string_view address) const {
+  const WorkerState* ws = find_worker(address);
+  if (!ws) return std::nullopt;
+  return WorkerInfo{ws->address,         ws->name,   ws->nthreads,  ws->processing.size(),
+                    ws->has_what.size(), ws->nbytes, occupancy(ws), ws->last_seen};
+}
+
+std::vector<WorkerInfo> SchedulerState::workers() const {
+  std::vector<WorkerInfo> infos;
+  for (const auto& [address, ws] : workers_) infos.push_back(*worker(address));
+  return infos;
+}
+
+std::vector<std::string> SchedulerState::wanted_by(std::string_view client) const {
+  std::vector<std::string> keys;
+  if (const ClientState* cs = find_client(client)) {
+    for (const TaskState* ts : cs->wants_what) keys.push_back(ts->key);
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+std::vector<TransitionRecord> SchedulerState::story(std::string_view key) const {
+  std::vector<TransitionRecord> records;
+  for (const TransitionRecord& r : transition_log_) {
+    if (r.key == key) records.push_back(r);
+  }
+  return records;
+}
+
+std::string SchedulerState::validate() const {
+  std::size_t dependency_edges = 0;
+  std::size_t dependent_edges = 0;
+  for (const auto& [key, owned] : tasks_) {
+    TaskState* ts = owned.get();  // non-const: the sets hold TaskState*
+    auto bad = [&](std::string_view what) {
+      return fmt::format("task '{}' ({}): {}", key, ts->state, what);
+    };
+    if (ts->key != key || ts->state == S::forgotten) return bad("forgotten or misfiled");
+    if (ts->recommended) return bad("recommendation left pending");
+    dependency_edges += ts->dependencies.size();
+    dependent_edges += ts->dependents.size();
+    for (TaskState* dep : ts->dependencies) {
+      if (find_task(dep->key) != dep) return bad(fmt::format("dependency '{}' not live", dep->key));
+      if (!dep->dependents.count(ts)) {
+        return bad(fmt::format("missing from the dependents of '{}'", dep->key));
+      }
+      const bool waits_on = ts->waiting_on.count(dep) > 0;
+      const bool in_waiters = dep->waiters.count(ts) > 0;
+      if (ts->state == S::waiting && waits_on == !dep->who_has.empty()) {
+        return bad(fmt::format("waiting_on disagrees with memory of '{}'", dep->key));
+      }
+      if (ts->state == S::waiting && !in_waiters && dep->state != S::released) {
+        return bad(fmt::format("not among the waiters of '{}'", dep->key));
+      }
+      if (needs_inputs_in_memory(ts->state) && (dep->who_has.empty() || !in_waiters)) {
+        return bad(fmt::format("dependency '{}' not in memory or not waited on", dep->key));
+      }
+    }
+    for (const TaskState* w : ts->waiting_on) {
+      if (!w->dependents.count(ts)) return bad("waiting on a non-dependency");
+    }
+    for (TaskState* w : ts->waiters) {
+      if (!ts->dependents.count(w)) return bad("waiter is not a dependent");
+      if (w->state != S::waiting && !needs_inputs_in_memory(w->state)) {
+        return bad(fmt::format("waiter '{}' is {}", w->key, w->state));
+      }
+    }
+    if ((ts->state == S::waiting) == ts->waiting_on.empty()) return bad("waiting_on mismatch");
+    if ((ts->state == S::memory) == ts->who_has.empty()) return bad("who_has mismatch");
+    if ((ts->state == S::processing) != (ts->processing_on != nullptr)) {
+      return bad("processing_on mismatch");
+    }
+    if ((ts->state == S::queued) != (queued_.count(ts) > 0)) {
+      return bad("queue membership mismatch");
+    }
+    if ((ts->state == S::no_worker) != (unrunnable_.count(ts) > 0)) {
+      return bad("no-worker membership mismatch");
+    }
+    if (ts->state == S::memory && ts->waiters.empty() && ts->who_wants.empty()) {
+      return bad("in memory but nobody needs it");
+    }
+    if (ts->state == S::released && !ts->waiters.empty()) return bad("released with waiters");
+    if (ts->state == S::erred && !ts->failure) return bad("erred without a failure");
+    for (const WorkerState* ws : ts->who_has) {
+      if (find_worker(ws->address) != ws || !ws->has_what.count(ts)) {
+        return bad(fmt::format("replica on {} not recorded there", ws->address));
+      }
+    }
+    if (const WorkerState* ws = ts->processing_on;
+        ws && (find_worker(ws->address) != ws || !ws->processing.count(ts))) {
+      return bad("processing on a worker that does not know it");
+    }
+    for (const ClientState* cs : ts->who_wants) {
+      if (find_client(cs->id) != cs || !cs->wants_what.count(ts)) {
+        return bad(fmt::format("wanted by client {} which does not want it", cs->id));
+      }
+    }
+  }
+  if (dependency_edges != dependent_edges) return "dependency and dependent edges differ";
+
+  long free_slots = 0;
+  for (const auto& [address, ws] : workers_) {
+    std::int64_t bytes = 0;
+    for (const TaskState* ts : ws->has_what) {
+      if (std::find(ts->who_has.begin(), ts->who_has.end(), ws.get()) == ts->who_has.end()) {
+        return fmt::format("worker {} lists '{}' which is not on it", address, ts->key);
+      }
+      bytes += size_of(ts);
+    }
+    if (bytes != ws->nbytes)
+      return fmt::format("worker {} nbytes {} != {}", address, ws->nbytes, bytes);
+    std::int64_t fetch = 0;
+    for (const TaskState* ts : ws->processing) {
+      if (ts->processing_on != ws.get()) {
+        return fmt::format("worker {} lists '{}' as processing", address, ts->key);
+      }
+      fetch += ts->fetch_bytes;
+    }
+    int counted = 0;
+    for (const auto& [function, n] : ws->processing_by_function) counted += n;
+    if (counted != static_cast<int>(ws->processing.size()) || fetch != ws->fetch_bytes) {
+      return fmt::format("worker {} occupancy bookkeeping is off", address);
+    }
+    if (queuing_enabled()) free_slots += std::max(0, task_slots(ws.get()));
+  }
+  for (const auto& [id, cs] : clients_) {
+    for (const TaskState* ts : cs->wants_what) {
+      if (find_task(ts->key) != ts) return fmt::format("client {} wants a dead task", id);
+    }
+  }
+  if (!queued_.empty() && free_slots > 0) return "tasks queued while workers have free slots";
+  if (!unrunnable_.empty() && !workers_.empty()) return "tasks in no-worker while workers exist";
+  return {};
+}
+
+}  // namespace taskwire::scheduler

@@ -1,0 +1,93 @@
+#pragma once
+// The scheduler state machine's internal records (Dask's TaskState, WorkerState,
+// ClientState). Only SchedulerState creates and mutates them; they are declared here so its
+// header can hold them by value. Outside code uses SchedulerState's query API instead.
+//
+// Records point at each other with raw pointers. A record that leaves the state (a forgotten
+// task, a removed worker) is kept alive until the end of the handle() call that removed it, so
+// pointers held by pending recommendations stay valid; after that call no live record points
+// at it.
+#include <taskwire/scheduler/task_spec.hpp>
+#include <taskwire/scheduler/task_status.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace taskwire::scheduler {
+
+struct WorkerState;
+struct ClientState;
+
+struct TaskState {
+  std::string key;
+  std::string function;
+  SpecRef spec = 0;
+  bool computable = true;  ///< false for data a client placed (AddData): cannot be recomputed
+  Priority priority;
+  int retries = 0;
+  TaskStatus state = TaskStatus::released;
+  std::int64_t nbytes = -1;  ///< -1 until a worker reported the size
+
+  std::vector<TaskState*> dependencies;  ///< unique, in spec order
+  std::unordered_set<TaskState*> dependents;
+  std::unordered_set<TaskState*> waiting_on;  ///< dependencies not in memory (waiting only)
+  std::unordered_set<TaskState*> waiters;     ///< dependents that still need this result
+  std::vector<WorkerState*> who_has;          ///< replicas (memory only)
+  WorkerState* processing_on = nullptr;       ///< processing only
+  std::int64_t fetch_bytes = 0;               ///< dependency bytes its worker must fetch
+  std::vector<ClientState*> who_wants;
+
+  int suspicious = 0;                          ///< workers that died while running it
+  bool has_lost_dependencies = false;          ///< a dependency was forgotten: can never run
+  std::shared_ptr<const TaskFailure> failure;  ///< set once it or a dependency erred
+  std::vector<std::string> erred_on;  ///< workers that reported it erred (to free it there)
+
+  std::optional<TaskStatus> recommended;  ///< pending recommendation (see run_transitions)
+};
+
+struct WorkerState {
+  std::string address;
+  std::string name;
+  int nthreads = 1;
+  double last_seen = 0;
+  bool removed = false;
+
+  std::unordered_set<TaskState*> processing;
+  std::unordered_set<TaskState*> has_what;
+  std::int64_t nbytes = 0;       ///< bytes of the results it holds
+  std::int64_t fetch_bytes = 0;  ///< dependency bytes its processing tasks must fetch
+  std::unordered_map<std::string, int> processing_by_function;  ///< for occupancy
+
+  std::uint64_t placement_epoch = 0;  ///< scratch for decide_worker
+  std::int64_t held_dependency_bytes = 0;
+};
+
+struct ClientState {
+  std::string id;
+  std::unordered_set<TaskState*> wants_what;
+};
+
+/// Lower priority first; key breaks ties so that ordered sets are deterministic.
+struct ByPriority {
+  bool operator()(const TaskState* a, const TaskState* b) const {
+    if (a->priority != b->priority) return a->priority < b->priority;
+    return a->key < b->key;
+  }
+};
+
+/// Lets maps keyed by std::string be searched with a std::string_view.
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept {
+    return std::hash<std::string_view>{}(s);
+  }
+};
+
+}  // namespace taskwire::scheduler

@@ -1,0 +1,369 @@
+#include <taskwire/scheduler/scheduler_server.hpp>
+
+#include <taskwire/runtime/batch.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <unordered_map>
+
+namespace taskwire::scheduler {
+
+using protocol::Op;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Peer {
+  enum Kind { unknown, worker, client } kind = unknown;
+  comm::CommPtr comm;
+  std::string id;  // worker address or client id
+  runtime::BatchWriter out;
+  bool closing = false;  // it said goodbye (worker_closing)
+};
+using PeerPtr = std::shared_ptr<Peer>;
+
+struct StoredSpec {
+  protocol::TaskSpec spec;           // frame args re-indexed into `frames`
+  std::vector<runtime::Frame> frames;
+};
+
+}  // namespace
+
+struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
+  comm::Registry& registry;
+  SchedulerServerOptions options;
+  asio::strand<asio::any_io_executor> strand;
+  SchedulerState state;
+  std::vector<std::unique_ptr<comm::Listener>> listeners;
+  std::map<std::string, PeerPtr> workers, clients;
+  std::unordered_map<SpecRef, StoredSpec> specs;
+  SpecRef next_spec = 0;
+  std::uint64_t next_client = 0;
+  asio::steady_timer heartbeat_timer, shutdown_timer;
+  Clock::time_point t0 = Clock::now();
+  std::vector<PeerPtr> touched;
+  std::promise<void> finished;
+  bool stopping = false, done = false;
+
+  Impl(comm::Registry& r, SchedulerServerOptions o)
+      : registry(r), options(std::move(o)), strand(asio::make_strand(r.context().executor())),
+        state(options.state), heartbeat_timer(strand), shutdown_timer(strand) {}
+
+  double now() const { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+  void on_accept(comm::CommPtr c) {
+    auto peer = std::make_shared<Peer>();
+    peer->comm = std::move(c);
+    asio::post(strand, [self = shared_from_this(), peer] {
+      if (self->stopping) return peer->comm->close();
+      self->read(peer);
+    });
+  }
+
+  void read(const PeerPtr& peer) {
+    auto self = shared_from_this();
+    peer->comm->async_read([self, peer](error_code ec, runtime::Message m) {
+      asio::post(self->strand, [self, peer, ec, m = std::move(m)] {
+        if (ec) return self->peer_gone(peer, ec.message());
+        try {
+          self->handle_message(peer, m);
+        } catch (const std::exception& e) {
+          spdlog::warn("scheduler: malformed message from {} ({}): {}; closing that comm",
+                       peer->comm->peer_address(), peer->id.empty() ? "new peer" : peer->id, e.what());
+          peer->comm->abort();
+          self->flush();
+          return self->peer_gone(peer, std::string("protocol error: ") + e.what());
+        }
+        self->flush();
+        self->read(peer);
+      });
+    });
+  }
+
+  void apply(Instructions ins) {
+    for (auto& i : ins) std::visit([this](auto& x) { emit(x); }, i);
+  }
+  template <class E>
+  void handle(E event) {
+    apply(state.handle(Event(std::move(event))));
+  }
+
+  PeerPtr peer_of(std::map<std::string, PeerPtr>& m, const std::string& id) {
+    auto it = m.find(id);
+    return it == m.end() ? nullptr : it->second;
+  }
+  runtime::BatchWriter* out_to(const PeerPtr& p) {
+    if (!p) return nullptr;
+    if (p->out.empty()) touched.push_back(p);
+    return &p->out;
+  }
+
+  void emit(ComputeTask& ct) {
+    auto* out = out_to(peer_of(workers, ct.worker));
+    auto it = specs.find(ct.spec);
+    if (!out || it == specs.end()) return;
+    protocol::ComputeTask msg;
+    msg.spec = it->second.spec;
+    msg.spec.priority = ct.priority.order;
+    for (auto& d : ct.dependencies) msg.who_has[d.key] = d.who_has;
+    out->add(Op::compute_task, msg, it->second.frames);
+  }
+  void emit(FreeKeys& f) {
+    if (auto* out = out_to(peer_of(workers, f.worker))) out->add(Op::free_keys, protocol::Keys{f.keys});
+  }
+  void emit(CloseWorker& c) {
+    spdlog::warn("scheduler: closing worker {}: {}", c.worker, c.reason);
+    if (auto* out = out_to(peer_of(workers, c.worker))) out->add(Op::close_worker, protocol::Empty{});
+  }
+  void emit(ReportKeyInMemory& r) {
+    if (auto* out = out_to(peer_of(clients, r.client)))
+      out->add(Op::key_in_memory,
+               protocol::KeyInMemory{r.key, static_cast<std::uint64_t>(std::max<std::int64_t>(r.nbytes, 0)),
+                                     state.who_has(r.key)});
+  }
+  void emit(ReportTaskErred& r) {
+    if (auto* out = out_to(peer_of(clients, r.client)))
+      out->add(Op::key_erred, protocol::KeyErred{r.key, r.message});
+  }
+  void emit(ReportKeyLost& r) { spdlog::info("scheduler: key {} lost, recomputing", r.key); }
+  void emit(ReportCancelled& r) {
+    if (auto* out = out_to(peer_of(clients, r.client)))
+      out->add(Op::key_cancelled, protocol::Keys{r.keys});
+  }
+  void emit(DropTaskSpec& d) { specs.erase(d.spec); }
+  void emit(LogEvent& l) {
+    switch (l.level) {
+      case LogLevel::debug: spdlog::debug("scheduler: {}", l.message); break;
+      case LogLevel::info: spdlog::info("scheduler: {}", l.message); break;
+      case LogLevel::warning: spdlog::warn("scheduler: {}", l.message); break;
+      case LogLevel::error: spdlog::error("scheduler: {}", l.message); break;
+    }
+  }
+
+  void flush() {
+    for (auto& p : touched)
+      if (!p->out.empty())
+        p->comm->async_write(p->out.take(), [](error_code ec) {
+          if (ec) spdlog::debug("scheduler: write failed: {}", ec.message());
+        });
+    touched.clear();
+  }
+
+  std::string require_worker(const PeerPtr& p, const char* op) {
+    if (p->kind != Peer::worker) throw std::runtime_error(fmt::format("'{}' from a peer that is not a registered worker", op));
+    return p->id;
+  }
+  void become_client(const PeerPtr& p) {
+    if (p->kind == Peer::worker) throw std::runtime_error("a worker sent a client operation");
+    if (p->kind == Peer::client) return;
+    p->kind = Peer::client;
+    p->id = fmt::format("client-{}-{}", ++next_client, p->comm->peer().name);
+    clients[p->id] = p;
+    spdlog::info("scheduler: client {} connected from {}", p->id, p->comm->peer_address());
+  }
+
+  void handle_message(const PeerPtr& p, const runtime::Message& m) {
+    runtime::for_each_op(m, [&](runtime::OpReader& r) {
+      switch (r.op()) {
+        case Op::register_worker: {
+          auto b = r.body<protocol::RegisterWorker>();
+          if (p->kind != Peer::unknown) throw std::runtime_error("register_worker sent twice");
+          if (workers.count(b.address)) throw std::runtime_error("a worker at " + b.address + " is already registered");
+          p->kind = Peer::worker;
+          p->id = b.address;
+          workers[b.address] = p;
+          spdlog::info("scheduler: worker {} ({}, {} threads) joined", b.address, b.name, b.nthreads);
+          handle(AddWorker{b.address, static_cast<int>(b.nthreads), b.name, now(), ""});
+          break;
+        }
+        case Op::heartbeat:
+          r.body<protocol::Empty>();
+          handle(Heartbeat{require_worker(p, "heartbeat"), now(), ""});
+          break;
+        case Op::task_finished: {
+          auto b = r.body<protocol::TaskFinished>();
+          handle(TaskFinished{require_worker(p, "task_finished"), b.key,
+                              static_cast<std::int64_t>(b.nbytes), b.duration_s, ""});
+          break;
+        }
+        case Op::task_erred: {
+          auto b = r.body<protocol::TaskErred>();
+          handle(TaskErred{require_worker(p, "task_erred"), b.key, b.message, "", ""});
+          break;
+        }
+        case Op::missing_data: {
+          auto b = r.body<protocol::MissingData>();
+          handle(MissingData{require_worker(p, "missing_data"), b.missing, b.from, b.key, ""});
+          break;
+        }
+        case Op::worker_closing:
+          r.body<protocol::Empty>();
+          require_worker(p, "worker_closing");
+          p->closing = true;
+          break;
+        case Op::update_graph: {
+          become_client(p);
+          auto g = r.body<protocol::UpdateGraph>();
+          on_update_graph(p, std::move(g), r.frames());
+          break;
+        }
+        case Op::release_keys:
+          become_client(p);
+          handle(ClientReleasesKeys{p->id, r.body<protocol::Keys>().keys, ""});
+          break;
+        case Op::cancel_keys:
+          become_client(p);
+          handle(CancelKeys{p->id, r.body<protocol::Keys>().keys, true, ""});
+          break;
+        case Op::shutdown:
+          r.body<protocol::Empty>();
+          become_client(p);
+          begin_shutdown(p);
+          break;
+        default:
+          throw std::runtime_error(fmt::format("unexpected operation {}", static_cast<int>(r.op())));
+      }
+    });
+  }
+
+  void on_update_graph(const PeerPtr& p, protocol::UpdateGraph g, std::span<const runtime::Frame> frames) {
+    UpdateGraph ev;
+    ev.client = p->id;
+    ev.wanted = std::move(g.wanted);
+    ev.tasks.reserve(g.tasks.size());
+    for (auto& t : g.tasks) {
+      StoredSpec stored;
+      for (auto& a : t.args)
+        if (a.kind == protocol::ArgSpec::frame) {
+          if (a.frame_index >= frames.size())
+            throw std::runtime_error(fmt::format("task {} refers to payload frame {} of {}", t.key,
+                                                 a.frame_index, frames.size()));
+          const auto local = static_cast<std::uint32_t>(stored.frames.size());
+          stored.frames.push_back(frames[a.frame_index]);
+          a.frame_index = local;
+        }
+      const SpecRef ref = ++next_spec;
+      ev.tasks.push_back(TaskSpec{t.key, t.function, t.dependencies, t.priority,
+                                  static_cast<int>(t.retries), ref});
+      stored.spec = std::move(t);
+      specs.emplace(ref, std::move(stored));
+    }
+    handle(std::move(ev));
+  }
+
+  void peer_gone(const PeerPtr& p, const std::string& why) {
+    if (p->kind == Peer::worker && workers.erase(p->id)) {
+      if (!stopping) {
+        if (p->closing) spdlog::info("scheduler: worker {} left", p->id);
+        else spdlog::warn("scheduler: lost worker {}: {}", p->id, why);
+        handle(RemoveWorker{p->id, why, p->closing, ""});
+      }
+    } else if (p->kind == Peer::client && clients.erase(p->id)) {
+      spdlog::info("scheduler: client {} disconnected", p->id);
+      if (!stopping) handle(RemoveClient{p->id, ""});
+    }
+    flush();
+    if (stopping && workers.empty()) finish();
+  }
+
+  void arm_heartbeat_check() {
+    heartbeat_timer.expires_after(options.heartbeat_check_interval);
+    heartbeat_timer.async_wait([self = shared_from_this()](error_code ec) {
+      if (ec || self->stopping) return;
+      self->handle(CheckHeartbeats{self->now(),
+                                   std::chrono::duration<double>(self->options.heartbeat_timeout).count(), ""});
+      self->flush();
+      self->arm_heartbeat_check();
+    });
+  }
+
+  void begin_shutdown(const PeerPtr& requester) {
+    if (stopping) return;
+    stopping = true;
+    spdlog::info("scheduler: shutting down {} worker(s){}", workers.size(),
+                 requester ? " at a client's request" : "");
+    for (auto& l : listeners) l->stop();
+    heartbeat_timer.cancel();
+    for (auto& [addr, w] : workers) out_to(w)->add(Op::close_worker, protocol::Empty{});
+    if (requester) out_to(requester)->add(Op::shutting_down, protocol::Empty{});
+    flush();
+    if (workers.empty()) return finish();
+    shutdown_timer.expires_after(std::chrono::seconds(5));
+    shutdown_timer.async_wait([self = shared_from_this()](error_code ec) {
+      if (!ec) {
+        spdlog::warn("scheduler: {} worker(s) did not close within 5 s", self->workers.size());
+        self->finish();
+      }
+    });
+  }
+
+  void finish() {
+    if (done) return;
+    done = true;
+    shutdown_timer.cancel();
+    for (auto& [id, c] : clients) c->comm->close();
+    for (auto& [id, w] : workers) w->comm->close();
+    finished.set_value();
+  }
+};
+
+namespace detail {
+asio::any_io_executor server_strand(const void* impl) {
+  return static_cast<const SchedulerServer::Impl*>(impl)->strand;
+}
+const SchedulerState& server_state(const void* impl) {
+  return static_cast<const SchedulerServer::Impl*>(impl)->state;
+}
+}  // namespace detail
+
+SchedulerServer::SchedulerServer(comm::Registry& registry, SchedulerServerOptions options)
+    : impl_(std::make_shared<Impl>(registry, std::move(options))),
+      finished_(impl_->finished.get_future().share()) {}
+
+SchedulerServer::~SchedulerServer() {
+  stop();
+  auto impl = impl_;
+  std::promise<void> drained;
+  auto fut = drained.get_future();
+  asio::post(impl->strand, [impl, &drained] {
+    impl->heartbeat_timer.cancel();
+    impl->shutdown_timer.cancel();
+    for (auto& [id, c] : impl->clients) c->comm->abort();
+    for (auto& [id, w] : impl->workers) w->comm->abort();
+    drained.set_value();
+  });
+  fut.wait_for(std::chrono::seconds(5));
+  impl->listeners.clear();
+}
+
+void SchedulerServer::start() {
+  auto impl = impl_;
+  for (const auto& address : impl->options.listen)
+    impl->listeners.push_back(comm::listen(impl->registry, address, [weak = std::weak_ptr<Impl>(impl)](comm::CommPtr c) {
+      if (auto self = weak.lock()) self->on_accept(std::move(c));
+      else c->abort();
+    }));
+  asio::post(impl->strand, [impl] { impl->arm_heartbeat_check(); });
+  for (const auto& l : impl->listeners) spdlog::info("scheduler: listening at {}", l->contact_address());
+}
+
+std::vector<std::string> SchedulerServer::addresses() const {
+  std::vector<std::string> out;
+  for (const auto& l : impl_->listeners) out.push_back(l->contact_address());
+  return out;
+}
+
+void SchedulerServer::stop() {
+  auto impl = impl_;
+  std::promise<void> started;
+  auto fut = started.get_future();
+  asio::post(impl->strand, [impl, &started] {
+    impl->begin_shutdown(nullptr);
+    started.set_value();
+  });
+  fut.wait_for(std::chrono::seconds(5));
+}
+
+}  // namespace taskwire::scheduler

@@ -1,0 +1,21 @@
+#pragma once
+// Template body of SchedulerServer::inspect (needs the Impl's strand and state).
+#include <taskwire/scheduler/scheduler_server.hpp>
+
+namespace taskwire::scheduler {
+
+namespace detail {
+asio::any_io_executor server_strand(const void* impl);
+const SchedulerState& server_state(const void* impl);
+}  // namespace detail
+
+template <class F>
+auto SchedulerServer::inspect(F fn) -> decltype(fn(std::declval<const SchedulerState&>())) {
+  using R = decltype(fn(std::declval<const SchedulerState&>()));
+  std::packaged_task<R()> task([&] { return fn(detail::server_state(impl_.get())); });
+  auto fut = task.get_future();
+  asio::post(detail::server_strand(impl_.get()), [&task] { task(); });
+  return fut.get();
+}
+
+}  // namespace taskwire::scheduler

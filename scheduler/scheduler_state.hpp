@@ -1,0 +1,204 @@
+#pragma once
+// The scheduler's pure state machine, after Dask distributed's SchedulerState: handle(event)
+// applies one stimulus and returns the instructions it causes, each tagged with the
+// stimulus id. It does no I/O, owns no timers or threads and is not thread-safe: the server
+// drives it from one strand and turns the instructions into messages.
+//
+// Task states: released, waiting, no-worker, queued, processing, memory, erred, forgotten
+// (see task_status.hpp). Placement: a task with dependencies goes to the worker where it
+// is expected to start soonest, counting the worker's queued work (occupancy / nthreads) and
+// the time to fetch the dependency bytes it lacks (bandwidth); in practice the worker holding
+// most dependency bytes unless it is much busier. Root tasks (no dependencies) are queued on
+// the scheduler and released to the least loaded worker that has fewer than
+// ceil(nthreads * worker_saturation) tasks processing.
+#include <taskwire/scheduler/events.hpp>
+#include <taskwire/scheduler/instructions.hpp>
+#include <taskwire/scheduler/records.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace taskwire::scheduler {
+
+struct SchedulerOptions {
+  /// Tasks in flight per worker thread before root tasks wait in the scheduler's queue
+  /// (Dask's distributed.scheduler.worker-saturation). Infinity disables queuing: root tasks
+  /// are then placed at once by occupancy.
+  double worker_saturation = 1.1;
+  /// How many workers may die while running a task before the next such death errs it
+  /// (Dask's distributed.scheduler.allowed-failures, whose default is 3). Default 2: a task
+  /// errs when the third worker running it dies. Expected removals do not count.
+  int allowed_failures = 2;
+  /// Seconds assumed for a function that never reported a duration (Dask: 0.5 s).
+  double default_task_duration = 0.5;
+  /// Bytes per second, to weigh fetching dependencies against waiting for a busy worker.
+  double bandwidth = 100e6;
+  /// Size assumed for a result whose size is not known yet (Dask: 1 kB).
+  std::int64_t default_nbytes = 1000;
+  /// Most tasks held at once; an UpdateGraph that would exceed it is refused and its wanted
+  /// keys reported erred.
+  std::size_t max_tasks = 1'000'000;
+  /// Transitions kept for story(); 0 keeps none.
+  std::size_t transition_log_length = 100'000;
+};
+
+struct WorkerInfo {
+  std::string address;
+  std::string name;
+  int nthreads = 1;
+  std::size_t processing = 0;  ///< tasks sent and not yet answered
+  std::size_t has_what = 0;    ///< keys held
+  std::int64_t nbytes = 0;     ///< bytes held
+  double occupancy = 0;        ///< expected seconds of queued work, all threads together
+  double last_seen = 0;
+};
+
+struct TransitionRecord {
+  std::string key;
+  TaskStatus start;
+  TaskStatus finish;
+  std::string stimulus_id;
+};
+
+class SchedulerState {
+ public:
+  explicit SchedulerState(SchedulerOptions options = {});
+  ~SchedulerState();
+  SchedulerState(const SchedulerState&) = delete;
+  SchedulerState& operator=(const SchedulerState&) = delete;
+
+  /// Applies one stimulus; returns what the server must do, in order. Never throws for
+  /// unknown keys, workers or clients (stale messages are normal): they are ignored or
+  /// answered (e.g. FreeKeys), with a debug LogEvent.
+  Instructions handle(const Event& event);
+
+  // ---- queries (for the server and tests) ----
+  bool contains(std::string_view key) const;
+  std::size_t task_count() const { return tasks_.size(); }
+  /// nullopt when the key is unknown or forgotten.
+  std::optional<TaskStatus> task_state(std::string_view key) const;
+  std::vector<std::string> who_has(std::string_view key) const;  ///< sorted addresses
+  std::optional<std::string> processing_on(std::string_view key) const;
+  std::optional<std::int64_t> nbytes(std::string_view key) const;
+  std::optional<TaskFailure> failure(std::string_view key) const;
+  /// Keys processing on / held by a worker, sorted by priority.
+  std::vector<std::string> processing(std::string_view worker) const;
+  std::vector<std::string> has_what(std::string_view worker) const;
+  std::vector<WorkerInfo> workers() const;  ///< sorted by address
+  std::optional<WorkerInfo> worker(std::string_view address) const;
+  std::vector<std::string> wanted_by(std::string_view client) const;  ///< sorted keys
+  std::size_t queued_count() const { return queued_.size(); }
+  std::size_t no_worker_count() const { return unrunnable_.size(); }
+  /// Expected seconds for one call of `function`: the average of reported durations.
+  double expected_duration(std::string_view function) const;
+  /// The transitions of `key` still in the log, oldest first.
+  std::vector<TransitionRecord> story(std::string_view key) const;
+  /// Checks the invariants between records; returns "" or a description of the first
+  /// violation. Linear in the size of the state: for tests.
+  std::string validate() const;
+  const SchedulerOptions& options() const { return options_; }
+
+ private:
+  // stimuli (scheduler_state.cpp)
+  void on(const UpdateGraph& e);
+  void on(const ClientReleasesKeys& e);
+  void on(const CancelKeys& e);
+  void on(const RemoveClient& e);
+  void on(const AddData& e);
+  void on(const AddWorker& e);
+  void on(const RemoveWorker& e);
+  void on(const Heartbeat& e);
+  void on(const CheckHeartbeats& e);
+  void on(const TaskFinished& e);
+  void on(const TaskErred& e);
+  void on(const MissingData& e);
+  void on(const Reschedule& e);
+  void on(const AddKeys& e);
+  void detach_worker(WorkerState* ws, const std::string& reason, bool expected);
+  void reschedule_work_of(WorkerState* ws, bool expected);
+  void client_releases(ClientState* cs, const std::vector<TaskState*>& tasks);
+  void add_want(TaskState* ts, ClientState* cs);
+  void drop_want(TaskState* ts, ClientState* cs);
+
+  // transitions (transitions.cpp)
+  void recommend(TaskState* ts, TaskStatus finish);
+  void run_transitions();
+  void transition(TaskState* ts, TaskStatus finish);
+  bool transition_step(TaskState* ts, TaskStatus finish);
+  void released_to_waiting(TaskState* ts);
+  void waiting_to_released(TaskState* ts);
+  void dispatch_ready(TaskState* ts);
+  void processing_to_released(TaskState* ts);
+  void processing_to_memory(TaskState* ts, WorkerState* ws, std::int64_t nbytes);
+  void processing_to_erred(TaskState* ts, const std::string& worker,
+                           std::shared_ptr<const TaskFailure> failure);
+  void memory_to_released(TaskState* ts);
+  void erred_to_released(TaskState* ts);
+  void released_to_erred(TaskState* ts);
+  void to_forgotten(TaskState* ts);
+  void propagate_released(TaskState* ts);
+  void propagate_erred(TaskState* ts);
+  void add_to_memory(TaskState* ts, WorkerState* ws);
+  void add_replica(TaskState* ts, WorkerState* ws);
+  void remove_replica(TaskState* ts, WorkerState* ws);
+  void log_transition(const TaskState* ts, TaskStatus start);
+
+  // placement (placement.cpp)
+  bool queuing_enabled() const;
+  bool is_root(const TaskState* ts) const { return ts->dependencies.empty(); }
+  int task_slots(const WorkerState* ws) const;
+  double occupancy(const WorkerState* ws) const;
+  std::int64_t size_of(const TaskState* ts) const;
+  WorkerState* decide_root_worker() const;
+  WorkerState* decide_worker(const TaskState* ts);
+  void add_to_processing(TaskState* ts, WorkerState* ws);
+  WorkerState* exit_processing(TaskState* ts);  ///< nullptr if its worker was removed
+  void schedule_queued();
+  void schedule_unrunnable();
+  void record_duration(const std::string& function, double seconds);
+
+  // instructions
+  void emit_to_worker(WorkerState* ws, Instruction instruction);
+  void free_keys(WorkerState* ws, const std::string& key);
+  void log(LogLevel level, std::string message);
+  void report_failure(TaskState* ts, ClientState* cs);
+  void report_state(TaskState* ts, ClientState* cs);
+
+  TaskState* find_task(std::string_view key) const;
+  WorkerState* find_worker(std::string_view address) const;
+  ClientState* find_client(std::string_view id) const;
+  ClientState* ensure_client(const std::string& id);
+
+  SchedulerOptions options_;
+  std::unordered_map<std::string, std::unique_ptr<TaskState>, StringHash, std::equal_to<>> tasks_;
+  std::map<std::string, std::unique_ptr<WorkerState>, std::less<>> workers_;
+  std::unordered_map<std::string, std::unique_ptr<ClientState>, StringHash, std::equal_to<>>
+      clients_;
+  std::set<TaskState*, ByPriority> queued_;
+  std::set<TaskState*, ByPriority> unrunnable_;  ///< no-worker
+  std::unordered_map<std::string, double, StringHash, std::equal_to<>> durations_;
+  std::deque<TransitionRecord> transition_log_;
+  std::uint64_t generation_ = 0;
+  std::uint64_t stimulus_counter_ = 0;
+  std::uint64_t placement_epoch_ = 0;
+
+  // state of the handle() call in progress
+  Instructions out_;
+  std::string stimulus_id_;
+  std::vector<TaskState*> recommendations_;  ///< stack; the target is TaskState::recommended
+  std::unordered_map<const WorkerState*, std::size_t> last_to_worker_;  ///< index in out_
+  std::vector<std::unique_ptr<TaskState>> forgotten_;
+  std::vector<std::unique_ptr<WorkerState>> removed_workers_;
+};
+
+}  // namespace taskwire::scheduler

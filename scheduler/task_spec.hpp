@@ -1,0 +1,49 @@
+#pragma once
+// What the scheduler knows about a submitted task. It never sees the payload (the serialized
+// function arguments): the server keeps those frames and hands the state machine a SpecRef.
+#include <fmt/format.h>
+
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace taskwire::scheduler {
+
+/// Opaque handle to the payload frames the server keeps for a task; chosen by the server,
+/// echoed back in ComputeTask and DropTaskSpec.
+using SpecRef = std::uint64_t;
+
+/// Order in which ready tasks run; lower runs first. Graphs submitted earlier come first
+/// (Dask's "generation"); within a graph, the client's submission order.
+struct Priority {
+  std::uint64_t generation = 0;  ///< assigned by the scheduler, one per UpdateGraph
+  std::int64_t order = 0;        ///< TaskSpec::priority
+  friend auto operator<=>(const Priority&, const Priority&) = default;
+};
+
+/// One task of an UpdateGraph.
+struct TaskSpec {
+  std::string key;
+  std::string function;                   ///< registered function name, for duration estimates
+  std::vector<std::string> dependencies;  ///< keys whose results are arguments (duplicates ok)
+  std::int64_t priority = 0;              ///< the client's submission sequence; lower first
+  int retries = 0;                        ///< times the task may be rerun after it errs
+  SpecRef spec = 0;
+};
+
+/// Why a task is in the erred state. Dependents of a failed task share its failure.
+struct TaskFailure {
+  std::string blamed_key;  ///< the task that actually raised (the key itself, or a dependency)
+  std::string message;     ///< the original message raised by blamed_key
+  std::string traceback;   ///< free text from the worker, possibly empty
+};
+
+}  // namespace taskwire::scheduler
+
+template <>
+struct fmt::formatter<taskwire::scheduler::Priority> : fmt::formatter<std::string_view> {
+  auto format(const taskwire::scheduler::Priority& p, fmt::format_context& ctx) const {
+    return fmt::format_to(ctx.out(), "({}, {})", p.generation, p.order);
+  }
+};

@@ -1,0 +1,383 @@
+// Task state transitions, after Dask distributed's SchedulerState._transition_* methods.
+// A transition may recommend further transitions; run_transitions() applies them until none
+// is left. Recommendations behave like Dask's dict: one pending target per task (a later
+// recommendation replaces it), applied last-recommended-first.
+#include <taskwire/scheduler/scheduler_state.hpp>
+
+#include <algorithm>
+
+namespace taskwire::scheduler {
+
+namespace {
+using S = TaskStatus;
+
+template <class T>
+bool erase_value(std::vector<T*>& v, const T* p) {
+  auto it = std::find(v.begin(), v.end(), p);
+  if (it == v.end()) return false;
+  v.erase(it);
+  return true;
+}
+
+/// Recommends so that the best priority is applied first (the stack pops the last one).
+void sort_for_recommending(std::vector<TaskState*>& v) {
+  std::sort(v.begin(), v.end(),
+            [](const TaskState* a, const TaskState* b) { return ByPriority{}(b, a); });
+}
+}  // namespace
+
+void SchedulerState::recommend(TaskState* ts, TaskStatus finish) {
+  if (!ts->recommended) recommendations_.push_back(ts);
+  ts->recommended = finish;
+}
+
+void SchedulerState::run_transitions() {
+  while (!recommendations_.empty()) {
+    TaskState* ts = recommendations_.back();
+    recommendations_.pop_back();
+    if (!ts->recommended) continue;  // consumed by transition() on the way through released
+    const TaskStatus finish = *ts->recommended;
+    ts->recommended.reset();
+    transition(ts, finish);
+  }
+}
+
+void SchedulerState::transition(TaskState* ts, TaskStatus finish) {
+  const TaskStatus start = ts->state;
+  if (start == finish || start == S::forgotten) return;
+  if (!transition_step(ts, finish)) {
+    if (start == S::released || finish == S::released) {
+      log(LogLevel::error,
+          fmt::format("impossible transition {} -> {} for '{}'", start, finish, ts->key));
+      return;
+    }
+    // No direct path: go through released; what the release recommends for this very task
+    // wins over the requested finish (as in Dask).
+    transition_step(ts, S::released);
+    TaskStatus next = finish;
+    if (ts->recommended) {
+      next = *ts->recommended;
+      ts->recommended.reset();
+    }
+    if (ts->state == S::released && next != S::released && !transition_step(ts, next)) {
+      log(LogLevel::error,
+          fmt::format("impossible transition released -> {} for '{}'", next, ts->key));
+    }
+  }
+  log_transition(ts, start);
+}
+
+bool SchedulerState::transition_step(TaskState* ts, TaskStatus finish) {
+  switch (ts->state) {
+    case S::released:
+      if (finish == S::waiting) return released_to_waiting(ts), true;
+      if (finish == S::forgotten) return to_forgotten(ts), true;
+      if (finish == S::erred) return released_to_erred(ts), true;
+      return false;
+    case S::waiting:
+      if (finish == S::released) return waiting_to_released(ts), true;
+      if (finish == S::processing) return dispatch_ready(ts), true;
+      return false;
+    case S::queued:
+      if (finish == S::processing) {
+        if (WorkerState* ws = decide_root_worker()) {
+          queued_.erase(ts);
+          add_to_processing(ts, ws);
+        }
+        return true;
+      }
+      if (finish != S::released && finish != S::erred) return false;
+      queued_.erase(ts);
+      finish == S::released ? propagate_released(ts) : propagate_erred(ts);
+      return true;
+    case S::no_worker:
+      if (finish == S::processing) {
+        if (WorkerState* ws = decide_worker(ts)) {
+          unrunnable_.erase(ts);
+          add_to_processing(ts, ws);
+        }
+        return true;
+      }
+      if (finish != S::released && finish != S::erred) return false;
+      unrunnable_.erase(ts);
+      finish == S::released ? propagate_released(ts) : propagate_erred(ts);
+      return true;
+    case S::processing:
+      if (finish == S::released) return processing_to_released(ts), true;
+      if (finish == S::erred) {  // blamed on a dependency; the worker may still be running it
+        if (WorkerState* ws = exit_processing(ts)) free_keys(ws, ts->key);
+        propagate_erred(ts);
+        return true;
+      }
+      return false;
+    case S::memory:
+      if (finish == S::released) return memory_to_released(ts), true;
+      if (finish == S::forgotten) return to_forgotten(ts), true;
+      return false;
+    case S::erred:
+      if (finish == S::released) return erred_to_released(ts), true;
+      return false;
+    case S::forgotten:
+      return true;
+  }
+  return false;
+}
+
+void SchedulerState::released_to_waiting(TaskState* ts) {
+  if (ts->has_lost_dependencies || !ts->computable) {
+    recommend(ts, S::forgotten);
+    return;
+  }
+  for (TaskState* dep : ts->dependencies) {
+    if (dep->state == S::erred) {  // a failed input fails this task too
+      ts->failure = dep->failure;
+      recommend(ts, S::erred);
+      return;
+    }
+  }
+  ts->state = S::waiting;
+  for (TaskState* dep : ts->dependencies) {
+    if (dep->who_has.empty()) ts->waiting_on.insert(dep);
+    if (dep->state == S::released) {
+      recommend(dep, S::waiting);  // its own released->waiting adds us to its waiters
+    } else {
+      dep->waiters.insert(ts);
+    }
+  }
+  ts->waiters.clear();
+  for (TaskState* d : ts->dependents) {
+    if (d->state == S::waiting) ts->waiters.insert(d);
+  }
+  if (ts->waiting_on.empty()) recommend(ts, S::processing);
+}
+
+void SchedulerState::waiting_to_released(TaskState* ts) {
+  for (TaskState* dep : ts->dependencies) {
+    if (dep->waiters.erase(ts) && dep->waiters.empty() && dep->who_wants.empty()) {
+      recommend(dep, S::released);
+    }
+  }
+  ts->waiting_on.clear();
+  ts->state = S::released;
+  if (ts->has_lost_dependencies) {
+    recommend(ts, S::forgotten);
+  } else if (!ts->failure && (!ts->who_wants.empty() || !ts->waiters.empty())) {
+    recommend(ts, S::waiting);
+  } else {
+    ts->waiters.clear();
+  }
+}
+
+void SchedulerState::dispatch_ready(TaskState* ts) {
+  if (!ts->waiting_on.empty()) {
+    log(LogLevel::error, fmt::format("'{}' dispatched while waiting on {} dependencies", ts->key,
+                                     ts->waiting_on.size()));
+    return;
+  }
+  if (is_root(ts) && queuing_enabled()) {
+    if (WorkerState* ws = decide_root_worker()) {
+      add_to_processing(ts, ws);
+    } else {
+      ts->state = S::queued;
+      queued_.insert(ts);
+    }
+    return;
+  }
+  if (WorkerState* ws = decide_worker(ts)) {
+    add_to_processing(ts, ws);
+  } else {
+    ts->state = S::no_worker;
+    unrunnable_.insert(ts);
+  }
+}
+
+void SchedulerState::processing_to_released(TaskState* ts) {
+  if (WorkerState* ws = exit_processing(ts)) free_keys(ws, ts->key);
+  propagate_released(ts);
+}
+
+void SchedulerState::propagate_released(TaskState* ts) {
+  ts->state = S::released;
+  bool waits_again = false;
+  if (ts->has_lost_dependencies) {
+    recommend(ts, S::forgotten);
+  } else if (!ts->waiters.empty() || !ts->who_wants.empty()) {
+    recommend(ts, S::waiting);
+    waits_again = true;
+  }
+  if (!waits_again) {
+    for (TaskState* dep : ts->dependencies) {
+      if (dep->state == S::released) continue;
+      dep->waiters.erase(ts);
+      if (dep->waiters.empty() && dep->who_wants.empty()) recommend(dep, S::released);
+    }
+    ts->waiters.clear();
+  }
+}
+
+void SchedulerState::processing_to_memory(TaskState* ts, WorkerState* ws, std::int64_t nbytes) {
+  exit_processing(ts);
+  if (nbytes >= 0) ts->nbytes = nbytes;  // before add_replica, which counts it on ws
+  add_to_memory(ts, ws);
+}
+
+void SchedulerState::add_to_memory(TaskState* ts, WorkerState* ws) {
+  add_replica(ts, ws);
+  std::vector<TaskState*> ready;
+  for (TaskState* d : ts->dependents) {
+    if (d->waiting_on.erase(ts) && d->waiting_on.empty()) ready.push_back(d);
+  }
+  sort_for_recommending(ready);
+  for (TaskState* d : ready) recommend(d, S::processing);
+
+  for (TaskState* dep : ts->dependencies) {
+    dep->waiters.erase(ts);
+    if (dep->waiters.empty() && dep->who_wants.empty()) recommend(dep, S::released);
+  }
+  ts->state = S::memory;
+  if (ts->waiters.empty() && ts->who_wants.empty()) {
+    recommend(ts, S::released);  // nobody needs it any more (e.g. released while running)
+  } else {
+    for (ClientState* cs : ts->who_wants) report_state(ts, cs);
+  }
+}
+
+void SchedulerState::processing_to_erred(TaskState* ts, const std::string& worker,
+                                         std::shared_ptr<const TaskFailure> failure) {
+  exit_processing(ts);
+  ts->failure = std::move(failure);
+  if (std::find(ts->erred_on.begin(), ts->erred_on.end(), worker) == ts->erred_on.end()) {
+    ts->erred_on.push_back(worker);
+  }
+  propagate_erred(ts);
+}
+
+void SchedulerState::propagate_erred(TaskState* ts) {
+  ts->state = S::erred;
+  std::vector<TaskState*> waiters(ts->waiters.begin(), ts->waiters.end());
+  sort_for_recommending(waiters);
+  for (TaskState* d : waiters) {
+    d->failure = ts->failure;
+    recommend(d, S::erred);
+  }
+  for (TaskState* dep : ts->dependencies) {
+    dep->waiters.erase(ts);
+    if (dep->waiters.empty() && dep->who_wants.empty()) recommend(dep, S::released);
+  }
+  ts->waiters.clear();
+  for (ClientState* cs : ts->who_wants) report_failure(ts, cs);
+}
+
+void SchedulerState::released_to_erred(TaskState* ts) {
+  if (!ts->failure) {
+    log(LogLevel::error, fmt::format("'{}' recommended erred without a failure", ts->key));
+    return;
+  }
+  std::vector<TaskState*> dependents;
+  for (TaskState* d : ts->dependents) {
+    if (d->who_has.empty() && d->state != S::erred) dependents.push_back(d);
+  }
+  sort_for_recommending(dependents);
+  for (TaskState* d : dependents) {
+    d->failure = ts->failure;
+    recommend(d, S::erred);
+  }
+  ts->state = S::erred;
+  for (ClientState* cs : ts->who_wants) report_failure(ts, cs);
+}
+
+void SchedulerState::memory_to_released(TaskState* ts) {
+  while (!ts->who_has.empty()) {
+    WorkerState* ws = ts->who_has.back();
+    free_keys(ws, ts->key);
+    remove_replica(ts, ws);
+  }
+  ts->state = S::released;
+  for (ClientState* cs : ts->who_wants) {
+    out_.push_back(ReportKeyLost{cs->id, ts->key, stimulus_id_});
+  }
+  const bool dependency_erred =
+      std::any_of(ts->dependencies.begin(), ts->dependencies.end(),
+                  [](const TaskState* d) { return d->state == S::erred; });
+  if (!ts->computable || ts->has_lost_dependencies) {
+    recommend(ts, S::forgotten);
+  } else if ((!ts->who_wants.empty() || !ts->waiters.empty()) && !dependency_erred) {
+    recommend(ts, S::waiting);
+  }
+  std::vector<TaskState*> waiters(ts->waiters.begin(), ts->waiters.end());
+  sort_for_recommending(waiters);
+  for (TaskState* d : waiters) {
+    if (d->state == S::no_worker || d->state == S::processing || d->state == S::queued) {
+      recommend(d, S::waiting);
+    } else if (d->state == S::waiting) {
+      d->waiting_on.insert(ts);
+    }
+  }
+}
+
+void SchedulerState::erred_to_released(TaskState* ts) {
+  ts->failure.reset();
+  for (const std::string& address : ts->erred_on) {
+    if (WorkerState* ws = find_worker(address)) free_keys(ws, ts->key);
+  }
+  ts->erred_on.clear();
+  ts->state = S::released;
+}
+
+void SchedulerState::to_forgotten(TaskState* ts) {
+  ts->state = S::forgotten;
+  std::vector<TaskState*> dependents(ts->dependents.begin(), ts->dependents.end());
+  sort_for_recommending(dependents);
+  for (TaskState* d : dependents) {
+    d->has_lost_dependencies = true;
+    erase_value(d->dependencies, ts);
+    d->waiting_on.erase(ts);
+    if (d->state != S::memory && d->state != S::erred) recommend(d, S::forgotten);
+  }
+  ts->dependents.clear();
+  ts->waiters.clear();
+  for (TaskState* dep : ts->dependencies) {
+    dep->dependents.erase(ts);
+    dep->waiters.erase(ts);
+    if (dep->dependents.empty() && dep->who_wants.empty()) recommend(dep, S::forgotten);
+  }
+  ts->dependencies.clear();
+  ts->waiting_on.clear();
+  while (!ts->who_has.empty()) {
+    WorkerState* ws = ts->who_has.back();
+    free_keys(ws, ts->key);
+    remove_replica(ts, ws);
+  }
+  for (ClientState* cs : ts->who_wants) {  // only when its inputs or its data were lost
+    cs->wants_what.erase(ts);
+    out_.push_back(ReportCancelled{cs->id,
+                                   {ts->key},
+                                   ts->computable ? "lost dependencies" : "data lost with worker",
+                                   stimulus_id_});
+  }
+  ts->who_wants.clear();
+  if (ts->computable) out_.push_back(DropTaskSpec{ts->key, ts->spec, stimulus_id_});
+  auto node = tasks_.extract(ts->key);
+  forgotten_.push_back(std::move(node.mapped()));  // freed at the end of handle()
+}
+
+void SchedulerState::add_replica(TaskState* ts, WorkerState* ws) {
+  if (std::find(ts->who_has.begin(), ts->who_has.end(), ws) != ts->who_has.end()) return;
+  ts->who_has.push_back(ws);
+  ws->has_what.insert(ts);
+  ws->nbytes += size_of(ts);
+}
+
+void SchedulerState::remove_replica(TaskState* ts, WorkerState* ws) {
+  if (!erase_value(ts->who_has, ws)) return;
+  ws->has_what.erase(ts);
+  ws->nbytes -= size_of(ts);
+}
+
+void SchedulerState::log_transition(const TaskState* ts, TaskStatus start) {
+  if (options_.transition_log_length == 0 || start == ts->state) return;
+  transition_log_.push_back(TransitionRecord{ts->key, start, ts->state, stimulus_id_});
+  if (transition_log_.size() > options_.transition_log_length) transition_log_.pop_front();
+}
+
+}  // namespace taskwire::scheduler

@@ -1,0 +1,188 @@
+// Worker stimuli: joins and losses, heartbeats, results, errors, lost data (after Dask's
+// Scheduler.add_worker, remove_worker, check_worker_ttl, stimulus_task_finished/erred,
+// handle_missing_data, reschedule, add_keys).
+#include <taskwire/scheduler/scheduler_state.hpp>
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace taskwire::scheduler {
+
+namespace {
+using S = TaskStatus;
+
+std::vector<TaskState*> by_priority(const std::unordered_set<TaskState*>& set) {
+  std::vector<TaskState*> v(set.begin(), set.end());
+  std::sort(v.begin(), v.end(), ByPriority{});
+  return v;
+}
+
+std::string joined_keys(const std::vector<std::string>& keys, std::size_t limit = 10) {
+  std::string text;
+  for (std::size_t i = 0; i < keys.size() && i < limit; ++i) {
+    text += (i ? ", '" : "'") + keys[i] + "'";
+  }
+  if (keys.size() > limit) text += fmt::format(" and {} more", keys.size() - limit);
+  return text;
+}
+}  // namespace
+
+void SchedulerState::on(const AddWorker& e) {
+  if (WorkerState* ws = find_worker(e.address)) {
+    ws->last_seen = std::max(ws->last_seen, e.now);
+    return log(LogLevel::warning, fmt::format("worker {} registered twice", e.address));
+  }
+  auto owned = std::make_unique<WorkerState>();
+  owned->address = e.address;
+  owned->name = e.name.empty() ? e.address : e.name;
+  owned->nthreads = std::max(1, e.nthreads);
+  owned->last_seen = e.now;
+  workers_.emplace(e.address, std::move(owned));
+  log(LogLevel::info,
+      fmt::format("worker {} joined with {} threads", e.address, std::max(1, e.nthreads)));
+  schedule_unrunnable();  // queued roots follow in handle(), via schedule_queued()
+}
+
+void SchedulerState::on(const RemoveWorker& e) {
+  WorkerState* ws = find_worker(e.address);
+  if (!ws) return log(LogLevel::debug, fmt::format("remove unknown worker {}", e.address));
+  detach_worker(ws, e.reason, e.expected);
+  reschedule_work_of(ws, e.expected);
+}
+
+void SchedulerState::detach_worker(WorkerState* ws, const std::string& reason, bool expected) {
+  log(expected ? LogLevel::info : LogLevel::warning,
+      fmt::format("removing worker {}: {}", ws->address, reason));
+  ws->removed = true;
+  removed_workers_.push_back(std::move(workers_.extract(ws->address).mapped()));
+}
+
+void SchedulerState::reschedule_work_of(WorkerState* ws, bool expected) {
+  for (TaskState* ts : by_priority(ws->processing)) {
+    if (!expected) ++ts->suspicious;
+    if (ts->suspicious <= options_.allowed_failures) {
+      recommend(ts, S::released);  // and from there waiting again, elsewhere
+      continue;
+    }
+    auto failure = std::make_shared<const TaskFailure>(TaskFailure{
+        ts->key,
+        fmt::format("Attempted to run task '{}' on {} different workers, but all those workers "
+                    "died while running it. The last worker that attempted to run it was {}.",
+                    ts->key, ts->suspicious, ws->address),
+        ""});
+    log(LogLevel::error, failure->message);
+    processing_to_erred(ts, ws->address, std::move(failure));
+    log_transition(ts, S::processing);
+  }
+
+  std::vector<std::string> lost;
+  for (TaskState* ts : by_priority(ws->has_what)) {
+    remove_replica(ts, ws);
+    if (!ts->who_has.empty()) continue;
+    lost.push_back(ts->key);
+    recommend(ts, ts->computable ? S::released : S::forgotten);
+  }
+  if (!lost.empty()) {
+    log(LogLevel::warning, fmt::format("worker {} held the only copy of {} key(s), which are "
+                                       "recomputed if still needed: {}",
+                                       ws->address, lost.size(), joined_keys(lost)));
+  }
+  run_transitions();
+  if (!ws->processing.empty()) {  // cannot happen: every task above left processing
+    log(LogLevel::error, fmt::format("{} tasks still processing on removed worker {}",
+                                     ws->processing.size(), ws->address));
+  }
+}
+
+void SchedulerState::on(const Heartbeat& e) {
+  WorkerState* ws = find_worker(e.worker);
+  if (!ws) return log(LogLevel::debug, fmt::format("heartbeat from unknown worker {}", e.worker));
+  ws->last_seen = std::max(ws->last_seen, e.now);
+}
+
+void SchedulerState::on(const CheckHeartbeats& e) {
+  if (!(e.timeout > 0)) return;
+  std::vector<WorkerState*> silent;
+  for (const auto& [address, ws] : workers_) {
+    if (e.now - ws->last_seen > e.timeout) silent.push_back(ws.get());
+  }
+  // Detach them all first, so that none gets the work of another one.
+  for (WorkerState* ws : silent) {
+    const std::string reason = fmt::format("no heartbeat for {:.3g} s (timeout {:.3g} s)",
+                                           e.now - ws->last_seen, e.timeout);
+    emit_to_worker(ws, CloseWorker{ws->address, reason, stimulus_id_});
+    detach_worker(ws, reason, false);
+  }
+  for (WorkerState* ws : silent) reschedule_work_of(ws, false);
+}
+
+void SchedulerState::on(const TaskFinished& e) {
+  WorkerState* ws = find_worker(e.worker);
+  if (!ws) {
+    return log(LogLevel::debug, fmt::format("'{}' finished on unknown worker {}", e.key, e.worker));
+  }
+  TaskState* ts = find_task(e.key);
+  if (ts && ts->state == S::memory) return add_replica(ts, ws);
+  if (!ts || ts->state != S::processing || ts->processing_on != ws) {
+    // Released, cancelled or moved meanwhile: the worker must not keep the result.
+    return free_keys(ws, e.key);
+  }
+  record_duration(ts->function, e.duration);
+  processing_to_memory(ts, ws, e.nbytes);
+  log_transition(ts, S::processing);
+}
+
+void SchedulerState::on(const TaskErred& e) {
+  TaskState* ts = find_task(e.key);
+  if (!ts || ts->state != S::processing || ts->processing_on->address != e.worker) {
+    return log(LogLevel::debug, fmt::format("stale error for '{}' from {}", e.key, e.worker));
+  }
+  if (ts->retries > 0) {
+    --ts->retries;
+    log(LogLevel::info, fmt::format("'{}' erred on {}, retrying ({} retries left): {}", e.key,
+                                    e.worker, ts->retries, e.message));
+    return transition(ts, S::waiting);
+  }
+  processing_to_erred(
+      ts, e.worker,
+      std::make_shared<const TaskFailure>(TaskFailure{e.key, e.message, e.traceback}));
+  log_transition(ts, S::processing);
+}
+
+void SchedulerState::on(const MissingData& e) {
+  if (TaskState* ts = find_task(e.key)) {
+    if (WorkerState* errant = find_worker(e.errant_worker)) remove_replica(ts, errant);
+    if (ts->state == S::memory && ts->who_has.empty()) {
+      log(LogLevel::warning,
+          fmt::format("'{}' lost: {} could not get it from {}", e.key, e.worker, e.errant_worker));
+      recommend(ts, ts->computable ? S::released : S::forgotten);
+    }
+  }
+  if (e.dependent.empty()) return;
+  TaskState* dts = find_task(e.dependent);
+  if (dts && dts->state == S::processing && dts->processing_on->address == e.worker) {
+    recommend(dts, S::waiting);  // sent again with fresh locations
+  }
+}
+
+void SchedulerState::on(const Reschedule& e) {
+  TaskState* ts = find_task(e.key);
+  if (ts && ts->state == S::processing && ts->processing_on->address == e.worker) {
+    recommend(ts, S::released);
+  }
+}
+
+void SchedulerState::on(const AddKeys& e) {
+  WorkerState* ws = find_worker(e.worker);
+  if (!ws) return;
+  for (const std::string& key : e.keys) {
+    TaskState* ts = find_task(key);
+    if (ts && ts->state == S::memory) {
+      add_replica(ts, ws);
+    } else {
+      free_keys(ws, key);
+    }
+  }
+}
+
+}  // namespace taskwire::scheduler

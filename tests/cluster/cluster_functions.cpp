@@ -1,0 +1,34 @@
+#include "tests/cluster/cluster_functions.hpp"
+
+#include <taskwire/runtime/function_registry.hpp>
+
+#include <boost/serialization/string.hpp>
+#include <boost/serialization/vector.hpp>
+
+#include <numeric>
+#include <stdexcept>
+#include <thread>
+
+namespace cluster_fns {
+int inc(int x) { return x + 1; }
+int add(int a, int b) { return a + b; }
+long sum(std::vector<int> xs) { return std::accumulate(xs.begin(), xs.end(), 0L); }
+int fail_on(int x) {
+  if (x == 13) throw std::runtime_error("bad input 13");
+  return x;
+}
+std::string greet(std::string who) { return "hello " + who; }
+int slow_inc(int x) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  return x + 1;
+}
+int noop(int x) { return x; }
+}  // namespace cluster_fns
+
+TASKWIRE_REGISTER(cluster_fns::inc);
+TASKWIRE_REGISTER(cluster_fns::add);
+TASKWIRE_REGISTER(cluster_fns::sum);
+TASKWIRE_REGISTER(cluster_fns::fail_on);
+TASKWIRE_REGISTER(cluster_fns::greet);
+TASKWIRE_REGISTER(cluster_fns::slow_inc);
+TASKWIRE_REGISTER(cluster_fns::noop);

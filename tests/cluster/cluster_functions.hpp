@@ -1,0 +1,15 @@
+#pragma once
+// Functions the cluster tests run (registered in cluster_functions.cpp, which is linked into
+// the test binary and built as the --preload library for the daemon tests).
+#include <string>
+#include <vector>
+
+namespace cluster_fns {
+int inc(int x);
+int add(int a, int b);
+long sum(std::vector<int> xs);
+int fail_on(int x);  ///< throws std::runtime_error("bad input 13") for 13
+std::string greet(std::string who);
+int slow_inc(int x);  ///< sleeps 50 ms
+int noop(int x);
+}  // namespace cluster_fns

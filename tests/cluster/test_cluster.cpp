@@ -1,0 +1,189 @@
+// Scheduler, workers and client together in one process, over each scheme (--scheme).
+#include "tests/cluster/cluster_functions.hpp"
+#include "tests/comm/fixture.hpp"
+
+#include <taskwire/client/client.hpp>
+#include <taskwire/comm/backends.hpp>
+#include <taskwire/scheduler/scheduler_server.hpp>
+#include <taskwire/worker/worker_server.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+using namespace taskwire;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A scheduler and `nworkers` workers on the selected scheme, all in this process.
+struct Cluster {
+  test::SchemeFixture& fx = test::fixture();
+  std::unique_ptr<scheduler::SchedulerServer> scheduler;
+  std::vector<std::unique_ptr<worker::Worker>> workers;
+  std::string address;
+
+  explicit Cluster(int nworkers, scheduler::SchedulerServerOptions options = {}) {
+    options.listen = {fx.listen_address()};
+    scheduler = std::make_unique<scheduler::SchedulerServer>(fx.registry(), options);
+    scheduler->start();
+    address = scheduler->addresses().at(0);
+    for (int i = 0; i < nworkers; ++i) add_worker();
+  }
+  ~Cluster() {
+    for (auto& w : workers) w->stop();
+    scheduler->stop();
+  }
+  worker::Worker& add_worker(int nthreads = 1) {
+    worker::WorkerOptions o;
+    o.scheduler_address = address;
+    o.nthreads = nthreads;
+    o.name = "w" + std::to_string(workers.size());
+    workers.push_back(std::make_unique<worker::Worker>(fx.context(), fx.registry(), o));
+    workers.back()->start();
+    return *workers.back();
+  }
+  std::size_t scheduler_tasks() {
+    return scheduler->inspect([](const scheduler::SchedulerState& s) { return s.task_count(); });
+  }
+  std::size_t scheduler_workers() {
+    return scheduler->inspect([](const scheduler::SchedulerState& s) { return s.workers().size(); });
+  }
+  bool wait_workers(std::size_t n) {
+    for (int i = 0; i < 500; ++i) {
+      if (scheduler_workers() >= n) return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("cluster: submit, dependencies across workers and gather", "[cluster]") {
+  Cluster cl(2);
+  REQUIRE(cl.wait_workers(2));
+  Client client(cl.fx.registry(), cl.address);
+  auto a = client.submit(cluster_fns::inc, 1);
+  CHECK(a.get() == 2);
+  auto b = client.submit(cluster_fns::add, a, 10);
+  CHECK(b.get() == 12);
+  CHECK(client.submit(cluster_fns::greet, "taskwire").get() == "hello taskwire");
+
+  // Diamond: x -> (y, z) -> w
+  auto x = client.submit(cluster_fns::inc, 0);
+  auto y = client.submit(cluster_fns::inc, x);
+  auto z = client.submit(cluster_fns::add, x, 5);
+  auto w = client.submit(cluster_fns::add, y, z);
+  CHECK(w.get() == (1 + 1) + (1 + 5));
+
+  // Fan-in over many inputs spread across both workers.
+  std::vector<int> in(200);
+  for (int i = 0; i < 200; ++i) in[i] = i;
+  auto incs = client.map(cluster_fns::slow_inc, std::vector<int>{1, 2, 3, 4});
+  auto mapped = client.map(cluster_fns::inc, in);
+  auto got = client.gather(mapped);
+  for (int i = 0; i < 200; ++i) CHECK(got[i] == i + 1);
+  auto total = client.submit(cluster_fns::sum, std::vector<int>(got.begin(), got.end()));
+  CHECK(total.get() == 200 * 201 / 2);
+  CHECK(client.gather(incs) == std::vector<int>{2, 3, 4, 5});
+}
+
+TEST_CASE("cluster: a 10 000-task graph completes", "[cluster]") {
+  Cluster cl(2);
+  REQUIRE(cl.wait_workers(2));
+  Client client(cl.fx.registry(), cl.address);
+  std::vector<int> in(10'000);
+  for (int i = 0; i < 10'000; ++i) in[i] = i;
+  auto futures = client.map(cluster_fns::inc, in);
+  auto out = client.gather(futures);
+  long s = 0;
+  for (int v : out) s += v;
+  CHECK(s == 10'000L * 10'001 / 2);
+  // A chain of 200 dependent tasks.
+  auto f = client.submit(cluster_fns::inc, 0);
+  for (int i = 0; i < 199; ++i) f = client.submit(cluster_fns::inc, f);
+  CHECK(f.get() == 200);
+}
+
+TEST_CASE("cluster: a task's exception reaches get() with its key and message", "[cluster]") {
+  Cluster cl(1);
+  Client client(cl.fx.registry(), cl.address);
+  auto bad = client.submit(cluster_fns::fail_on, 13);
+  try {
+    bad.get();
+    FAIL("no exception");
+  } catch (const TaskError& e) {
+    CHECK(e.key() == bad.key());
+    CHECK(e.message().find("bad input 13") != std::string::npos);
+  }
+  auto dependent = client.submit(cluster_fns::inc, bad);
+  CHECK_THROWS_WITH(dependent.get(), Catch::Contains("bad input 13"));
+  // The worker keeps serving.
+  CHECK(client.submit(cluster_fns::fail_on, 12).get() == 12);
+}
+
+TEST_CASE("cluster: an unknown function is a task error naming it", "[cluster]") {
+  Cluster cl(1);
+  auto core = client::ClientCore::connect(cl.fx.registry(), cl.address, 10s);
+  protocol::TaskSpec spec;
+  spec.key = "mystery-1";
+  spec.function = "no_such::function";
+  spec.args.push_back({protocol::ArgSpec::frame, 0, {}});
+  auto refs = core->submit({spec}, {runtime::to_frame(1)});
+  Future<int> f(refs.at(0));
+  CHECK_THROWS_WITH(f.get(), Catch::Contains("no_such::function"));
+}
+
+TEST_CASE("cluster: released futures are forgotten by the scheduler", "[cluster]") {
+  Cluster cl(2);
+  Client client(cl.fx.registry(), cl.address);
+  {
+    auto a = client.submit(cluster_fns::inc, 1);
+    auto b = client.submit(cluster_fns::inc, a);
+    CHECK(b.get() == 3);
+    CHECK(cl.scheduler_tasks() >= 1);
+  }
+  bool forgotten = false;
+  for (int i = 0; i < 250 && !forgotten; ++i) {
+    forgotten = cl.scheduler_tasks() == 0;
+    if (!forgotten) std::this_thread::sleep_for(20ms);
+  }
+  CHECK(forgotten);
+}
+
+TEST_CASE("cluster: a worker joining late gets the waiting work", "[cluster]") {
+  Cluster cl(0);
+  Client client(cl.fx.registry(), cl.address);
+  auto futures = client.map(cluster_fns::inc, std::vector<int>{1, 2, 3});
+  CHECK_FALSE(futures[0].wait_for(200ms));
+  cl.add_worker();
+  CHECK(client.gather(futures) == std::vector<int>{2, 3, 4});
+}
+
+TEST_CASE("cluster: scatter, as_completed and cancel", "[cluster]") {
+  Cluster cl(2);
+  Client client(cl.fx.registry(), cl.address);
+  auto parts = client.scatter(std::vector<int>{1, 2, 3});  // one future per element
+  REQUIRE(parts.size() == 3);
+  CHECK(client.submit(cluster_fns::add, parts[0], parts[2]).get() == 4);
+  auto whole = client.scatter(std::string("abc"));
+  CHECK(client.submit(cluster_fns::greet, whole).get() == "hello abc");
+  auto fs = client.map(cluster_fns::inc, std::vector<int>{5, 6, 7});
+  auto done = client.as_completed(fs);
+  CHECK(done.size() == 3);
+  auto slow = client.submit(cluster_fns::slow_inc, 1);
+  auto after = client.submit(cluster_fns::slow_inc, slow);
+  after.cancel();
+  CHECK_THROWS_AS(after.get(), TaskError);
+}
+
+TEST_CASE("cluster: client.shutdown() stops the scheduler and every worker", "[cluster]") {
+  Cluster cl(2);
+  REQUIRE(cl.wait_workers(2));
+  Client client(cl.fx.registry(), cl.address);
+  CHECK(client.submit(cluster_fns::inc, 41).get() == 42);
+  client.shutdown();
+  REQUIRE(cl.scheduler->finished().wait_for(10s) == std::future_status::ready);
+  for (auto& w : cl.workers) CHECK(w->wait_closed(10s));
+}

@@ -1,0 +1,351 @@
+// Task errors and retries, worker loss and heartbeats, cancellation, lost data, stale
+// messages, stimulus ids and formatting.
+#include "scheduler_harness.hpp"
+
+#include <map>
+
+using namespace taskwire::scheduler;
+using namespace taskwire::scheduler::testing;
+using S = TaskStatus;
+
+TEST_CASE(
+    "scheduler: an erring task is reported with its message and its dependents err "
+    "naming it",
+    "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  h.submit({task("x"), task("y", {"x"}), task("z", {"y"})});
+  const auto reports = only<ReportTaskErred>(h.fail("x", "ZeroDivisionError: division by zero"));
+  REQUIRE(reports.size() == 3);
+  CHECK(reports[0].key == "x");
+  CHECK(reports[0].blamed_key == "x");
+  CHECK(reports[0].message == "ZeroDivisionError: division by zero");
+  CHECK(reports[0].traceback == "Traceback: ...");
+  for (int i : {1, 2}) {
+    CHECK(reports[i].blamed_key == "x");
+    CHECK(reports[i].message == "dependency 'x' failed: ZeroDivisionError: division by zero");
+  }
+  CHECK(sorted({reports[1].key, reports[2].key}) == std::vector<std::string>{"y", "z"});
+  for (const char* key : {"x", "y", "z"}) CHECK(h.s.task_state(key) == S::erred);
+  CHECK(h.s.failure("z")->blamed_key == "x");
+  // Releasing them forgets them, and the worker drops the erred task.
+  h.release({"x", "y", "z"});
+  CHECK(h.s.task_count() == 0);
+  CHECK(freed_on(h.last, "tcp://a:1") == std::vector<std::string>{"x"});
+}
+
+TEST_CASE("scheduler: a task with retries left is run again before it errs", "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  auto t = task("x");
+  t.retries = 1;
+  h.submit({t});
+  const auto& first = h.fail("x", "flaky");
+  CHECK(only<ReportTaskErred>(first).empty());
+  CHECK(computed(first) == std::vector<std::string>{"x"});
+  CHECK(freed_on(first, "tcp://a:1") == std::vector<std::string>{"x"});  // before the resend
+  const auto& second = h.fail("x", "flaky again");
+  REQUIRE(only<ReportTaskErred>(second).size() == 1);
+  CHECK(only<ReportTaskErred>(second)[0].message == "flaky again");
+}
+
+TEST_CASE("scheduler: a task submitted on top of an erred key errs at once", "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  h.submit({task("x")});
+  h.fail("x");
+  const auto reports = only<ReportTaskErred>(h.submit({task("y", {"x"})}, {"y"}));
+  REQUIRE(reports.size() == 1);
+  CHECK(reports[0].key == "y");
+  CHECK(reports[0].blamed_key == "x");
+  CHECK(computed(h.last).empty());
+}
+
+TEST_CASE("scheduler: a graph with an unknown dependency or a cycle is reported cancelled",
+          "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  const auto& out = h.submit({task("ok"), task("helper"), task("orphan", {"helper", "nowhere"}),
+                              task("p", {"q"}), task("q", {"p"}), task("above", {"orphan"})},
+                             {"ok", "orphan", "p", "q", "above"});
+  CHECK(computed(out) == std::vector<std::string>{"ok"});
+  auto cancelled = only<ReportCancelled>(out);
+  REQUIRE(cancelled.size() == 4);
+  std::map<std::string, std::string> reason;
+  for (const auto& c : cancelled) reason[c.keys.at(0)] = c.reason;
+  CHECK(reason["orphan"] == "lost dependencies: unknown key 'nowhere'");
+  CHECK(reason["above"] == "lost dependencies: unknown key 'nowhere'");
+  CHECK_THAT(reason["p"], Catch::Contains("cycle"));
+  CHECK_THAT(reason["q"], Catch::Contains("cycle"));
+  CHECK(h.s.task_count() == 1);  // "helper" is only needed by "orphan", which cannot run
+}
+
+TEST_CASE("scheduler: a removed worker's running tasks are rescheduled elsewhere", "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  h.submit({task("x")});
+  h.add_worker("tcp://b:1");
+  REQUIRE(h.s.processing_on("x") == "tcp://a:1");
+  const auto compute =
+      only<ComputeTask>(h.handle(RemoveWorker{"tcp://a:1", "comm closed", false, ""}));
+  REQUIRE(compute.size() == 1);
+  CHECK(compute[0].worker == "tcp://b:1");
+  CHECK(freed_on(h.last, "tcp://a:1").empty());  // nothing is sent to a dead worker
+  CHECK(h.s.workers().size() == 1);
+  h.finish("x");
+  CHECK(h.s.task_state("x") == S::memory);
+}
+
+TEST_CASE(
+    "scheduler: keys held only by a lost worker are recomputed and their dependents wait "
+    "again",
+    "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  h.submit({task("x"), task("shared")});
+  h.finish("x", 100);
+  h.finish("shared", 100);
+  h.add_worker("tcp://b:1");
+  h.handle(AddKeys{"tcp://b:1", {"shared"}, ""});  // b fetched a replica
+  CHECK(h.s.who_has("shared") == std::vector<std::string>{"tcp://a:1", "tcp://b:1"});
+  h.submit({task("y", {"x", "shared"})}, {"y"});
+  REQUIRE(h.s.processing_on("y") == "tcp://a:1");
+
+  const auto& out = h.handle(RemoveWorker{"tcp://a:1", "killed", false, ""});
+  CHECK(keys_of(only<ReportKeyLost>(out)) == std::vector<std::string>{"x"});
+  CHECK(computed(out) == std::vector<std::string>{"x"});  // recomputed from its spec
+  CHECK(h.s.processing_on("x") == "tcp://b:1");
+  CHECK(h.s.task_state("y") == S::waiting);
+  CHECK(h.s.task_state("shared") == S::memory);  // b still holds a copy
+  CHECK(h.s.who_has("shared") == std::vector<std::string>{"tcp://b:1"});
+
+  const auto compute = only<ComputeTask>(h.finish("x"));
+  REQUIRE(compute.size() == 1);
+  CHECK(compute[0].key == "y");
+  CHECK(compute[0].worker == "tcp://b:1");
+  CHECK(keys_of(only<ReportKeyInMemory>(h.last)) == std::vector<std::string>{"x"});
+}
+
+TEST_CASE("scheduler: a task that was running on 3 workers that died errs saying so",
+          "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  h.submit({task("crash"), task("after", {"crash"})});
+  for (const char* next : {"tcp://b:1", "tcp://c:1"}) {
+    const std::string current = *h.s.processing_on("crash");
+    h.add_worker(next);
+    h.handle(RemoveWorker{current, "killed", false, ""});
+    REQUIRE(h.s.processing_on("crash") == next);
+  }
+  const auto& out = h.handle(RemoveWorker{"tcp://c:1", "killed", false, ""});
+  const auto reports = only<ReportTaskErred>(out);
+  REQUIRE(reports.size() == 2);
+  CHECK(reports[0].key == "crash");
+  CHECK_THAT(reports[0].message, Catch::Contains("on 3 different workers") &&
+                                     Catch::Contains("died while running it") &&
+                                     Catch::Contains("tcp://c:1"));
+  CHECK(reports[1].key == "after");
+  CHECK(h.s.task_state("crash") == S::erred);
+  CHECK(h.s.story("crash").back().finish == S::erred);
+}
+
+TEST_CASE("scheduler: expected removals do not count against a task", "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  h.submit({task("x")});
+  for (int i = 0; i < 5; ++i) {
+    const std::string next = fmt::format("tcp://n{}:1", i);
+    const std::string current = *h.s.processing_on("x");
+    h.add_worker(next);
+    h.handle(RemoveWorker{current, "retiring", true, ""});
+    REQUIRE(h.s.processing_on("x") == next);
+  }
+}
+
+TEST_CASE("scheduler: a worker that misses heartbeats past the timeout is closed and removed",
+          "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1", 1, 0.0);
+  h.add_worker("tcp://b:1", 1, 0.0);
+  h.submit({task("x")});
+  REQUIRE(h.s.processing_on("x") == "tcp://a:1");
+  h.handle(Heartbeat{"tcp://b:1", 8.0, ""});
+  CHECK(only<CloseWorker>(h.handle(CheckHeartbeats{9.0, 10.0, ""})).empty());
+  const auto& out = h.handle(CheckHeartbeats{12.0, 10.0, ""});
+  const auto closed = only<CloseWorker>(out);
+  REQUIRE(closed.size() == 1);
+  CHECK(closed[0].worker == "tcp://a:1");
+  CHECK_THAT(closed[0].reason, Catch::Contains("no heartbeat"));
+  CHECK(h.s.workers().size() == 1);
+  CHECK(computed(out) == std::vector<std::string>{"x"});
+  CHECK(h.s.processing_on("x") == "tcp://b:1");
+}
+
+TEST_CASE("scheduler: workers timing out together hand their work to the survivor only",
+          "[scheduler]") {
+  Harness h;
+  for (const char* w : {"tcp://a:1", "tcp://b:1", "tcp://c:1"}) h.add_worker(w, 1, 0.0);
+  h.submit({task("x"), task("y"), task("z")});
+  REQUIRE(h.s.processing("tcp://c:1") == std::vector<std::string>{"z"});
+  h.handle(Heartbeat{"tcp://c:1", 20.0, ""});
+  const auto& out = h.handle(CheckHeartbeats{25.0, 10.0, ""});
+  CHECK(only<CloseWorker>(out).size() == 2);
+  for (const auto& c : only<ComputeTask>(out)) CHECK(c.worker == "tcp://c:1");
+  CHECK(h.s.processing("tcp://c:1") == std::vector<std::string>{"x", "y", "z"});
+}
+
+TEST_CASE("scheduler: losing every worker parks ready tasks until a worker joins", "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  h.submit({task("root"), task("x", {"root"})});
+  h.finish("root");
+  REQUIRE(h.s.task_state("x") == S::processing);
+  h.handle(RemoveWorker{"tcp://a:1", "killed", false, ""});
+  CHECK(h.s.task_state("root") == S::queued);  // lost; recomputed once a worker is back
+  CHECK(h.s.task_state("x") == S::waiting);
+  h.add_worker("tcp://b:1");
+  h.run_all();
+  CHECK(h.s.task_state("x") == S::memory);
+  CHECK(h.s.who_has("x") == std::vector<std::string>{"tcp://b:1"});
+}
+
+TEST_CASE("scheduler: cancelling a key releases it and its dependents", "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  h.submit({task("x"), task("y", {"x"}), task("other")});
+  const auto& out = h.handle(CancelKeys{"c1", {"x"}, false, ""});
+  CHECK(freed_on(out, "tcp://a:1") == std::vector<std::string>{"x"});
+  const auto cancelled = only<ReportCancelled>(out);
+  REQUIRE(cancelled.size() == 1);
+  CHECK(cancelled[0].client == "c1");
+  CHECK(sorted(cancelled[0].keys) == std::vector<std::string>{"x", "y"});
+  CHECK_FALSE(h.s.contains("x"));
+  CHECK_FALSE(h.s.contains("y"));
+  CHECK(h.s.task_state("other") == S::processing);
+}
+
+TEST_CASE("scheduler: cancelling a key another client wants only drops this client's interest",
+          "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  h.submit({task("x")}, {"x"}, "c1");
+  h.submit({task("x")}, {"x"}, "c2");
+  const auto& out = h.handle(CancelKeys{"c1", {"x"}, false, ""});
+  CHECK(freed_on(out, "tcp://a:1").empty());
+  CHECK(h.s.task_state("x") == S::processing);
+  CHECK(h.s.wanted_by("c1").empty());
+  CHECK(h.s.wanted_by("c2") == std::vector<std::string>{"x"});
+  SECTION("unless forced") {
+    const auto cancelled = only<ReportCancelled>(h.handle(CancelKeys{"c1", {"x"}, true, ""}));
+    CHECK(cancelled.size() == 2);
+    CHECK_FALSE(h.s.contains("x"));
+  }
+}
+
+TEST_CASE("scheduler: missing data drops the replica and recomputes a key left with none",
+          "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  h.submit({task("x")}, {"x"});
+  h.finish("x");
+  h.submit({task("pad", {}, "sleep"), task("pad2", {}, "sleep")});  // keeps a busy
+  h.add_worker("tcp://b:1");
+  h.submit({task("y", {"x"})}, {"y"});
+  const std::string y_worker = *h.s.processing_on("y");
+  REQUIRE(y_worker == "tcp://b:1");
+  const auto& out = h.handle(MissingData{y_worker, "x", "tcp://a:1", "y", ""});
+  CHECK(h.s.task_state("x") == S::processing);  // recomputed
+  CHECK(h.s.task_state("y") == S::waiting);
+  CHECK(freed_on(out, "tcp://b:1") == std::vector<std::string>{"y"});
+  CHECK(keys_of(only<ReportKeyLost>(out)) == std::vector<std::string>{"x"});
+}
+
+TEST_CASE("scheduler: a rescheduled task is placed again", "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  h.submit({task("x")});
+  const auto& out = h.handle(Reschedule{"tcp://a:1", "x", ""});
+  CHECK(freed_on(out, "tcp://a:1") == std::vector<std::string>{"x"});
+  CHECK(computed(out) == std::vector<std::string>{"x"});
+  // The worker must see the FreeKeys before the new ComputeTask for the same key.
+  auto position = [&](auto type) {
+    return std::find_if(
+               out.begin(), out.end(),
+               [](const Instruction& i) { return std::holds_alternative<decltype(type)>(i); }) -
+           out.begin();
+  };
+  CHECK(position(FreeKeys{}) < position(ComputeTask{}));
+  CHECK(h.s.task_state("x") == S::processing);
+}
+
+TEST_CASE("scheduler: scattered data is in memory at once and lost with its only holder",
+          "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  h.add_worker("tcp://b:1");
+  const auto& out = h.handle(AddData{"c1", "tcp://a:1", {{"data", 4096}}, ""});
+  REQUIRE(only<ReportKeyInMemory>(out).size() == 1);
+  CHECK(h.s.task_state("data") == S::memory);
+  h.submit({task("use", {"data"})}, {"use"});
+  CHECK(h.s.processing_on("use") == "tcp://a:1");
+  const auto& lost = h.handle(RemoveWorker{"tcp://a:1", "killed", false, ""});
+  const auto cancelled = only<ReportCancelled>(lost);
+  REQUIRE(cancelled.size() == 2);
+  CHECK(h.s.task_count() == 0);
+}
+
+TEST_CASE("scheduler: stale messages are ignored or answered with FreeKeys", "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  h.add_worker("tcp://b:1");
+  h.submit({task("x")});
+  CHECK(h.handle(TaskFinished{"tcp://gone:1", "x", 8, 0.1, ""}).size() == 1);  // a debug log
+  CHECK(h.s.task_state("x") == S::processing);
+  h.handle(TaskFinished{"tcp://b:1", "x", 8, 0.1, ""});  // x runs on a, not b
+  CHECK(freed_on(h.last, "tcp://b:1") == std::vector<std::string>{"x"});
+  h.handle(TaskFinished{"tcp://a:1", "unknown", 8, 0.1, ""});
+  CHECK(freed_on(h.last, "tcp://a:1") == std::vector<std::string>{"unknown"});
+  h.handle(TaskErred{"tcp://b:1", "x", "not yours", "", ""});
+  CHECK(h.s.task_state("x") == S::processing);
+  h.handle(RemoveWorker{"tcp://nobody:1", "", false, ""});
+  h.handle(Heartbeat{"tcp://nobody:1", 1.0, ""});
+  h.handle(ClientReleasesKeys{"nobody", {"x"}, ""});
+  CHECK(h.s.task_state("x") == S::processing);
+}
+
+TEST_CASE("scheduler: every instruction carries the stimulus id of its event", "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  const auto& out = h.handle(UpdateGraph{"c1", {task("x"), task("y", {"x"})}, {"y"}, "graph-7"});
+  REQUIRE_FALSE(out.empty());
+  for (const Instruction& i : out) CHECK(stimulus_of(i) == "graph-7");
+  const auto& done = h.handle(TaskFinished{"tcp://a:1", "x", 8, 0.1, ""});
+  REQUIRE_FALSE(done.empty());
+  for (const Instruction& i : done) CHECK_THAT(stimulus_of(i), Catch::StartsWith("task-finished-"));
+  const auto story = h.s.story("x");
+  REQUIRE(story.size() == 3);
+  CHECK(story[0].stimulus_id == "graph-7");
+  CHECK(story[0].start == S::released);
+  CHECK(story[0].finish == S::waiting);
+  CHECK(story[2].finish == S::memory);
+}
+
+TEST_CASE("scheduler: graphs past max_tasks are refused", "[scheduler]") {
+  Harness h({.max_tasks = 2});
+  h.add_worker("tcp://a:1");
+  const auto reports =
+      only<ReportTaskErred>(h.submit({task("a"), task("b"), task("c", {"a", "b"})}, {"c"}));
+  REQUIRE(reports.size() == 1);
+  CHECK_THAT(reports[0].message, Catch::Contains("limit of 2"));
+  CHECK(h.s.task_count() == 0);
+}
+
+TEST_CASE("scheduler: task states and instructions format for logs", "[scheduler]") {
+  CHECK(fmt::format("{}", S::no_worker) == "no-worker");
+  CHECK(fmt::format("{:>10}", S::memory) == "    memory");
+  CHECK(fmt::format("{}", Priority{3, 7}) == "(3, 7)");
+  const Instruction free = FreeKeys{"tcp://a:1", {"x", "y"}, "s-1"};
+  CHECK(fmt::format("{}", free) == "free-keys [\"x\", \"y\"] -> tcp://a:1 [s-1]");
+  const Instruction log = LogEvent{LogLevel::warning, "hello", "s-2"};
+  CHECK(fmt::format("{}", log) == "log warning: hello [s-2]");
+}

@@ -1,0 +1,326 @@
+// The worker state machine without any network: dependencies held or fetched, priority
+// order, free_keys, failures, unknown functions. Every step validates the invariants.
+#include "tests/worker/worker_state_harness.hpp"
+
+using namespace taskwire;
+using namespace taskwire::worker;
+using namespace taskwire::worker::testing;
+using Catch::Contains;
+
+TEST_CASE("worker state: a task with inline arguments runs at once and is reported finished",
+          "[worker][state]") {
+  WorkerState ws(options());
+  auto out = step(ws, compute("x"));
+  auto exec = only<Execute>(out);
+  REQUIRE(exec.size() == 1);
+  CHECK(exec[0].key == "x");
+  CHECK(exec[0].function == "inc");
+  REQUIRE(exec[0].args.size() == 1);
+  CHECK(runtime::from_frame<int>(exec[0].args[0]) == 1);
+  CHECK(ws.status("x") == TaskStatus::executing);
+
+  out = step(ws, success("x", 2));
+  auto fin = only<SendTaskFinished>(out);
+  REQUIRE(fin.size() == 1);
+  CHECK(fin[0].key == "x");
+  CHECK(fin[0].nbytes == runtime::to_frame(2).size());
+  CHECK(fin[0].duration_s == 0.25);
+  CHECK(ws.status("x") == TaskStatus::memory);
+  CHECK(runtime::from_frame<int>(*ws.data().get("x")) == 2);
+}
+
+TEST_CASE("worker state: a dependency held here is used as is, without a fetch",
+          "[worker][state]") {
+  WorkerState ws(options());
+  step(ws, compute("a"));
+  step(ws, success("a", 7));
+  const Frame held = *ws.data().get("a");
+  auto out = step(ws, compute("b", 0, {{"a", {"inproc://me"}}}));
+  CHECK(only<GatherDep>(out).empty());
+  auto exec = only<Execute>(out);
+  REQUIRE(exec.size() == 1);
+  REQUIRE(exec[0].args.size() == 2);
+  CHECK(exec[0].args[1].data() == held.data());  // the stored frame itself, not a copy
+}
+
+TEST_CASE("worker state: missing dependencies are fetched, batched per peer",
+          "[worker][state]") {
+  WorkerState ws(options());
+  auto out = step(ws, compute("c", 0, {{"a", {"tcp://p:1"}}, {"b", {"tcp://p:1"}},
+                                       {"d", {"tcp://q:1"}}}));
+  CHECK(executed(out).empty());
+  auto gathers = only<GatherDep>(out);
+  REQUIRE(gathers.size() == 2);
+  CHECK(gathers[0].worker == "tcp://p:1");
+  CHECK(gathers[0].keys == std::vector<std::string>{"a", "b"});
+  CHECK(gathers[1].worker == "tcp://q:1");
+  CHECK(gathers[1].keys == std::vector<std::string>{"d"});
+  CHECK(ws.status("a") == TaskStatus::flight);
+  CHECK(ws.status("c") == TaskStatus::waiting);
+
+  out = step(ws, done("tcp://p:1", {"a", "b"}));
+  CHECK(out.empty());
+  CHECK(ws.status("a") == TaskStatus::memory);
+  out = step(ws, done("tcp://q:1", {"d"}));
+  auto exec = only<Execute>(out);
+  REQUIRE(exec.size() == 1);
+  REQUIRE(exec[0].args.size() == 4);
+  CHECK(runtime::from_frame<std::string>(exec[0].args[1]) == "a");
+  CHECK(runtime::from_frame<std::string>(exec[0].args[3]) == "d");
+  CHECK(only<SendTaskFinished>(out).empty());  // replicas are not reported
+
+  step(ws, success("c"));
+  // The scheduler does not track replicas: they go once no local task needs them.
+  CHECK_FALSE(ws.status("a"));
+  CHECK(ws.data().keys() == std::vector<std::string>{"c"});
+}
+
+TEST_CASE("worker state: one GatherDep per peer at a time; keys queued meanwhile go together",
+          "[worker][state]") {
+  WorkerState ws(options(4));
+  auto out = step(ws, compute("t1", 0, {{"a", {"tcp://p:1"}}}));
+  REQUIRE(only<GatherDep>(out).size() == 1);
+  out = step(ws, compute("t2", 0, {{"b", {"tcp://p:1"}}}));
+  CHECK(only<GatherDep>(out).empty());
+  out = step(ws, compute("t3", 0, {{"c", {"tcp://p:1"}}}));
+  CHECK(only<GatherDep>(out).empty());
+  CHECK(ws.status("b") == TaskStatus::fetch);
+  out = step(ws, done("tcp://p:1", {"a"}));
+  CHECK(executed(out) == std::vector<std::string>{"t1"});
+  auto g = only<GatherDep>(out);
+  REQUIRE(g.size() == 1);
+  CHECK(g[0].keys == std::vector<std::string>{"b", "c"});
+}
+
+TEST_CASE("worker state: a key one holder lacks is fetched from the next", "[worker][state]") {
+  WorkerState ws(options());
+  step(ws, compute("t", 0, {{"a", {"tcp://p:1", "tcp://q:1"}}}));
+  auto out = step(ws, done("tcp://p:1", {}, {"a"}));
+  auto g = only<GatherDep>(out);
+  REQUIRE(g.size() == 1);
+  CHECK(g[0].worker == "tcp://q:1");
+  CHECK(only<SendMissingData>(out).empty());
+}
+
+TEST_CASE("worker state: a dependency no holder has ends the task with missing_data",
+          "[worker][state]") {
+  WorkerState ws(options());
+  SECTION("the only holder does not have it") {
+    step(ws, compute("t", 0, {{"a", {"tcp://p:1"}}}));
+    auto out = step(ws, done("tcp://p:1", {}, {"a"}));
+    auto m = only<SendMissingData>(out);
+    REQUIRE(m.size() == 1);
+    CHECK(m[0].key == "t");
+    CHECK(m[0].missing == "a");
+    CHECK(m[0].from == "tcp://p:1");
+  }
+  SECTION("the reply leaves a requested key out altogether") {
+    step(ws, compute("t", 0, {{"a", {"tcp://p:1"}}}));
+    auto out = step(ws, done("tcp://p:1", {}));
+    CHECK(only<SendMissingData>(out).size() == 1);
+  }
+  SECTION("no holder is listed at all") {
+    auto out = step(ws, compute("t", 0, {{"a", {}}}));
+    auto m = only<SendMissingData>(out);
+    REQUIRE(m.size() == 1);
+    CHECK(m[0].missing == "a");
+    CHECK(m[0].from.empty());
+  }
+  SECTION("only this worker is listed, and it does not hold it") {
+    auto out = step(ws, compute("t", 0, {{"a", {"inproc://me"}}}));
+    CHECK(only<SendMissingData>(out).size() == 1);
+  }
+  CHECK(ws.task_count() == 0);
+  CHECK(ws.data().size() == 0);
+  // The scheduler places it again, with fresh locations: it runs.
+  auto out = step(ws, compute("t", 0, {{"a", {"tcp://r:1"}}}));
+  REQUIRE(only<GatherDep>(out).size() == 1);
+  out = step(ws, done("tcp://r:1", {"a"}));
+  CHECK(executed(out) == std::vector<std::string>{"t"});
+}
+
+TEST_CASE("worker state: a failed peer is dropped as a holder of every key",
+          "[worker][state]") {
+  WorkerState ws(options(2));
+  step(ws, compute("t1", 0, {{"a", {"tcp://p:1", "tcp://q:1"}}}));
+  step(ws, compute("t2", 0, {{"b", {"tcp://p:1"}}}));  // waits: p is busy
+  CHECK(ws.status("b") == TaskStatus::fetch);
+  auto out = step(ws, GatherDepFailed{"tcp://p:1", "connection refused", ""});
+  auto g = only<GatherDep>(out);
+  REQUIRE(g.size() == 1);
+  CHECK(g[0].worker == "tcp://q:1");
+  CHECK(g[0].keys == std::vector<std::string>{"a"});
+  auto m = only<SendMissingData>(out);
+  REQUIRE(m.size() == 1);
+  CHECK(m[0].key == "t2");
+  CHECK(m[0].missing == "b");
+  CHECK(m[0].from == "tcp://p:1");
+}
+
+TEST_CASE("worker state: ready tasks run lowest priority first", "[worker][state]") {
+  SECTION("one thread") {
+    WorkerState ws(options(1));
+    auto out = step_all(ws, {compute("p5", 5), compute("p1", 1), compute("p3", 3)});
+    CHECK(executed(out) == std::vector<std::string>{"p1"});
+    CHECK(ws.ready_count() == 2);
+    out = step(ws, success("p1"));
+    CHECK(executed(out) == std::vector<std::string>{"p3"});
+    out = step(ws, success("p3"));
+    CHECK(executed(out) == std::vector<std::string>{"p5"});
+  }
+  SECTION("two threads; equal priorities in arrival order") {
+    WorkerState ws(options(2));
+    auto out = step_all(ws, {compute("a", 2), compute("b", 0), compute("c", 2), compute("d", 1)});
+    CHECK(executed(out) == std::vector<std::string>{"b", "d"});
+    out = step(ws, success("d"));
+    CHECK(executed(out) == std::vector<std::string>{"a"});
+    out = step(ws, success("b"));
+    CHECK(executed(out) == std::vector<std::string>{"c"});
+  }
+}
+
+TEST_CASE("worker state: free_keys drops data and work not started", "[worker][state]") {
+  WorkerState ws(options(1));
+  step_all(ws, {compute("run", 0), compute("queued", 1)});
+  REQUIRE(ws.status("queued") == TaskStatus::ready);
+
+  SECTION("a queued task never runs") {
+    step(ws, FreeKeysEvent{{"queued"}, ""});
+    CHECK_FALSE(ws.status("queued"));
+    auto out = step(ws, success("run"));
+    CHECK(executed(out).empty());
+  }
+  SECTION("a running task finishes, its result is dropped and not reported") {
+    step(ws, FreeKeysEvent{{"run"}, ""});
+    CHECK(ws.status("run") == TaskStatus::cancelled);
+    auto out = step(ws, success("run"));
+    CHECK(only<SendTaskFinished>(out).empty());
+    CHECK(executed(out) == std::vector<std::string>{"queued"});
+    CHECK_FALSE(ws.status("run"));
+    CHECK_FALSE(ws.data().contains("run"));
+  }
+  SECTION("a running task freed then assigned again is reported") {
+    step(ws, FreeKeysEvent{{"run"}, ""});
+    step(ws, compute("run", 0));
+    CHECK(ws.status("run") == TaskStatus::executing);
+    auto out = step(ws, success("run"));
+    CHECK(only<SendTaskFinished>(out).size() == 1);
+  }
+  SECTION("data in memory is dropped") {
+    step(ws, success("run"));
+    REQUIRE(ws.data().contains("run"));
+    step(ws, FreeKeysEvent{{"run", "never-heard-of"}, ""});
+    CHECK_FALSE(ws.data().contains("run"));
+    CHECK_FALSE(ws.status("run"));
+  }
+}
+
+TEST_CASE("worker state: a transfer for a freed task completes and is dropped",
+          "[worker][state]") {
+  WorkerState ws(options());
+  step(ws, compute("t", 0, {{"a", {"tcp://p:1"}}, {"b", {"tcp://q:1"}}}));
+  step(ws, FreeKeysEvent{{"t"}, ""});
+  CHECK_FALSE(ws.status("t"));
+  CHECK(ws.status("a") == TaskStatus::flight);  // cannot be recalled
+  auto out = step(ws, done("tcp://p:1", {"a"}));
+  CHECK(out.empty());
+  CHECK_FALSE(ws.status("a"));
+  CHECK(ws.data().size() == 0);
+}
+
+TEST_CASE("worker state: a task that throws is reported erred; a retry recomputes it",
+          "[worker][state]") {
+  WorkerState ws(options());
+  step(ws, compute("x"));
+  auto out = step(ws, ExecuteFailure{"x", "boom: division by zero", 0.1, "exec-9"});
+  auto err = only<SendTaskErred>(out);
+  REQUIRE(err.size() == 1);
+  CHECK(err[0].key == "x");
+  CHECK(err[0].message == "boom: division by zero");
+  CHECK(err[0].stimulus_id == "exec-9");
+  CHECK(ws.status("x") == TaskStatus::error);
+  CHECK(ws.executing_count() == 0);
+
+  out = step(ws, compute("x"));
+  CHECK(executed(out) == std::vector<std::string>{"x"});
+  step(ws, FreeKeysEvent{{"x"}, ""});
+  step(ws, ExecuteFailure{"x", "again", 0, ""});
+  CHECK(ws.task_count() == 0);
+}
+
+TEST_CASE("worker state: an unknown function is a task error naming it and the fix",
+          "[worker][state]") {
+  WorkerState ws(options());
+  auto out = step(ws, compute("u", 0, {{"a", {"tcp://p:1"}}}, "unregistered_fn"));
+  CHECK(executed(out).empty());
+  CHECK(only<GatherDep>(out).empty());  // nothing is fetched for a task that cannot run
+  auto err = only<SendTaskErred>(out);
+  REQUIRE(err.size() == 1);
+  CHECK(err[0].key == "u");
+  CHECK_THAT(err[0].message, Contains("unregistered_fn") && Contains("w1") &&
+                                 Contains("TASKWIRE_REGISTER") && Contains("--preload"));
+  CHECK(ws.status("u") == TaskStatus::error);
+}
+
+TEST_CASE("worker state: a malformed task is a task error, not a crash", "[worker][state]") {
+  WorkerState ws(options());
+  auto e = compute("m");
+  e.spec.args[0].frame_index = 3;
+  auto out = step(ws, e);
+  auto err = only<SendTaskErred>(out);
+  REQUIRE(err.size() == 1);
+  CHECK_THAT(err[0].message, Contains("payload frame 3"));
+
+  auto self = compute("s", 0, {{"s", {"tcp://p:1"}}});
+  out = step(ws, self);
+  REQUIRE(only<SendTaskErred>(out).size() == 1);
+  CHECK(step(ws, compute("")).empty());  // no key: nothing to report it against
+}
+
+TEST_CASE("worker state: a task assigned again while in memory is reported again",
+          "[worker][state]") {
+  WorkerState ws(options());
+  step(ws, compute("x"));
+  step(ws, success("x"));
+  auto out = step(ws, compute("x"));
+  CHECK(executed(out).empty());
+  CHECK(only<SendTaskFinished>(out).size() == 1);
+}
+
+TEST_CASE("worker state: a key assigned here while in flight is computed if the fetch fails",
+          "[worker][state]") {
+  WorkerState ws(options());
+  step(ws, compute("t", 5, {{"a", {"tcp://p:1"}}}));
+  auto out = step(ws, compute("a", 0));
+  CHECK(executed(out).empty());
+  CHECK(ws.status("a") == TaskStatus::flight);
+  out = step(ws, done("tcp://p:1", {}, {"a"}));
+  CHECK(only<SendMissingData>(out).empty());
+  CHECK(executed(out) == std::vector<std::string>{"a"});
+  out = step(ws, success("a"));
+  CHECK(only<SendTaskFinished>(out).size() == 1);  // "a" is assigned here: reported
+  CHECK(executed(out) == std::vector<std::string>{"t"});
+}
+
+TEST_CASE("worker state: instructions carry their stimulus id", "[worker][state]") {
+  WorkerState ws(options());
+  auto e = compute("x");
+  e.stimulus_id = "compute-task-77";
+  auto out = step(ws, e);
+  REQUIRE(out.size() == 1);
+  CHECK(stimulus_of(out[0]) == "compute-task-77");
+  CHECK_THAT(fmt::format("{}", out[0]), Contains("execute 'x'") && Contains("compute-task-77"));
+  out = step(ws, success("x"));
+  REQUIRE(out.size() == 1);
+  CHECK_THAT(stimulus_of(out[0]), Catch::StartsWith("execute-success-"));
+}
+
+TEST_CASE("worker state: stale and unexpected events are ignored", "[worker][state]") {
+  WorkerState ws(options());
+  CHECK(step(ws, success("nobody")).empty());
+  CHECK(step(ws, ExecuteFailure{"nobody", "x", 0, ""}).empty());
+  CHECK(step(ws, done("tcp://p:1", {"a"})).empty());
+  CHECK(step(ws, GatherDepFailed{"tcp://p:1", "gone", ""}).empty());
+  CHECK(step(ws, FreeKeysEvent{{"nobody"}, ""}).empty());
+  CHECK(ws.task_count() == 0);
+}

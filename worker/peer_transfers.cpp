@@ -1,0 +1,186 @@
+// Data between workers: fetching dependencies from peers (GatherDep -> get_data over a
+// connection kept per peer) and answering peers' and clients' get_data on the listener.
+#include <taskwire/worker/worker_server_impl.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace taskwire::worker {
+namespace {
+using protocol::Op;
+}  // namespace
+
+// ---- fetching ----
+
+void Worker::Impl::gather(GatherDep request) {
+  auto& link = peers_[request.worker];
+  if (!link) {
+    link = std::make_shared<PeerLink>();
+    link->address = request.worker;
+  }
+  const auto id = ++next_request_id_;
+  if (link->comm && !link->comm->closed()) return send_request(*link, id, std::move(request.keys));
+  link->pending.emplace_back(id, std::move(request.keys));
+  if (!link->connecting) connect_peer(link);
+}
+
+void Worker::Impl::connect_peer(const std::shared_ptr<PeerLink>& link) {
+  link->connecting = true;
+  link->comm.reset();
+  comm::ConnectOptions options;
+  options.timeout = options_.peer_connect_timeout;
+  options.handshake = handshake_;
+  auto self = shared_from_this();
+  comm::async_connect(
+      registry_, link->address, std::move(options),
+      [self, link](error_code ec, std::string detail, comm::CommPtr comm) {
+        asio::post(self->strand_, [self, link, ec, detail = std::move(detail),
+                                   comm = std::move(comm)]() mutable {
+          link->connecting = false;
+          if (self->closing_) {
+            if (comm) comm->abort();
+            return;
+          }
+          if (ec) return self->fail_link(*link, detail);
+          link->comm = comm;
+          while (!link->pending.empty()) {
+            auto [id, keys] = std::move(link->pending.front());
+            link->pending.pop_front();
+            self->send_request(*link, id, std::move(keys));
+          }
+          self->read_peer(link, comm);
+        });
+      });
+}
+
+void Worker::Impl::send_request(PeerLink& link, std::uint64_t id, std::vector<Key> keys) {
+  runtime::BatchWriter w;
+  w.add(Op::get_data, protocol::GetData{id, keys});
+  link.outstanding.emplace(id, std::move(keys));
+  // A failed write aborts the comm; the pending read reports it.
+  link.comm->async_write(w.take(), [](error_code) {});
+}
+
+void Worker::Impl::read_peer(const std::shared_ptr<PeerLink>& link, const comm::CommPtr& comm) {
+  auto self = shared_from_this();
+  comm->async_read([self, link, comm](error_code ec, runtime::Message m) {
+    asio::post(self->strand_, [self, link, comm, ec, m = std::move(m)]() mutable {
+      self->on_peer_message(link, comm, ec, std::move(m));
+    });
+  });
+}
+
+void Worker::Impl::on_peer_message(const std::shared_ptr<PeerLink>& link,
+                                   const comm::CommPtr& comm, error_code ec,
+                                   runtime::Message message) {
+  if (closing_ || link->comm != comm) return;  // closed, or an older connection
+  if (ec)
+    return fail_link(*link, fmt::format("the comm to {} failed: {}", link->address, ec.message()));
+  std::vector<Event> events;
+  try {
+    runtime::for_each_op(message, [&](runtime::OpReader& r) {
+      if (r.op() != Op::data_reply)
+        throw runtime::SerializationError(
+            fmt::format("unexpected operation {} (expected data_reply)", static_cast<int>(r.op())));
+      auto reply = r.body<protocol::DataReply>();
+      if (reply.keys.size() != r.frames().size())
+        throw runtime::SerializationError(fmt::format(
+            "data_reply lists {} keys but carries {} frames", reply.keys.size(), r.frames().size()));
+      if (link->outstanding.erase(reply.request_id) == 0)
+        throw runtime::SerializationError(
+            fmt::format("data_reply to unknown request {}", reply.request_id));
+      GatherDepDone done;
+      done.worker = link->address;
+      for (std::size_t i = 0; i < reply.keys.size(); ++i)
+        done.data.emplace_back(std::move(reply.keys[i]), r.frames()[i]);
+      done.missing = std::move(reply.missing);
+      events.emplace_back(std::move(done));
+    });
+  } catch (const std::exception& e) {
+    spdlog::warn("worker {}: malformed reply from peer {}: {}; closing that comm", name_,
+                 link->address, e.what());
+    if (!events.empty()) handle(std::move(events));
+    return fail_link(*link, fmt::format("malformed reply: {}", e.what()));
+  }
+  handle(std::move(events));
+  if (!closing_ && link->comm == comm) read_peer(link, comm);
+}
+
+// The link is unusable: drop its comm (the next GatherDep reconnects) and tell the state
+// machine, if anything was asked of it, so the keys are fetched elsewhere or reported missing.
+void Worker::Impl::fail_link(PeerLink& link, const std::string& reason) {
+  if (link.comm) link.comm->abort();
+  link.comm.reset();
+  const bool asked = !link.pending.empty() || !link.outstanding.empty();
+  link.pending.clear();
+  link.outstanding.clear();
+  if (!asked) return;
+  spdlog::warn("worker {}: cannot fetch from {}: {}", name_, link.address, reason);
+  std::vector<Event> events;
+  events.emplace_back(GatherDepFailed{link.address, reason, ""});
+  handle(std::move(events));
+}
+
+// ---- serving get_data ----
+
+void Worker::Impl::on_accept(comm::CommPtr comm) {
+  {
+    std::lock_guard lock(served_mu_);
+    if (serving_stopped_) return comm->abort();
+    served_.insert(comm);
+  }
+  serve(std::move(comm));
+}
+
+// One request batch at a time per comm, answered from the data store on the comm's own
+// strand (the store is thread-safe), so serving never waits for the worker's strand.
+void Worker::Impl::serve(comm::CommPtr comm) {
+  auto self = shared_from_this();
+  comm->async_read([self, comm](error_code ec, runtime::Message m) {
+    if (!ec && self->answer(comm, m)) return self->serve(comm);
+    std::lock_guard lock(self->served_mu_);
+    self->served_.erase(comm);
+  });
+}
+
+bool Worker::Impl::answer(const comm::CommPtr& comm, const runtime::Message& request) {
+  runtime::BatchWriter reply;
+  try {
+    runtime::for_each_op(request, [&](runtime::OpReader& r) {
+      if (r.op() != Op::get_data)
+        throw runtime::SerializationError(
+            fmt::format("unexpected operation {} (expected get_data)", static_cast<int>(r.op())));
+      auto get = r.body<protocol::GetData>();
+      auto lookup = data_->get_many(get.keys);
+      protocol::DataReply body;
+      body.request_id = get.request_id;
+      body.missing = std::move(lookup.missing);
+      std::vector<runtime::Frame> frames;
+      frames.reserve(lookup.found.size());
+      for (auto& [key, frame] : lookup.found) {
+        body.keys.push_back(std::move(key));
+        frames.push_back(std::move(frame));
+      }
+      reply.add(Op::data_reply, body, std::move(frames));
+    });
+  } catch (const std::exception& e) {
+    spdlog::warn("worker {}: malformed batch from {}: {}; closing that comm", name_,
+                 comm->peer_address(), e.what());
+    comm->abort();
+    return false;
+  }
+  if (!reply.empty()) comm->async_write(reply.take(), [](error_code) {});
+  return true;
+}
+
+void Worker::Impl::close_served_comms() {
+  std::set<comm::CommPtr> comms;
+  {
+    std::lock_guard lock(served_mu_);
+    serving_stopped_ = true;
+    comms.swap(served_);
+  }
+  for (const auto& c : comms) c->close();  // graceful: replies already queued still go
+}
+
+}  // namespace taskwire::worker

@@ -1,0 +1,79 @@
+#pragma once
+// Stimuli the worker state machine reacts to (after Dask distributed's worker_state_machine
+// StateMachineEvent classes). The server builds them from scheduler messages, peer replies
+// and executor completions, and passes them to WorkerState::handle(). Every event carries a
+// stimulus id that tags the instructions it causes; an empty id is replaced by
+// "<kind>-<counter>".
+#include <taskwire/runtime/frame.hpp>
+#include <taskwire/runtime/protocol.hpp>
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace taskwire::worker {
+
+using protocol::Key;
+using runtime::Frame;
+
+/// The scheduler asks this worker to compute a task. `frames` are the operation's payload
+/// frames, which ArgSpec::frame_index refers to; `who_has` says where each dependency not
+/// held here can be fetched.
+struct ComputeTaskEvent {
+  static constexpr std::string_view kind = "compute-task";
+  protocol::TaskSpec spec;
+  protocol::WhoHas who_has;
+  std::vector<Frame> frames;
+  std::string stimulus_id;
+};
+
+/// The scheduler no longer needs these keys here: drop their data, or their execution if it
+/// has not started (a running one finishes and its result is dropped).
+struct FreeKeysEvent {
+  static constexpr std::string_view kind = "free-keys";
+  std::vector<Key> keys;
+  std::string stimulus_id;
+};
+
+/// A peer answered a GatherDep. `data` holds the keys it had; any requested key not in
+/// `data` (listed in `missing` or not) was not there.
+struct GatherDepDone {
+  static constexpr std::string_view kind = "gather-dep-done";
+  std::string worker;
+  std::vector<std::pair<Key, Frame>> data;
+  std::vector<Key> missing;
+  std::string stimulus_id;
+};
+
+/// A GatherDep could not be completed: the peer was unreachable, its comm failed or it sent
+/// something malformed. The peer is assumed gone: it is dropped as a holder of every key.
+struct GatherDepFailed {
+  static constexpr std::string_view kind = "gather-dep-failed";
+  std::string worker;
+  std::string reason;
+  std::string stimulus_id;
+};
+
+struct ExecuteSuccess {
+  static constexpr std::string_view kind = "execute-success";
+  Key key;
+  Frame result;
+  double duration_s = 0;
+  std::string stimulus_id;
+};
+
+/// The task threw (message = the exception's what()), or could not be invoked.
+struct ExecuteFailure {
+  static constexpr std::string_view kind = "execute-failure";
+  Key key;
+  std::string message;
+  double duration_s = 0;
+  std::string stimulus_id;
+};
+
+using Event = std::variant<ComputeTaskEvent, FreeKeysEvent, GatherDepDone, GatherDepFailed,
+                           ExecuteSuccess, ExecuteFailure>;
+
+}  // namespace taskwire::worker

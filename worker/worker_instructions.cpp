@@ -1,0 +1,44 @@
+#include <taskwire/worker/worker_instructions.hpp>
+
+#include <fmt/ranges.h>
+
+namespace taskwire::worker {
+
+const std::string& stimulus_of(const Instruction& instruction) noexcept {
+  return std::visit([](const auto& i) -> const std::string& { return i.stimulus_id; },
+                    instruction);
+}
+
+}  // namespace taskwire::worker
+
+namespace wk = taskwire::worker;
+
+namespace {
+struct Describe {
+  fmt::format_context::iterator out;
+  auto operator()(const wk::Execute& i) const {
+    return fmt::format_to(out, "execute '{}' ({}, {} args, priority {}) [{}]", i.key, i.function,
+                          i.args.size(), i.priority, i.stimulus_id);
+  }
+  auto operator()(const wk::GatherDep& i) const {
+    return fmt::format_to(out, "gather-dep {} from {} [{}]", i.keys, i.worker, i.stimulus_id);
+  }
+  auto operator()(const wk::SendTaskFinished& i) const {
+    return fmt::format_to(out, "task-finished '{}' ({} bytes, {:.6f} s) [{}]", i.key, i.nbytes,
+                          i.duration_s, i.stimulus_id);
+  }
+  auto operator()(const wk::SendTaskErred& i) const {
+    return fmt::format_to(out, "task-erred '{}': {} [{}]", i.key, i.message, i.stimulus_id);
+  }
+  auto operator()(const wk::SendMissingData& i) const {
+    return fmt::format_to(out, "missing-data '{}' needs '{}' (asked {}) [{}]", i.key, i.missing,
+                          i.from.empty() ? "nobody" : i.from, i.stimulus_id);
+  }
+};
+}  // namespace
+
+auto fmt::formatter<wk::Instruction>::format(const wk::Instruction& i,
+                                             fmt::format_context& ctx) const
+    -> fmt::format_context::iterator {
+  return std::visit(Describe{ctx.out()}, i);
+}

@@ -1,0 +1,73 @@
+#pragma once
+// What the worker state machine asks its server to do (after Dask's Instruction classes).
+// Each names the stimulus that caused it. The Send* instructions become operations in the
+// next batch to the scheduler.
+#include <taskwire/runtime/frame.hpp>
+#include <taskwire/runtime/protocol.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace taskwire::worker {
+
+using protocol::Key;
+using runtime::Frame;
+
+/// Run `function` on `args` (already resolved: inline frames and dependency results, in
+/// argument order) on the thread pool, then report ExecuteSuccess or ExecuteFailure.
+struct Execute {
+  Key key;
+  std::string function;
+  std::vector<Frame> args;
+  std::int64_t priority = 0;
+  std::string stimulus_id;
+};
+
+/// Fetch `keys` from the peer worker at `worker` (one get_data request), then report
+/// GatherDepDone or GatherDepFailed. At most one GatherDep per peer is outstanding.
+struct GatherDep {
+  std::string worker;
+  std::vector<Key> keys;
+  std::string stimulus_id;
+};
+
+struct SendTaskFinished {
+  Key key;
+  std::uint64_t nbytes = 0;
+  double duration_s = 0;
+  std::string stimulus_id;
+};
+
+struct SendTaskErred {
+  Key key;
+  std::string message;
+  std::string stimulus_id;
+};
+
+/// Task `key` cannot run here: no holder had its dependency `missing` (`from` is the last
+/// holder asked, empty if none was listed). The task has been dropped from this worker.
+struct SendMissingData {
+  Key key;
+  Key missing;
+  std::string from;
+  std::string stimulus_id;
+};
+
+using Instruction =
+    std::variant<Execute, GatherDep, SendTaskFinished, SendTaskErred, SendMissingData>;
+using Instructions = std::vector<Instruction>;
+
+const std::string& stimulus_of(const Instruction& instruction) noexcept;
+
+}  // namespace taskwire::worker
+
+/// One line per instruction, e.g. "execute 'x' (inc, 1 args) [compute-task-3]".
+template <>
+struct fmt::formatter<taskwire::worker::Instruction> : fmt::formatter<std::string_view> {
+  auto format(const taskwire::worker::Instruction& i, fmt::format_context& ctx) const
+      -> fmt::format_context::iterator;
+};

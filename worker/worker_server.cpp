@@ -1,0 +1,360 @@
+// The worker server: lifecycle, the scheduler link and task execution. Transfers between
+// workers are in peer_transfers.cpp.
+#include <taskwire/worker/worker_server_impl.hpp>
+
+#include <taskwire/comm/core/address.hpp>
+#include <taskwire/runtime/function_registry.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <stdexcept>
+
+namespace taskwire::worker {
+namespace {
+
+using protocol::Op;
+
+// The default listen address: on the scheduler's scheme, reachable the way the scheduler
+// is reached (see WorkerOptions::listen_address).
+std::string default_listen_address(const std::string& scheduler_address,
+                                   const std::string& local_address) {
+  const auto scheme = comm::Address::parse(scheduler_address).scheme;
+  if (scheme == "inproc") return "inproc://auto";
+  const auto local = comm::Address::parse(local_address);
+  if (scheme == "tcp") {
+    auto hp = comm::HostPort::parse(local.location);
+    hp.port = 0;
+    return "tcp://" + hp.str();
+  }
+  if (scheme == "mpi") return "mpi://" + local.location.substr(0, local.location.find(':'));
+  throw comm::CommError(make_error_code(comm::errc::bad_address),
+                        fmt::format("no default listen address for scheme '{}': pass one "
+                                    "(--listen ADDR)",
+                                    scheme));
+}
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+}  // namespace
+
+// ---- Worker: the public face ----
+
+Worker::Worker(runtime::Context& context, comm::Registry& registry, WorkerOptions options)
+    : impl_(std::make_shared<Impl>(context, registry, std::move(options))) {}
+
+Worker::~Worker() {
+  try {
+    impl_->request_stop();
+    // Bounded: if the context was stopped first, the close cannot run; do not hang.
+    if (!impl_->wait_closed(std::chrono::seconds(10)))
+      spdlog::error("worker {}: did not close within 10 s (is its context still running?)",
+                    impl_->name());
+    impl_->join_executor();
+  } catch (const std::exception& e) {
+    spdlog::error("worker: error while stopping: {}", e.what());
+  }
+}
+
+void Worker::start() { impl_->start(); }
+void Worker::request_stop() { impl_->request_stop(); }
+void Worker::stop() {
+  impl_->request_stop();
+  impl_->wait_closed(std::chrono::milliseconds::max());
+  impl_->join_executor();
+}
+bool Worker::wait_closed(std::chrono::milliseconds timeout) { return impl_->wait_closed(timeout); }
+void Worker::wait_closed() { impl_->wait_closed(std::chrono::milliseconds::max()); }
+CloseStatus Worker::close_status() const { return impl_->close_status(); }
+std::string Worker::address() const { return impl_->address(); }
+std::string Worker::name() const { return impl_->name(); }
+const DataStore& Worker::data() const { return impl_->data(); }
+
+// ---- lifecycle ----
+
+Worker::Impl::Impl(runtime::Context& context, comm::Registry& registry, WorkerOptions options)
+    : context_(context), registry_(registry), options_(std::move(options)),
+      handshake_(comm::HandshakeOptions::from(context.config())),
+      strand_(asio::make_strand(context.executor())), data_(std::make_shared<DataStore>()),
+      executor_(options_.nthreads ? options_.nthreads : 1), heartbeat_(strand_) {
+  if (options_.nthreads == 0) options_.nthreads = 1;
+  handshake_.role = "worker";
+  if (!options_.name.empty()) handshake_.name = options_.name;
+}
+
+void Worker::Impl::start() {
+  if (options_.scheduler_address.empty())
+    throw std::invalid_argument("worker: no scheduler address given");
+  if (started_.exchange(true)) throw std::logic_error("Worker::start() called twice");
+  comm::ConnectOptions connect;
+  connect.timeout = options_.connect_timeout;
+  connect.handshake = handshake_;
+  try {
+    scheduler_ = comm::connect(registry_, options_.scheduler_address, connect);
+  } catch (...) {
+    started_ = false;
+    throw;
+  }
+  try {
+    const auto listen_at = options_.listen_address.empty()
+                               ? default_listen_address(options_.scheduler_address,
+                                                        scheduler_->local_address())
+                               : options_.listen_address;
+    comm::ListenOptions listen;
+    listen.handshake = handshake_;
+    // Weak: the listener is ours, a strong reference from its handler would be a cycle.
+    std::weak_ptr<Impl> weak = shared_from_this();
+    listener_ = comm::listen(
+        registry_, listen_at,
+        [weak](comm::CommPtr c) {
+          if (auto self = weak.lock()) self->on_accept(std::move(c));
+          else c->abort();
+        },
+        std::move(listen));
+  } catch (...) {
+    scheduler_->abort();
+    scheduler_.reset();
+    started_ = false;
+    throw;
+  }
+  address_ = listener_->contact_address();
+  name_ = options_.name.empty() ? address_ : options_.name;
+  WorkerStateOptions so;
+  so.address = address_;
+  so.name = name_;
+  so.nthreads = options_.nthreads;
+  so.max_gather_peers = options_.max_gather_peers;
+  state_ = std::make_unique<WorkerState>(std::move(so), data_);
+  executor_.start();
+  spdlog::info("worker {}: listening at {}, {} thread{}, scheduler {}", name_, address_,
+               options_.nthreads, options_.nthreads == 1 ? "" : "s", options_.scheduler_address);
+  asio::post(strand_, [self = shared_from_this()] { self->on_started(); });
+}
+
+void Worker::Impl::on_started() {
+  if (closing_) return;
+  to_scheduler(Op::register_worker,
+               protocol::RegisterWorker{name_, address_, options_.nthreads});
+  read_scheduler();
+  schedule_heartbeat();
+}
+
+void Worker::Impl::request_stop() {
+  if (!started_) {
+    std::lock_guard lock(status_mu_);
+    if (!status_.closed) status_ = CloseStatus{true, true, "the worker was never started"};
+    status_cv_.notify_all();
+    return;
+  }
+  asio::post(strand_, [self = shared_from_this()] {
+    self->begin_close("the worker was asked to stop", true);
+  });
+}
+
+bool Worker::Impl::wait_closed(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(status_mu_);
+  auto closed = [this] { return status_.closed; };
+  if (timeout == std::chrono::milliseconds::max()) {
+    status_cv_.wait(lock, closed);
+    return true;
+  }
+  return status_cv_.wait_for(lock, timeout, closed);
+}
+
+CloseStatus Worker::Impl::close_status() const {
+  std::lock_guard lock(status_mu_);
+  return status_;
+}
+
+std::string Worker::Impl::address() const { return address_; }
+std::string Worker::Impl::name() const { return name_; }
+
+// Closes everything, once. A clean close says goodbye to the scheduler (worker_closing)
+// after the operations already queued, then closes the comm gracefully so they all arrive.
+void Worker::Impl::begin_close(std::string reason, bool clean) {
+  if (closing_) return;
+  closing_ = true;
+  if (clean) spdlog::info("worker {}: closing: {}", name_, reason);
+  else spdlog::error("worker {}: closing: {}", name_, reason);
+  heartbeat_.cancel();
+  if (scheduler_) {
+    if (clean && !scheduler_->closed()) {
+      outbox_.add(Op::worker_closing, protocol::Empty{});
+      scheduler_->async_write(outbox_.take(), [](error_code) {});
+      scheduler_->close();
+    } else {
+      scheduler_->abort();
+    }
+  }
+  if (listener_) listener_->stop();
+  for (auto& [address, link] : peers_)
+    if (link->comm) link->comm->abort();
+  peers_.clear();
+  close_served_comms();
+  const auto dropped = executor_.request_stop();
+  if (dropped) spdlog::debug("worker {}: {} queued task(s) dropped", name_, dropped);
+  {
+    std::lock_guard lock(status_mu_);
+    status_.closed = true;
+    status_.clean = clean;
+    status_.reason = std::move(reason);
+  }
+  status_cv_.notify_all();
+}
+
+// ---- the scheduler link ----
+
+void Worker::Impl::read_scheduler() {
+  auto self = shared_from_this();
+  scheduler_->async_read([self](error_code ec, runtime::Message m) {
+    asio::post(self->strand_, [self, ec, m = std::move(m)]() mutable {
+      self->on_scheduler_message(ec, std::move(m));
+    });
+  });
+}
+
+void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message) {
+  if (closing_) return;
+  if (ec) {
+    const auto reason =
+        ec == comm::errc::closed
+            ? fmt::format("the scheduler at {} closed the connection",
+                          options_.scheduler_address)
+            : fmt::format("lost the connection to the scheduler at {}: {}",
+                          options_.scheduler_address, ec.message());
+    return begin_close(reason, false);
+  }
+  std::vector<Event> events;
+  bool close_requested = false;
+  try {
+    runtime::for_each_op(message, [&](runtime::OpReader& r) {
+      switch (r.op()) {
+        case Op::compute_task: {
+          auto body = r.body<protocol::ComputeTask>();
+          ComputeTaskEvent e;
+          e.spec = std::move(body.spec);
+          e.who_has = std::move(body.who_has);
+          e.frames.assign(r.frames().begin(), r.frames().end());
+          events.emplace_back(std::move(e));
+          break;
+        }
+        case Op::free_keys:
+          events.emplace_back(FreeKeysEvent{r.body<protocol::Keys>().keys, ""});
+          break;
+        case Op::close_worker:
+          r.body<protocol::Empty>();
+          close_requested = true;
+          break;
+        default:
+          throw runtime::SerializationError(fmt::format(
+              "unexpected operation {} for a worker", static_cast<int>(r.op())));
+      }
+    });
+  } catch (const std::exception& e) {
+    scheduler_->abort();
+    return begin_close(fmt::format("malformed batch from the scheduler at {}: {}",
+                                   scheduler_->peer_address(), e.what()),
+                       false);
+  }
+  if (!events.empty()) handle(std::move(events));
+  if (close_requested) return begin_close("the scheduler asked this worker to close", true);
+  read_scheduler();
+}
+
+template <class T>
+void Worker::Impl::to_scheduler(protocol::Op op, const T& body) {
+  if (closing_) return;
+  if (!flush_posted_) {
+    flush_posted_ = true;
+    asio::post(strand_, [self = shared_from_this()] { self->flush(); });
+  }
+  outbox_.add(op, body);
+}
+
+void Worker::Impl::flush() {
+  flush_posted_ = false;
+  if (closing_ || outbox_.empty()) return;
+  // A failed write aborts the comm; the pending read then reports it and closes the worker.
+  scheduler_->async_write(outbox_.take(), [](error_code) {});
+}
+
+void Worker::Impl::schedule_heartbeat() {
+  heartbeat_.expires_after(options_.heartbeat_interval);
+  heartbeat_.async_wait([self = shared_from_this()](error_code ec) {
+    if (ec || self->closing_) return;
+    self->to_scheduler(Op::heartbeat, protocol::Empty{});
+    self->schedule_heartbeat();
+  });
+}
+
+// ---- events and instructions ----
+
+void Worker::Impl::handle(std::vector<Event> events) {
+  if (closing_) return;
+  run(state_->handle(std::move(events)));
+}
+
+void Worker::Impl::run(Instructions instructions) {
+  for (auto& instruction : instructions) {
+    if (spdlog::should_log(spdlog::level::trace))
+      spdlog::trace("worker {}: {}", name_, instruction);
+    std::visit(
+        Overloaded{
+            [this](Execute& i) { execute(std::move(i)); },
+            [this](GatherDep& i) { gather(std::move(i)); },
+            [this](SendTaskFinished& i) {
+              to_scheduler(Op::task_finished,
+                           protocol::TaskFinished{i.key, i.nbytes, i.duration_s});
+            },
+            [this](SendTaskErred& i) {
+              to_scheduler(Op::task_erred, protocol::TaskErred{i.key, i.message});
+            },
+            [this](SendMissingData& i) {
+              to_scheduler(Op::missing_data, protocol::MissingData{i.key, i.missing, i.from});
+            },
+        },
+        instruction);
+  }
+}
+
+void Worker::Impl::execute(Execute task) {
+  const auto priority = task.priority;
+  const auto key = task.key;
+  auto job = [self = shared_from_this(), task = std::move(task)]() mutable {
+    using Clock = std::chrono::steady_clock;
+    Event result;
+    const auto* fn = runtime::FunctionRegistry::global().find(task.function);
+    const auto t0 = Clock::now();
+    auto seconds = [&t0] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+    if (!fn) {
+      result = ExecuteFailure{task.key,
+                              unknown_function_message(task.function, self->name_, self->address_),
+                              0, ""};
+    } else {
+      try {
+        auto frame = fn->invoke(task.args);
+        result = ExecuteSuccess{task.key, std::move(frame), seconds(), ""};
+      } catch (const std::exception& e) {
+        result = ExecuteFailure{task.key, e.what(), seconds(), ""};
+      } catch (...) {
+        result = ExecuteFailure{task.key, "the task threw an exception not derived from std::exception",
+                                seconds(), ""};
+      }
+    }
+    task.args.clear();  // release argument frames on this thread
+    asio::post(self->strand_, [self, result = std::move(result)]() mutable {
+      std::vector<Event> events;
+      events.push_back(std::move(result));
+      self->handle(std::move(events));
+    });
+  };
+  if (!executor_.submit(priority, std::move(job)))
+    spdlog::debug("worker {}: task '{}' not run: the worker is closing", name_, key);
+}
+
+}  // namespace taskwire::worker

@@ -1,0 +1,94 @@
+#pragma once
+// taskwire::worker::Worker: the worker server, a thin shell around WorkerState (after Dask
+// distributed's worker.py). It connects to the scheduler, registers, listens for peers'
+// get_data requests, turns scheduler batches into events and the state machine's
+// instructions into messages (batched per event-loop turn), runs tasks on its Executor and
+// fetches dependencies from peer workers over connections it keeps and reuses.
+//
+// Usable in-process (tests, the MPI launcher) and by the taskwire-worker daemon.
+//
+// Threading: all state lives on one strand of the context's io_context; comm handlers and
+// executor completions are posted to it. The context must be running (Context::start())
+// for the worker to make progress.
+#include <taskwire/comm/core/registry.hpp>
+#include <taskwire/runtime/context.hpp>
+#include <taskwire/worker/data_store.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace taskwire::worker {
+
+struct WorkerOptions {
+  /// Where the scheduler listens, e.g. tcp://10.0.0.5:8786, inproc://scheduler, mpi://0.
+  /// Required.
+  std::string scheduler_address;
+  /// This worker's name in logs and messages. Default: its contact address.
+  std::string name;
+  /// Threads executing tasks (at least 1).
+  unsigned nthreads = 1;
+  /// Where peers fetch data from this worker. Default: on the scheduler's scheme:
+  /// tcp://HOST:0 where HOST is the local address this worker reaches the scheduler from,
+  /// inproc://auto, or mpi://RANK for this process's rank.
+  std::string listen_address;
+  /// Interval between heartbeats to the scheduler.
+  std::chrono::milliseconds heartbeat_interval{500};
+  /// Deadline for connecting to the scheduler at start(); 0: the context's connect_timeout.
+  std::chrono::milliseconds connect_timeout{0};
+  /// Deadline for connecting to a peer worker before its keys count as missing there;
+  /// 0: the context's connect_timeout.
+  std::chrono::milliseconds peer_connect_timeout{0};
+  /// Peers fetched from at once (see WorkerStateOptions::max_gather_peers).
+  std::size_t max_gather_peers = 4;
+};
+
+/// How the worker ended.
+struct CloseStatus {
+  bool closed = false;  ///< false while it runs
+  /// Closed on purpose: close_worker from the scheduler, or stop()/request_stop(). False when
+  /// the scheduler's comm failed or sent something malformed.
+  bool clean = false;
+  std::string reason;  ///< a sentence for logs and the daemon's exit message
+};
+
+class Worker {
+ public:
+  /// Borrows `context` and `registry` (which must outlive the worker). Does nothing yet.
+  Worker(runtime::Context& context, comm::Registry& registry, WorkerOptions options);
+  /// stop(); must therefore not run on one of the context's threads.
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  /// Blocking: connects to the scheduler (retrying until the connect timeout), starts
+  /// listening, starts the thread pool and sends register_worker. Throws comm::CommError
+  /// (scheduler unreachable, address in use...) or std::invalid_argument (bad options).
+  /// Not from the context's threads. Call once.
+  void start();
+  /// Non-blocking, any thread (signal handlers included): begins a clean shutdown: tells
+  /// the scheduler (worker_closing), closes every comm, stops the listener; running tasks
+  /// finish and their results are dropped. Idempotent.
+  void request_stop();
+  /// request_stop(), waits until closed, then joins the thread pool. Idempotent. Not from
+  /// the context's threads nor from a task.
+  void stop();
+  /// Blocks until the worker has closed (for any reason) or `timeout` passed; true if closed.
+  bool wait_closed(std::chrono::milliseconds timeout);
+  void wait_closed();
+  CloseStatus close_status() const;
+
+  /// The contact address peers fetch from (after start()).
+  std::string address() const;
+  std::string name() const;
+  /// The worker's data (results and fetched dependencies); thread-safe.
+  const DataStore& data() const;
+
+  class Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace taskwire::worker

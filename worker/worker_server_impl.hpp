@@ -1,0 +1,106 @@
+#pragma once
+// Internals of the worker server, shared by worker_server.cpp (lifecycle, scheduler link,
+// execution) and peer_transfers.cpp (fetching from peers, serving get_data). Not installed
+// API: include worker_server.hpp.
+#include <taskwire/comm/core/connect.hpp>
+#include <taskwire/runtime/batch.hpp>
+#include <taskwire/worker/executor.hpp>
+#include <taskwire/worker/worker_server.hpp>
+#include <taskwire/worker/worker_state.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace taskwire::worker {
+
+/// A connection this worker opened to a peer to fetch data, reused for every GatherDep to
+/// that peer. Touched only on the worker's strand.
+struct PeerLink {
+  std::string address;
+  comm::CommPtr comm;
+  bool connecting = false;
+  /// Requests waiting for the connection: (request id, keys).
+  std::deque<std::pair<std::uint64_t, std::vector<Key>>> pending;
+  /// Requests sent and not answered yet.
+  std::map<std::uint64_t, std::vector<Key>> outstanding;
+};
+
+class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
+ public:
+  Impl(runtime::Context& context, comm::Registry& registry, WorkerOptions options);
+
+  void start();
+  void request_stop();
+  void join_executor() { executor_.stop(); }
+  bool wait_closed(std::chrono::milliseconds timeout);
+  CloseStatus close_status() const;
+  std::string address() const;
+  std::string name() const;
+  const DataStore& data() const { return *data_; }
+
+ private:
+  // worker_server.cpp
+  void on_started();
+  void read_scheduler();
+  void on_scheduler_message(error_code ec, runtime::Message message);
+  void handle(std::vector<Event> events);
+  void run(Instructions instructions);
+  void execute(Execute task);
+  template <class T>
+  void to_scheduler(protocol::Op op, const T& body);
+  void flush();
+  void schedule_heartbeat();
+  void begin_close(std::string reason, bool clean);
+
+  // peer_transfers.cpp
+  void gather(GatherDep request);
+  void connect_peer(const std::shared_ptr<PeerLink>& link);
+  void send_request(PeerLink& link, std::uint64_t id, std::vector<Key> keys);
+  void read_peer(const std::shared_ptr<PeerLink>& link, const comm::CommPtr& comm);
+  void on_peer_message(const std::shared_ptr<PeerLink>& link, const comm::CommPtr& comm,
+                       error_code ec, runtime::Message message);
+  void fail_link(PeerLink& link, const std::string& reason);
+  void on_accept(comm::CommPtr comm);
+  void serve(comm::CommPtr comm);
+  bool answer(const comm::CommPtr& comm, const runtime::Message& request);
+  void close_served_comms();
+
+  runtime::Context& context_;
+  comm::Registry& registry_;
+  WorkerOptions options_;
+  comm::HandshakeOptions handshake_;
+  asio::strand<asio::any_io_executor> strand_;
+  std::shared_ptr<DataStore> data_;
+  Executor executor_;
+  std::unique_ptr<WorkerState> state_;  // created by start(), once the address is known
+  std::unique_ptr<comm::Listener> listener_;
+  comm::CommPtr scheduler_;
+  std::string address_, name_;  // set by start() before any handler runs
+
+  // On the strand.
+  runtime::BatchWriter outbox_;  // to the scheduler, flushed once per event-loop turn
+  bool flush_posted_ = false;
+  asio::steady_timer heartbeat_;
+  std::map<std::string, std::shared_ptr<PeerLink>> peers_;
+  std::uint64_t next_request_id_ = 0;
+  bool closing_ = false;
+  std::atomic<bool> started_{false};  // start() got past its checks
+
+  // Comms accepted by the listener, each served on its own strand.
+  std::mutex served_mu_;
+  std::set<comm::CommPtr> served_;
+  bool serving_stopped_ = false;
+
+  mutable std::mutex status_mu_;
+  std::condition_variable status_cv_;
+  CloseStatus status_;
+};
+
+}  // namespace taskwire::worker

@@ -1,0 +1,383 @@
+// The worker state machine: event handlers and the transitions they share.
+#include <taskwire/worker/worker_state.hpp>
+
+#include <taskwire/runtime/function_registry.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace taskwire::worker {
+namespace {
+
+template <class T>
+bool contains(const std::vector<T>& v, const T& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+}  // namespace
+
+std::string_view to_string(TaskStatus s) noexcept {
+  switch (s) {
+    case TaskStatus::waiting: return "waiting";
+    case TaskStatus::fetch: return "fetch";
+    case TaskStatus::flight: return "flight";
+    case TaskStatus::ready: return "ready";
+    case TaskStatus::executing: return "executing";
+    case TaskStatus::cancelled: return "cancelled";
+    case TaskStatus::memory: return "memory";
+    case TaskStatus::error: return "error";
+  }
+  return "?";
+}
+
+std::string unknown_function_message(const std::string& function, const std::string& worker_name,
+                                     const std::string& worker_address) {
+  return fmt::format(
+      "function '{}' is not registered on worker '{}' ({}): register it with "
+      "TASKWIRE_REGISTER({}) in code the worker links, or load the library that does with "
+      "taskwire-worker --preload lib.so",
+      function, worker_name, worker_address, function);
+}
+
+WorkerState::WorkerState(WorkerStateOptions options, std::shared_ptr<DataStore> data)
+    : options_(std::move(options)),
+      data_(data ? std::move(data) : std::make_shared<DataStore>()) {
+  if (options_.nthreads == 0) options_.nthreads = 1;
+  if (options_.max_gather_peers == 0) options_.max_gather_peers = 1;
+  if (options_.max_keys_per_gather == 0) options_.max_keys_per_gather = 1;
+  if (!options_.function_known)
+    options_.function_known = [](const std::string& name) {
+      return runtime::FunctionRegistry::global().find(name) != nullptr;
+    };
+}
+
+Instructions WorkerState::handle(Event event) {
+  std::vector<Event> events;
+  events.push_back(std::move(event));
+  return handle(std::move(events));
+}
+
+Instructions WorkerState::handle(std::vector<Event> events) {
+  out_.clear();
+  for (auto& event : events) {
+    std::visit(
+        [this](auto& e) {
+          stimulus_ = e.stimulus_id.empty()
+                          ? fmt::format("{}-{}", e.kind, ++stimulus_counter_)
+                          : e.stimulus_id;
+          apply(e);
+        },
+        event);
+  }
+  ensure_communicating();
+  ensure_computing();
+  return std::move(out_);
+}
+
+std::optional<TaskStatus> WorkerState::status(const Key& key) const {
+  auto it = tasks_.find(key);
+  if (it == tasks_.end()) return std::nullopt;
+  return it->second.status;
+}
+
+const TaskState* WorkerState::task(const Key& key) const {
+  auto it = tasks_.find(key);
+  return it == tasks_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> WorkerState::in_flight_workers() const {
+  std::vector<std::string> out;
+  for (const auto& [w, keys] : in_flight_) out.push_back(w);
+  return out;
+}
+
+TaskState* WorkerState::find(const Key& key) {
+  auto it = tasks_.find(key);
+  return it == tasks_.end() ? nullptr : &it->second;
+}
+
+void WorkerState::emit(Instruction i) { out_.push_back(std::move(i)); }
+
+// ---- compute-task ----
+
+std::optional<std::string> WorkerState::invalid_spec(const ComputeTaskEvent& e,
+                                                     const std::vector<Key>& deps) const {
+  const auto& spec = e.spec;
+  if (!options_.function_known(spec.function))
+    return unknown_function_message(spec.function, options_.name, options_.address);
+  for (std::size_t i = 0; i < spec.args.size(); ++i) {
+    const auto& a = spec.args[i];
+    if (a.kind == protocol::ArgSpec::frame && a.frame_index >= e.frames.size())
+      return fmt::format("malformed task '{}': argument {} refers to payload frame {} but the "
+                         "message carried {}",
+                         spec.key, i, a.frame_index, e.frames.size());
+    if (a.kind != protocol::ArgSpec::frame && a.kind != protocol::ArgSpec::dependency)
+      return fmt::format("malformed task '{}': argument {} has unknown kind {}", spec.key, i,
+                         static_cast<int>(a.kind));
+  }
+  if (contains(deps, spec.key))
+    return fmt::format("malformed task '{}': it depends on itself", spec.key);
+  return std::nullopt;
+}
+
+void WorkerState::apply(ComputeTaskEvent& e) {
+  const Key key = e.spec.key;
+  if (key.empty()) return;  // nothing to report it against
+  TaskState* existing = find(key);
+  if (existing) {
+    switch (existing->status) {
+      case TaskStatus::memory:
+        // Already here (computed before, or fetched for a local dependent): report it.
+        existing->assigned = true;
+        emit(SendTaskFinished{key, existing->nbytes, existing->duration_s, stimulus_});
+        return;
+      case TaskStatus::waiting:
+      case TaskStatus::ready:
+      case TaskStatus::executing:
+        existing->assigned = true;
+        return;
+      case TaskStatus::cancelled:
+        existing->assigned = true;
+        existing->status = TaskStatus::executing;
+        return;
+      case TaskStatus::flight:
+        // Let the transfer finish; compute it here only if the transfer fails.
+        existing->assigned = true;
+        existing->resume = std::make_shared<ComputeTaskEvent>(std::move(e));
+        return;
+      case TaskStatus::fetch:
+      case TaskStatus::error:
+        break;  // computed here from scratch below
+    }
+  }
+
+  std::vector<Key> deps = e.spec.dependencies;
+  for (const auto& a : e.spec.args)
+    if (a.kind == protocol::ArgSpec::dependency && !contains(deps, a.key)) deps.push_back(a.key);
+
+  if (auto problem = invalid_spec(e, deps)) {
+    TaskState& ts = existing ? *existing : tasks_[key];
+    ts.key = key;
+    dequeue(ts);
+    ts.assigned = true;
+    fail_task(ts, std::move(*problem));
+    return;
+  }
+
+  // Where each dependency not held here comes from. A dependency with no holder but us
+  // (and not here) cannot be had: the scheduler must place the task again.
+  std::map<Key, std::vector<std::string>> holders;
+  for (const auto& d : deps) {
+    const TaskState* ds = find(d);
+    std::vector<std::string> from;
+    if (auto it = e.who_has.find(d); it != e.who_has.end())
+      for (const auto& w : it->second)
+        if (w != options_.address && !contains(from, w)) from.push_back(w);
+    const bool needs_holder = !ds || ds->status == TaskStatus::error;
+    if (needs_holder && from.empty()) {
+      // Leave an existing record (a dependency others wait for) as it was.
+      emit(SendMissingData{key, d, "", stimulus_});
+      return;
+    }
+    holders.emplace(d, std::move(from));
+  }
+
+  TaskState& ts = existing ? *existing : tasks_[key];
+  dequeue(ts);
+  ts.key = key;
+  ts.status = TaskStatus::waiting;
+  ts.assigned = true;
+  ts.function = std::move(e.spec.function);
+  ts.args = std::move(e.spec.args);
+  ts.frames = std::move(e.frames);
+  ts.priority = e.spec.priority;
+  ts.seq = next_seq_++;
+  ts.who_has.clear();
+  ts.error.clear();
+  ts.resume.reset();
+  for (const auto& d : deps) {
+    auto [it, created] = tasks_.try_emplace(d);
+    TaskState& ds = it->second;
+    ts.dependencies.insert(d);
+    ds.dependents.insert(key);
+    if (created || ds.status == TaskStatus::error) {
+      ds.key = d;
+      ds.status = TaskStatus::fetch;
+      ds.error.clear();
+      ds.who_has = holders[d];
+      ds.priority = ts.priority;
+      ds.seq = next_seq_++;
+      enqueue_fetch(ds);
+    } else if (ds.status == TaskStatus::cancelled) {
+      ds.status = TaskStatus::executing;  // its result is wanted again, by `ts`
+    } else if (ds.status == TaskStatus::fetch || ds.status == TaskStatus::flight) {
+      for (const auto& w : holders[d])
+        if (!contains(ds.who_has, w)) ds.who_has.push_back(w);
+      if (ds.status == TaskStatus::fetch && ts.priority < ds.priority) {
+        dequeue(ds);
+        ds.priority = ts.priority;
+        enqueue_fetch(ds);
+      }
+    }
+    if (ds.status != TaskStatus::memory) ts.waiting_for_data.insert(d);
+  }
+  if (ts.waiting_for_data.empty()) make_ready(ts);
+}
+
+// ---- free-keys ----
+
+void WorkerState::apply(FreeKeysEvent& e) {
+  for (const auto& key : e.keys) {
+    TaskState* ts = find(key);
+    if (!ts) continue;
+    ts->assigned = false;
+    ts->resume.reset();
+    maybe_release(key);
+  }
+}
+
+// ---- queues ----
+
+void WorkerState::make_ready(TaskState& ts) {
+  ts.status = TaskStatus::ready;
+  ready_.emplace(ts.priority, ts.seq, ts.key);
+}
+
+void WorkerState::enqueue_fetch(TaskState& ts) { fetch_queue_.emplace(ts.priority, ts.seq, ts.key); }
+
+void WorkerState::dequeue(TaskState& ts) {
+  if (ts.status == TaskStatus::ready) ready_.erase({ts.priority, ts.seq, ts.key});
+  if (ts.status == TaskStatus::fetch) fetch_queue_.erase({ts.priority, ts.seq, ts.key});
+}
+
+// Plans transfers for queued dependencies, most urgent first: one GatherDep per peer not
+// already busy, several keys per peer (batched), at most max_gather_peers peers at once.
+void WorkerState::ensure_communicating() {
+  if (fetch_queue_.empty()) return;
+  std::map<std::string, std::vector<Key>> plan;
+  std::vector<QueueEntry> planned;
+  for (const auto& entry : fetch_queue_) {
+    const Key& key = std::get<2>(entry);
+    const TaskState& ts = tasks_.at(key);
+    const std::string* chosen = nullptr;
+    for (const auto& w : ts.who_has) {
+      if (in_flight_.count(w)) continue;
+      auto p = plan.find(w);
+      if (p != plan.end()) {
+        if (p->second.size() < options_.max_keys_per_gather) {
+          chosen = &w;
+          break;
+        }
+        continue;
+      }
+      if (!chosen && in_flight_.size() + plan.size() < options_.max_gather_peers) chosen = &w;
+    }
+    if (!chosen) continue;
+    plan[*chosen].push_back(key);
+    planned.push_back(entry);
+  }
+  for (const auto& entry : planned) fetch_queue_.erase(entry);
+  for (auto& [worker, keys] : plan) {
+    for (const auto& key : keys) {
+      TaskState& ts = tasks_.at(key);
+      ts.status = TaskStatus::flight;
+      ts.coming_from = worker;
+    }
+    in_flight_[worker] = keys;
+    emit(GatherDep{worker, std::move(keys), stimulus_});
+  }
+}
+
+void WorkerState::ensure_computing() {
+  while (executing_count_ < options_.nthreads && !ready_.empty()) {
+    const Key key = std::get<2>(*ready_.begin());
+    ready_.erase(ready_.begin());
+    TaskState& ts = tasks_.at(key);
+    std::vector<Frame> args;
+    args.reserve(ts.args.size());
+    std::optional<Key> lost;
+    for (const auto& a : ts.args) {
+      if (a.kind == protocol::ArgSpec::frame) {
+        args.push_back(ts.frames[a.frame_index]);
+      } else if (auto f = data_->get(a.key)) {
+        args.push_back(std::move(*f));
+      } else {
+        lost = a.key;
+        break;
+      }
+    }
+    if (lost) {  // cannot happen while the invariants hold; report rather than crash
+      fail_task(ts, fmt::format("internal error on worker '{}': the data of dependency '{}' "
+                                "vanished before task '{}' ran",
+                                options_.name, *lost, key));
+      continue;
+    }
+    ts.status = TaskStatus::executing;
+    ++executing_count_;
+    emit(Execute{key, ts.function, std::move(args), ts.priority, stimulus_});
+  }
+}
+
+// ---- invariants ----
+
+void WorkerState::validate() const {
+  auto fail = [](const std::string& what) { throw std::logic_error("WorkerState: " + what); };
+  std::size_t on_threads = 0;
+  for (const auto& [key, ts] : tasks_) {
+    if (ts.key != key) fail(fmt::format("record '{}' is filed under '{}'", ts.key, key));
+    const QueueEntry entry{ts.priority, ts.seq, key};
+    if ((ts.status == TaskStatus::ready) != (ready_.count(entry) == 1))
+      fail(fmt::format("'{}' is {} but {}in the ready queue", key, ts.status,
+                       ready_.count(entry) ? "" : "not "));
+    if ((ts.status == TaskStatus::fetch) != (fetch_queue_.count(entry) == 1))
+      fail(fmt::format("'{}' is {} but {}in the fetch queue", key, ts.status,
+                       fetch_queue_.count(entry) ? "" : "not "));
+    if ((ts.status == TaskStatus::memory) != data_->contains(key))
+      fail(fmt::format("'{}' is {} but its data is {}held", key, ts.status,
+                       data_->contains(key) ? "" : "not "));
+    if (ts.status == TaskStatus::executing || ts.status == TaskStatus::cancelled) ++on_threads;
+    if (ts.status == TaskStatus::fetch && ts.who_has.empty())
+      fail(fmt::format("'{}' is to be fetched from nobody", key));
+    if (ts.status == TaskStatus::flight) {
+      auto it = in_flight_.find(ts.coming_from);
+      if (it == in_flight_.end() || !contains(it->second, key))
+        fail(fmt::format("'{}' is in flight from {}, which has no such GatherDep", key,
+                         ts.coming_from));
+    }
+    if (!ts.assigned && ts.dependents.empty() && ts.status != TaskStatus::flight &&
+        ts.status != TaskStatus::cancelled)
+      fail(fmt::format("'{}' ({}) is needed by nobody but was kept", key, ts.status));
+    for (const auto& d : ts.waiting_for_data)
+      if (!ts.dependencies.count(d))
+        fail(fmt::format("'{}' waits for '{}', not one of its dependencies", key, d));
+    if (ts.status == TaskStatus::waiting && ts.waiting_for_data.empty())
+      fail(fmt::format("'{}' is waiting for nothing", key));
+    for (const auto& d : ts.dependencies) {
+      auto it = tasks_.find(d);
+      if (it == tasks_.end()) fail(fmt::format("'{}' depends on unknown '{}'", key, d));
+      if (!it->second.dependents.count(key))
+        fail(fmt::format("'{}' depends on '{}', which does not list it", key, d));
+      if ((it->second.status == TaskStatus::memory) == (ts.waiting_for_data.count(d) == 1))
+        fail(fmt::format("'{}' {}waits for '{}', which is {}", key,
+                         ts.waiting_for_data.count(d) ? "" : "does not ", d, it->second.status));
+    }
+    for (const auto& d : ts.dependents) {
+      auto it = tasks_.find(d);
+      if (it == tasks_.end() || !it->second.dependencies.count(key))
+        fail(fmt::format("'{}' lists dependent '{}', which does not depend on it", key, d));
+    }
+  }
+  if (on_threads != executing_count_)
+    fail(fmt::format("{} tasks on threads but executing_count is {}", on_threads,
+                     executing_count_));
+  if (executing_count_ > options_.nthreads)
+    fail(fmt::format("{} tasks on {} threads", executing_count_, options_.nthreads));
+  if (in_flight_.size() > options_.max_gather_peers)
+    fail(fmt::format("{} peers in flight, limit {}", in_flight_.size(), options_.max_gather_peers));
+  if (data_->size() != static_cast<std::size_t>(std::count_if(tasks_.begin(), tasks_.end(), [](const auto& kv) {
+        return kv.second.status == TaskStatus::memory;
+      })))
+    fail("the data store holds keys no task record accounts for");
+}
+
+}  // namespace taskwire::worker

@@ -1,0 +1,217 @@
+// The worker state machine's transitions after transfers and executions, and releasing.
+#include <taskwire/worker/worker_state.hpp>
+
+#include <algorithm>
+
+namespace taskwire::worker {
+
+// ---- transfers ----
+
+void WorkerState::apply(GatherDepDone& e) {
+  auto flight = in_flight_.find(e.worker);
+  if (flight == in_flight_.end()) return;  // stale
+  std::vector<Key> asked = std::move(flight->second);
+  in_flight_.erase(flight);
+  std::map<Key, Frame> received;
+  for (auto& [k, f] : e.data) received.emplace(k, std::move(f));
+  for (const auto& key : asked) {
+    TaskState* ts = find(key);
+    if (!ts || ts->status != TaskStatus::flight || ts->coming_from != e.worker) continue;
+    ts->coming_from.clear();
+    auto got = received.find(key);
+    if (got == received.end()) {
+      ts->who_has.erase(std::remove(ts->who_has.begin(), ts->who_has.end(), e.worker),
+                        ts->who_has.end());
+      lost_holder(key, e.worker);
+      continue;
+    }
+    if (!ts->assigned && ts->dependents.empty()) {
+      forget(key);  // nobody needs it any more
+      continue;
+    }
+    ts->resume.reset();
+    transition_to_memory(*ts, std::move(got->second), ts->assigned);
+  }
+}
+
+void WorkerState::apply(GatherDepFailed& e) {
+  std::vector<Key> asked;
+  if (auto it = in_flight_.find(e.worker); it != in_flight_.end()) {
+    asked = std::move(it->second);
+    in_flight_.erase(it);
+  }
+  // The peer is presumed gone: it holds nothing any more (Dask drops it from has_what).
+  std::vector<Key> orphaned;
+  for (auto& [key, ts] : tasks_) {
+    if (ts.status != TaskStatus::fetch && ts.status != TaskStatus::flight) continue;
+    auto& w = ts.who_has;
+    auto end = std::remove(w.begin(), w.end(), e.worker);
+    if (end == w.end()) continue;
+    w.erase(end, w.end());
+    if (ts.status == TaskStatus::fetch && w.empty()) orphaned.push_back(key);
+  }
+  for (const auto& key : asked) {
+    TaskState* ts = find(key);
+    if (!ts || ts->status != TaskStatus::flight || ts->coming_from != e.worker) continue;
+    ts->coming_from.clear();
+    lost_holder(key, e.worker);
+  }
+  for (const auto& key : orphaned)
+    if (TaskState* ts = find(key); ts && ts->status == TaskStatus::fetch) lost_holder(key, e.worker);
+}
+
+// A dependency was not where it was expected (`from`, already removed from who_has): fetch
+// it from another holder, compute it here if it was assigned meanwhile, or give up on the
+// tasks needing it.
+void WorkerState::lost_holder(const Key& key, const std::string& from) {
+  TaskState& ts = tasks_.at(key);
+  dequeue(ts);
+  ts.status = TaskStatus::fetch;
+  ts.coming_from.clear();
+  if (!ts.who_has.empty()) {
+    enqueue_fetch(ts);
+    return;
+  }
+  if (ts.resume) {
+    // apply() turns a fetch record into a local computation, or reports it missing.
+    auto resume = std::move(ts.resume);
+    apply(*resume);
+    TaskState* again = find(key);
+    if (!again || again->status != TaskStatus::fetch) return;
+    again->assigned = false;
+  }
+  const std::vector<Key> dependents(tasks_.at(key).dependents.begin(),
+                                    tasks_.at(key).dependents.end());
+  for (const auto& d : dependents) {
+    emit(SendMissingData{d, key, from, stimulus_});
+    if (TaskState* dt = find(d)) {
+      dt->assigned = false;
+      release(d);
+    }
+  }
+  if (find(key)) maybe_release(key);
+}
+
+// ---- execution results ----
+
+void WorkerState::apply(ExecuteSuccess& e) {
+  TaskState* ts = find(e.key);
+  if (!ts || (ts->status != TaskStatus::executing && ts->status != TaskStatus::cancelled)) return;
+  --executing_count_;
+  ts->duration_s = e.duration_s;
+  if (!ts->assigned && ts->dependents.empty()) {
+    finished_running(*ts);
+    forget(e.key);
+    return;
+  }
+  finished_running(*ts);
+  transition_to_memory(*ts, std::move(e.result), ts->assigned);
+}
+
+void WorkerState::apply(ExecuteFailure& e) {
+  TaskState* ts = find(e.key);
+  if (!ts || (ts->status != TaskStatus::executing && ts->status != TaskStatus::cancelled)) return;
+  --executing_count_;
+  ts->duration_s = e.duration_s;
+  finished_running(*ts);
+  if (!ts->assigned && ts->dependents.empty()) return forget(e.key);
+  fail_task(*ts, std::move(e.message));
+}
+
+// The task ran: its dependencies are no longer needed for it.
+void WorkerState::finished_running(TaskState& ts) {
+  const std::set<Key> deps = std::move(ts.dependencies);
+  ts.dependencies.clear();
+  ts.waiting_for_data.clear();
+  for (const auto& d : deps) {
+    if (TaskState* ds = find(d)) {
+      ds->dependents.erase(ts.key);
+      maybe_release(d);
+    }
+  }
+}
+
+void WorkerState::transition_to_memory(TaskState& ts, Frame data, bool report) {
+  ts.status = TaskStatus::memory;
+  ts.nbytes = data.size();
+  ts.who_has.clear();
+  data_->put(ts.key, std::move(data));
+  if (report) emit(SendTaskFinished{ts.key, ts.nbytes, ts.duration_s, stimulus_});
+  for (const auto& d : ts.dependents) {
+    TaskState* dt = find(d);
+    if (!dt) continue;
+    dt->waiting_for_data.erase(ts.key);
+    if (dt->status == TaskStatus::waiting && dt->waiting_for_data.empty()) make_ready(*dt);
+  }
+}
+
+// Records the failure and reports it. Local tasks waiting for this one cannot run: they are
+// reported failed too (the scheduler only assigns tasks whose inputs exist, so this is rare).
+void WorkerState::fail_task(TaskState& ts, std::string message) {
+  const Key key = ts.key;
+  ts.status = TaskStatus::error;
+  ts.error = std::move(message);
+  if (ts.assigned) emit(SendTaskErred{key, ts.error, stimulus_});
+  const std::vector<Key> dependents(ts.dependents.begin(), ts.dependents.end());
+  const std::string text = ts.error;
+  for (const auto& d : dependents) {
+    TaskState* dt = find(d);
+    if (!dt) continue;
+    emit(SendTaskErred{d, fmt::format("dependency '{}' failed: {}", key, text), stimulus_});
+    dt->assigned = false;
+    release(d);
+  }
+  if (!ts.assigned) maybe_release(key);
+}
+
+// ---- releasing ----
+
+// Releases `key` if neither the scheduler nor a local task needs it.
+void WorkerState::maybe_release(const Key& key) {
+  TaskState* ts = find(key);
+  if (!ts || ts->assigned || !ts->dependents.empty()) return;
+  release(key);
+}
+
+// Drops `key` unless it is on a thread or on its way here: those cannot be recalled and
+// stay as cancelled / flight (unassigned) until they report, and are forgotten then.
+void WorkerState::release(const Key& key) {
+  TaskState* ts = find(key);
+  if (!ts) return;
+  switch (ts->status) {
+    case TaskStatus::executing:
+    case TaskStatus::cancelled:
+      ts->status = TaskStatus::cancelled;
+      return;
+    case TaskStatus::flight:
+      ts->resume.reset();
+      return;
+    default:
+      forget(key);
+  }
+}
+
+// Removes the record (and its data), unlinking it from the tasks it relates to.
+void WorkerState::forget(const Key& key) {
+  TaskState* ts = find(key);
+  if (!ts) return;
+  if (ts->status == TaskStatus::memory) data_->erase(key);
+  dequeue(*ts);
+  const std::set<Key> deps = std::move(ts->dependencies);
+  const std::set<Key> dependents = std::move(ts->dependents);
+  tasks_.erase(key);
+  for (const auto& d : deps) {
+    if (TaskState* ds = find(d)) {
+      ds->dependents.erase(key);
+      maybe_release(d);
+    }
+  }
+  for (const auto& d : dependents) {
+    if (TaskState* dt = find(d)) {
+      dt->dependencies.erase(key);
+      dt->waiting_for_data.erase(key);
+    }
+  }
+}
+
+}  // namespace taskwire::worker
