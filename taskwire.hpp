@@ -1,7 +1,10 @@
 #pragma once
 // taskwire: the umbrella header for programs using the runtime.
+#include <taskwire/client/client.hpp>
 #include <taskwire/comm/backends.hpp>
 #include <taskwire/comm/core/connect.hpp>
 #include <taskwire/runtime/context.hpp>
+#include <taskwire/runtime/function_registry.hpp>
 #include <taskwire/runtime/log.hpp>
+#include <taskwire/runtime/mpi_environment.hpp>
 #include <taskwire/runtime/serialize.hpp>

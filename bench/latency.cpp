@@ -1,5 +1,6 @@
 #include "bench/latency.hpp"
 
+#include "bench/latency_mpi.hpp"
 #include "bench/pingpong.hpp"
 #include "bench/raw_tcp.hpp"
 #include "bench/stats.hpp"
@@ -109,23 +110,44 @@ std::string human_bytes(std::size_t n) {
 
 }  // namespace
 
+int print_rows(const LatencyOptions& o, const std::vector<Row>& all);
+
 int run_latency(const LatencyOptions& o) {
-  CsvWriter csv(o.csv, "backend,bytes,iterations,p50_us,p99_us,mean_us");
   std::vector<Row> all;
+  bool needs_mpi = launched_by_mpiexec();
+  for (const auto& b : o.backends) needs_mpi = needs_mpi || b == "mpi" || b == "raw-mpi";
+  if (needs_mpi) {
+    auto rows = run_latency_mpi(o, [&](std::size_t bytes) { return plan_for(o, bytes); });
+    if (rows.empty()) return 0;  // ranks other than 0 print nothing
+    for (auto& r : rows) {
+      if (r.backend.rfind("idle-cpu", 0) == 0) {
+        fmt::print("{}: {:.2f} % of a core while idle for {} s\n", r.backend, r.samples.at(0), o.idle_seconds);
+        continue;
+      }
+      all.push_back({r.backend, r.bytes, r.samples.size(), summarize(r.samples)});
+    }
+    return print_rows(o, all);
+  }
   for (const auto& b : o.backends) {
     std::vector<Row> rows;
     if (b == "tcp" || b == "inproc") rows = measure_comm_backend(o, b);
     else if (b == "raw-tcp") rows = measure_raw_tcp(o);
     else {
-      fmt::print(stderr, "taskwire-bench latency: unknown backend '{}' (use tcp, raw-tcp, inproc)\n", b);
+      fmt::print(stderr,
+                 "taskwire-bench latency: unknown backend '{}' (use tcp, raw-tcp, inproc; mpi and "
+                 "raw-mpi under mpiexec.mpich -n 2)\n", b);
       return 2;
     }
-    for (const auto& r : rows) {
-      csv.row(fmt::format("{},{},{},{:.3f},{:.3f},{:.3f}", r.backend, r.bytes, r.iterations, r.s.p50,
-                          r.s.p99, r.s.mean));
-      all.push_back(r);
-    }
+    for (const auto& r : rows) all.push_back(r);
   }
+  return print_rows(o, all);
+}
+
+int print_rows(const LatencyOptions& o, const std::vector<Row>& all) {
+  CsvWriter csv(o.csv, "backend,bytes,iterations,p50_us,p99_us,mean_us");
+  for (const auto& r : all)
+    csv.row(fmt::format("{},{},{},{:.3f},{:.3f},{:.3f}", r.backend, r.bytes, r.iterations, r.s.p50,
+                        r.s.p99, r.s.mean));
   fmt::print("{:<10} {:>10} {:>8} {:>12} {:>12} {:>12}\n", "backend", "size", "iters", "p50 us",
              "p99 us", "mean us");
   for (auto bytes : o.sizes)

@@ -10,6 +10,7 @@ struct LatencyOptions {
   std::vector<std::size_t> sizes;     ///< bytes per message
   std::size_t max_iterations = 10'000;
   double seconds_per_size = 0.4;
+  double idle_seconds = 0;  ///< under mpiexec: also measure each rank's CPU while idle
   std::string csv;
 };
 

@@ -42,13 +42,16 @@ int latency_main(const std::vector<std::string>& args) {
       "with raw baselines in the same run.\n\nOptions");
   desc.add_options()("help,h", "show this help")(
       "backend,b", po::value(&backends)->default_value(backends),
-      "comma-separated: tcp, raw-tcp, inproc")(
+      "comma-separated: tcp, raw-tcp, inproc; under mpiexec.mpich -n 2 (or more): mpi, raw-mpi, "
+      "tcp, raw-tcp between ranks 0 and 1")(
       "sizes", po::value(&sizes), "comma-separated message sizes in bytes (default 8 B .. 16 MiB, x8)")(
       "iterations", po::value(&o.max_iterations)->default_value(o.max_iterations),
       "at most this many round trips per size")(
       "seconds-per-size", po::value(&o.seconds_per_size)->default_value(o.seconds_per_size),
       "time budget per size (at least 10 round trips are made)")(
       "csv", po::value(&o.csv), "append rows backend,bytes,iterations,p50_us,p99_us,mean_us to FILE")(
+      "idle-seconds", po::value(&o.idle_seconds)->default_value(0.0),
+      "under mpiexec: also measure each rank's CPU use while the runtime is up and idle")(
       "log-level", po::value(&level)->default_value(level), "trace .. off");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).run(), vm);

@@ -69,6 +69,15 @@ void check_rejected(std::string_view bytes, std::string_view log_fragment) {
 
 }  // namespace
 
+TEST_CASE("tcp: the allocation watch sees a large allocation") {
+  // Proves the check below can fail: the watch is in this binary's operator new.
+  alloc_watch::reset();
+  auto* p = new char[std::size_t{257} << 20];  // never touched: no memory is used
+  asm volatile("" : : "g"(p) : "memory");     // keep the allocation
+  delete[] p;
+  CHECK(alloc_watch::largest() >= (std::size_t{257} << 20));
+}
+
 TEST_CASE("tcp: raw garbage bytes are rejected and the listener keeps serving") {
   check_rejected("GET / HTTP/1.1\r\nHost: scheduler\r\n\r\n", "frames");
 }
