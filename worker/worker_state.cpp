@@ -253,7 +253,7 @@ void WorkerState::dequeue(TaskState& ts) {
 // Plans transfers for queued dependencies, most urgent first: one GatherDep per peer not
 // already busy, several keys per peer (batched), at most max_gather_peers peers at once.
 void WorkerState::ensure_communicating() {
-  if (fetch_queue_.empty()) return;
+  if (fetch_queue_.empty() || in_flight_.size() >= options_.max_gather_peers) return;
   std::map<std::string, std::vector<Key>> plan;
   std::vector<QueueEntry> planned;
   for (const auto& entry : fetch_queue_) {

@@ -4,7 +4,6 @@
 // loop is comm::async_connect's).
 #include <taskwire/comm/core/backend.hpp>
 #include <taskwire/runtime/config.hpp>
-#include <taskwire/runtime/context.hpp>
 
 namespace taskwire::comm::tcp {
 

@@ -9,7 +9,6 @@
 // The runtime::Context must outlive the listener.
 #include <taskwire/comm/core/backend.hpp>
 #include <taskwire/runtime/config.hpp>
-#include <taskwire/runtime/context.hpp>
 
 #include <memory>
 #include <string>

@@ -184,7 +184,9 @@ TEST_CASE("scheduler: a worker that misses heartbeats past the timeout is closed
 TEST_CASE("scheduler: workers timing out together hand their work to the survivor only",
           "[scheduler]") {
   Harness h;
-  for (const char* w : {"tcp://a:1", "tcp://b:1", "tcp://c:1"}) h.add_worker(w, 1, 0.0);
+  h.add_worker("tcp://a:1", 1, 0.0);
+  h.add_worker("tcp://b:1", 1, 0.0);
+  h.add_worker("tcp://c:1", 3, 0.0);  // 4 slots: room for all three roots
   h.submit({task("x"), task("y"), task("z")});
   REQUIRE(h.s.processing("tcp://c:1") == std::vector<std::string>{"z"});
   h.handle(Heartbeat{"tcp://c:1", 20.0, ""});
