@@ -81,7 +81,8 @@ Worker::Impl::Impl(runtime::Context& context, comm::Registry& registry, WorkerOp
     : context_(context), registry_(registry), options_(std::move(options)),
       handshake_(comm::HandshakeOptions::from(context.config())),
       strand_(asio::make_strand(context.executor())), data_(std::make_shared<DataStore>()),
-      executor_(options_.nthreads ? options_.nthreads : 1), heartbeat_(strand_) {
+      executor_(options_.nthreads ? options_.nthreads : 1), heartbeat_(strand_),
+      goodbye_timer_(strand_) {
   if (options_.nthreads == 0) options_.nthreads = 1;
   handshake_.role = "worker";
   if (!options_.name.empty()) handshake_.name = options_.name;
@@ -174,23 +175,15 @@ CloseStatus Worker::Impl::close_status() const {
 std::string Worker::Impl::address() const { return address_; }
 std::string Worker::Impl::name() const { return name_; }
 
-// Closes everything, once. A clean close says goodbye to the scheduler (worker_closing)
-// after the operations already queued, then closes the comm gracefully so they all arrive.
+// Closes everything, once. A clean close says goodbye to the scheduler (worker_closing,
+// after the operations already queued) and reports the worker closed only once that message
+// is handed to the transport, so a daemon exiting right after still delivers it.
 void Worker::Impl::begin_close(std::string reason, bool clean) {
   if (closing_) return;
   closing_ = true;
   if (clean) spdlog::info("worker {}: closing: {}", name_, reason);
   else spdlog::error("worker {}: closing: {}", name_, reason);
   heartbeat_.cancel();
-  if (scheduler_) {
-    if (clean && !scheduler_->closed()) {
-      outbox_.add(Op::worker_closing, protocol::Empty{});
-      scheduler_->async_write(outbox_.take(), [](error_code) {});
-      scheduler_->close();
-    } else {
-      scheduler_->abort();
-    }
-  }
   if (listener_) listener_->stop();
   for (auto& [address, link] : peers_)
     if (link->comm) link->comm->abort();
@@ -198,6 +191,31 @@ void Worker::Impl::begin_close(std::string reason, bool clean) {
   close_served_comms();
   const auto dropped = executor_.request_stop();
   if (dropped) spdlog::debug("worker {}: {} queued task(s) dropped", name_, dropped);
+  if (!scheduler_ || !clean || scheduler_->closed()) {
+    if (scheduler_) scheduler_->abort();
+    return finish_close(std::move(reason), clean);
+  }
+  outbox_.add(Op::worker_closing, protocol::Empty{});
+  auto self = shared_from_this();
+  auto finish = [self, reason, clean] { self->finish_close(reason, clean); };
+  scheduler_->async_write(outbox_.take(), [self, finish](error_code) {
+    asio::post(self->strand_, finish);
+  });
+  goodbye_timer_.expires_after(kGoodbyeTimeout);
+  goodbye_timer_.async_wait([self, finish](error_code ec) {
+    if (ec) return;
+    spdlog::warn("worker {}: the goodbye to the scheduler was not sent within {} ms", self->name_,
+                 kGoodbyeTimeout.count());
+    self->scheduler_->abort();
+    finish();
+  });
+}
+
+void Worker::Impl::finish_close(std::string reason, bool clean) {
+  if (closed_) return;
+  closed_ = true;
+  goodbye_timer_.cancel();
+  if (scheduler_) scheduler_->close();
   {
     std::lock_guard lock(status_mu_);
     status_.closed = true;

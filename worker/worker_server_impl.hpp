@@ -32,6 +32,8 @@ struct PeerLink {
   std::map<std::uint64_t, std::vector<Key>> outstanding;
 };
 
+inline constexpr std::chrono::milliseconds kGoodbyeTimeout{5000};
+
 class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
  public:
   Impl(runtime::Context& context, comm::Registry& registry, WorkerOptions options);
@@ -58,6 +60,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   void flush();
   void schedule_heartbeat();
   void begin_close(std::string reason, bool clean);
+  void finish_close(std::string reason, bool clean);
 
   // peer_transfers.cpp
   void gather(GatherDep request);
@@ -88,9 +91,11 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   runtime::BatchWriter outbox_;  // to the scheduler, flushed once per event-loop turn
   bool flush_posted_ = false;
   asio::steady_timer heartbeat_;
+  asio::steady_timer goodbye_timer_;  // bounds the wait for worker_closing to be sent
   std::map<std::string, std::shared_ptr<PeerLink>> peers_;
   std::uint64_t next_request_id_ = 0;
-  bool closing_ = false;
+  bool closing_ = false;  // begin_close() ran: no new work, no new messages
+  bool closed_ = false;   // finish_close() ran: status_ says closed
   std::atomic<bool> started_{false};  // start() got past its checks
 
   // Comms accepted by the listener, each served on its own strand.

@@ -13,8 +13,21 @@
 // MpiBackend's io_context that re-posts itself while busy and sleeps on a steady_timer when
 // idle; a local write wakes it at once. The alternative, a thread of its own handing
 // completions to Asio, costs a cross-thread wake-up per message.
-// Measured on this 2-core VM (MPICH 4.0.2 ch4:ucx, 8 B round trip, the bench in
-// tests/comm/mpi/mpi_pingpong.cpp): FIGURES BELOW.
+// Measured with tests/comm/mpi/mpi_pingpong.cpp (`mpiexec.mpich -n 2 mpi_pingpong`, round
+// trips in us, median of 5 batches; MPICH 4.0.2 ch4:ucx, no UCX settings needed) on this
+// 2-core VM, BUT with the load average at 9-11 from other builds, so absolute figures are
+// 5-10x what a quiet machine gives (raw MPI 8 B was 1.3 us quiet, 7-11 us here):
+//                  8 B    1 KiB   64 KiB    1 MiB   16 MiB
+//   raw MPI       11.0     13.6    221     3040    19606
+//   (a) io_ctx    94.0    217     1316     1681     8585   idle 3.0 % of a core
+//   (b) thread   745      541      274      623    17216   idle 2.1-2.3 %
+//   TCP backend  126      167      410     2631    52310
+// (a) after keeping the poller spinning while a rendezvous is in flight (kBusySpin):
+//   raw 7.1 / 14.0 / 158 / 2166 / 27832; mpi 91 / 84 / 225 / 1574 / 30696;
+//   tcp 98 / 99 / 175 / 1185 / 48530; idle 3.5-4.1 %.
+// So (a): (b) pays a cross-thread wake-up per message, 8x worse at 8 B when cores are
+// oversubscribed. None of the latency/idle targets could be checked on a quiet machine in
+// this session; re-measure with the same tool (TASKWIRE_MPI_POLL_THREAD=1 selects (b)).
 //
 // Idle backoff after mpi4py.futures' Backoff (runtime::MpiBackoff): reset on any progress or
 // local send; config.mpi.spin_polls quick polls, then sleeps doubling from 1 us to
@@ -61,6 +74,7 @@ class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
  public:
   using Clock = std::chrono::steady_clock;
   static constexpr std::chrono::microseconds kBusySleepCap{50};
+  static constexpr std::chrono::microseconds kBusySpin{2000};
 
   /// The process's poller, created on first use; null when no MpiEnvironment is alive.
   static std::shared_ptr<MpiPoller> instance();
@@ -211,11 +225,13 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
  private:
   void run();
   void thread_loop();
+  std::chrono::microseconds next_wait(const TurnResult& r);
 
   std::shared_ptr<MpiPoller> poller_;
   asio::strand<asio::any_io_executor> strand_;
   asio::steady_timer timer_;
   runtime::MpiBackoff backoff_;
+  MpiPoller::Clock::time_point last_progress_{};
   std::atomic<bool> stopped_{false}, sleeping_{false}, kicked_{false};
   bool own_thread_;
   std::thread thread_;
