@@ -62,8 +62,12 @@ void Worker::Impl::send_request(PeerLink& link, std::uint64_t id, std::vector<Ke
 }
 
 void Worker::Impl::read_peer(const std::shared_ptr<PeerLink>& link, const comm::CommPtr& comm) {
-  auto self = shared_from_this();
-  comm->async_read([self, link, comm](error_code ec, runtime::Message m) {
+  std::weak_ptr<Impl> weak = shared_from_this();  // see read_scheduler()
+  std::weak_ptr<comm::Comm> weak_comm = comm;
+  comm->async_read([weak, link, weak_comm](error_code ec, runtime::Message m) {
+    auto self = weak.lock();
+    auto comm = weak_comm.lock();
+    if (!self || !comm) return;
     asio::post(self->strand_, [self, link, comm, ec, m = std::move(m)]() mutable {
       self->on_peer_message(link, comm, ec, std::move(m));
     });
@@ -135,8 +139,12 @@ void Worker::Impl::on_accept(comm::CommPtr comm) {
 // One request batch at a time per comm, answered from the data store on the comm's own
 // strand (the store is thread-safe), so serving never waits for the worker's strand.
 void Worker::Impl::serve(comm::CommPtr comm) {
-  auto self = shared_from_this();
-  comm->async_read([self, comm](error_code ec, runtime::Message m) {
+  std::weak_ptr<Impl> weak = shared_from_this();  // see read_scheduler()
+  std::weak_ptr<comm::Comm> weak_comm = comm;
+  comm->async_read([weak, weak_comm](error_code ec, runtime::Message m) {
+    auto self = weak.lock();
+    auto comm = weak_comm.lock();
+    if (!self || !comm) return;
     if (!ec && self->answer(comm, m)) return self->serve(comm);
     std::lock_guard lock(self->served_mu_);
     self->served_.erase(comm);

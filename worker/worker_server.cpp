@@ -227,9 +227,13 @@ void Worker::Impl::finish_close(std::string reason, bool clean) {
 
 // ---- the scheduler link ----
 
+// Read handlers hold the worker weakly: the comm keeps its pending handler, and the worker
+// keeps the comm, so a strong reference would be a cycle whenever the context stops first.
 void Worker::Impl::read_scheduler() {
-  auto self = shared_from_this();
-  scheduler_->async_read([self](error_code ec, runtime::Message m) {
+  std::weak_ptr<Impl> weak = shared_from_this();
+  scheduler_->async_read([weak](error_code ec, runtime::Message m) {
+    auto self = weak.lock();
+    if (!self) return;
     asio::post(self->strand_, [self, ec, m = std::move(m)]() mutable {
       self->on_scheduler_message(ec, std::move(m));
     });

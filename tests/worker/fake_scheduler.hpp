@@ -76,8 +76,11 @@ class Mailbox : public std::enable_shared_from_this<Mailbox> {
 
  private:
   void read() {
-    auto self = shared_from_this();
-    comm->async_read([self](error_code ec, runtime::Message m) {
+    // Weak: the comm holds its pending handler and this holds the comm (no cycle).
+    std::weak_ptr<Mailbox> weak = shared_from_this();
+    comm->async_read([weak](error_code ec, runtime::Message m) {
+      auto self = weak.lock();
+      if (!self) return;
       std::unique_lock lock(self->mu_);
       if (ec) {
         self->ended_ = true;
