@@ -67,34 +67,13 @@ std::vector<Row> measure_comm_backend(const LatencyOptions& o, const std::string
 std::vector<Row> measure_raw_tcp(const LatencyOptions& o) {
   RawTcpAcceptor acceptor;
   std::thread server([&acceptor] {
-    auto s = acceptor.accept();
-    std::vector<char> buf;
-    while (s.recv_message(buf)) s.send_message(buf);
+    acceptor.accept().echo_until_closed();
   });
   std::vector<Row> rows;
   {
     auto sock = RawTcpSocket::connect("127.0.0.1", acceptor.port());
-    std::vector<char> reply;
     for (auto bytes : o.sizes) {
-      auto plan = plan_for(o, bytes);
-      std::vector<char> msg(bytes, 'x');
-      std::vector<double> samples;
-      using Clock = std::chrono::steady_clock;
-      Clock::time_point start;
-      for (std::size_t i = 0;; ++i) {
-        auto t0 = Clock::now();
-        sock.send_message(msg);
-        sock.recv_message(reply);
-        auto t1 = Clock::now();
-        if (i < plan.warmup) {
-          start = t1;
-          continue;
-        }
-        samples.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-        if (samples.size() >= plan.max_iterations ||
-            (samples.size() >= plan.min_iterations && t1 - start > plan.budget))
-          break;
-      }
+      auto samples = raw_tcp_ping_pong(sock, plan_for(o, bytes));
       rows.push_back({"raw-tcp", bytes, samples.size(), summarize(samples)});
     }
   }  // closing the socket ends the server loop

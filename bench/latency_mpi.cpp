@@ -50,8 +50,7 @@ std::string exchange_string(runtime::MpiEnvironment& env, int from, int to, cons
 
 std::vector<double> raw_mpi(runtime::MpiEnvironment& env, const PingPongPlan& plan) {
   std::vector<char> buf(std::max<std::size_t>(plan.bytes, 1));
-  std::vector<double> samples;
-  if (env.rank() > 1) return samples;
+  if (env.rank() > 1) return {};
   // The runtime's poller must not make MPI calls meanwhile (thread level SERIALIZED).
   std::lock_guard lock(*env.mutex());
   const int n = static_cast<int>(plan.bytes);
@@ -64,20 +63,15 @@ std::vector<double> raw_mpi(runtime::MpiEnvironment& env, const PingPongPlan& pl
   } else {
     MPI_Recv(&total, 1, MPI_LONG, 0, 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   }
-  Clock::time_point start = Clock::now();
+  RoundTripSampler sampler(plan);
   for (long i = 0; i < total; ++i) {
     if (env.rank() == 0) {
       const auto t0 = Clock::now();
       MPI_Send(buf.data(), n, MPI_BYTE, peer, 79, MPI_COMM_WORLD);
       MPI_Recv(buf.data(), n, MPI_BYTE, peer, 79, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      const auto t1 = Clock::now();
-      if (static_cast<std::size_t>(i) < plan.warmup) {
-        start = t1;
-        continue;
-      }
-      samples.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-      // Stop early once over budget: tell rank 1 with a zero-byte message on another tag.
-      const bool last = samples.size() >= plan.min_iterations && t1 - start > plan.budget;
+      const bool last = sampler.record(t0, Clock::now());
+      if (static_cast<std::size_t>(i) < plan.warmup) continue;
+      // After the warm-up, tell rank 1 after each round trip whether it was the last.
       int stop = last ? 1 : 0;
       MPI_Send(&stop, 1, MPI_INT, peer, 80, MPI_COMM_WORLD);
       if (last) break;
@@ -91,7 +85,7 @@ std::vector<double> raw_mpi(runtime::MpiEnvironment& env, const PingPongPlan& pl
       }
     }
   }
-  return samples;
+  return std::move(sampler.samples());
 }
 
 }  // namespace
@@ -144,33 +138,11 @@ std::vector<LatencyRow> run_latency_mpi(const LatencyOptions& o, const PlanFor& 
       if (env.rank() == 1) acceptor = std::make_unique<RawTcpAcceptor>();
       auto port = exchange_string(env, 1, 0, acceptor ? std::to_string(acceptor->port()) : "");
       if (env.rank() == 1) {
-        auto s = acceptor->accept();
-        std::vector<char> buf;
-        while (s.recv_message(buf)) s.send_message(buf);
+        acceptor->accept().echo_until_closed();
       } else if (env.rank() == 0) {
         auto sock = RawTcpSocket::connect("127.0.0.1", static_cast<std::uint16_t>(std::stoi(port)));
-        std::vector<char> reply;
-        for (auto bytes : o.sizes) {
-          auto plan = plan_for(bytes);
-          std::vector<char> msg(bytes, 'x');
-          std::vector<double> samples;
-          Clock::time_point start = Clock::now();
-          for (std::size_t i = 0;; ++i) {
-            auto t0 = Clock::now();
-            sock.send_message(msg);
-            sock.recv_message(reply);
-            auto t1 = Clock::now();
-            if (i < plan.warmup) {
-              start = t1;
-              continue;
-            }
-            samples.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-            if (samples.size() >= plan.max_iterations ||
-                (samples.size() >= plan.min_iterations && t1 - start > plan.budget))
-              break;
-          }
-          rows.push_back({backend, bytes, std::move(samples)});
-        }
+        for (auto bytes : o.sizes)
+          rows.push_back({backend, bytes, raw_tcp_ping_pong(sock, plan_for(bytes))});
       }
       env.barrier();
     } else {

@@ -34,6 +34,20 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+/// Parses a subcommand's options and sets up logging; false when --help was printed.
+bool parse_options(const std::vector<std::string>& args, const po::options_description& desc,
+                   const std::string& level) {
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return false;
+  }
+  po::notify(vm);
+  runtime::init_logging({level, "", -1});
+  return true;
+}
+
 int latency_main(const std::vector<std::string>& args) {
   bench::LatencyOptions o;
   std::string backends = "tcp,raw-tcp", sizes, level = "warn";
@@ -53,14 +67,7 @@ int latency_main(const std::vector<std::string>& args) {
       "idle-seconds", po::value(&o.idle_seconds)->default_value(0.0),
       "under mpiexec: also measure each rank's CPU use while the runtime is up and idle")(
       "log-level", po::value(&level)->default_value(level), "trace .. off");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
-  po::notify(vm);
-  runtime::init_logging({level, "", -1});
+  if (!parse_options(args, desc, level)) return 0;
   o.backends = split(backends);
   if (sizes.empty()) o.sizes = default_sizes();
   else
@@ -84,14 +91,7 @@ int tasks_main(const std::vector<std::string>& args) {
       "repeats", po::value(&o.repeats)->default_value(o.repeats), "runs per workload (median reported)")(
       "csv", po::value(&o.csv), "append rows backend,workload,tasks,seconds,tasks_per_s,per_task_us")(
       "log-level", po::value(&level)->default_value(level), "trace .. off");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
-  po::notify(vm);
-  runtime::init_logging({level, "", -1});
+  if (!parse_options(args, desc, level)) return 0;
   o.backends = split(backends);
   return bench::run_tasks(o);
 }

@@ -1,5 +1,7 @@
 #include "bench/pingpong.hpp"
 
+#include "bench/raw_tcp.hpp"
+
 #include <future>
 #include <memory>
 
@@ -10,11 +12,11 @@ using Clock = std::chrono::steady_clock;
 
 struct PingPong : std::enable_shared_from_this<PingPong> {
   comm::CommPtr comm;
-  PingPongPlan plan;
+  RoundTripSampler sampler;
   runtime::Message message;
-  std::vector<double> samples;
-  std::size_t done = 0;
-  Clock::time_point start, t0;
+  Clock::time_point t0;
+
+  explicit PingPong(const PingPongPlan& plan) : sampler(plan) {}
   std::promise<void> finished;
 
   void next() {
@@ -30,16 +32,7 @@ struct PingPong : std::enable_shared_from_this<PingPong> {
   }
 
   void on_reply() {
-    const auto t1 = Clock::now();
-    if (done >= plan.warmup) samples.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-    else if (done + 1 == plan.warmup) start = t1;
-    ++done;
-    const auto measured = samples.size();
-    const bool out_of_time = done > plan.warmup && t1 - start > plan.budget;
-    if (measured >= plan.max_iterations || (measured >= plan.min_iterations && out_of_time)) {
-      finished.set_value();
-      return;
-    }
+    if (sampler.record(t0, Clock::now())) return finished.set_value();
     next();
   }
 
@@ -61,18 +54,38 @@ void echo_loop(comm::CommPtr comm) {
 
 }  // namespace
 
+bool RoundTripSampler::record(Clock::time_point t0, Clock::time_point t1) {
+  if (seen_++ < plan_.warmup) {
+    start_ = t1;  // the budget starts after the last warm-up round trip
+    return false;
+  }
+  if (samples_.empty() && plan_.warmup == 0) start_ = t0;
+  samples_.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+  return samples_.size() >= plan_.max_iterations ||
+         (samples_.size() >= plan_.min_iterations && t1 - start_ > plan_.budget);
+}
+
+std::vector<double> raw_tcp_ping_pong(RawTcpSocket& socket, const PingPongPlan& plan) {
+  RoundTripSampler sampler(plan);
+  std::vector<char> message(plan.bytes, 'x'), reply;
+  for (;;) {
+    const auto t0 = Clock::now();
+    socket.send_message(message);
+    socket.recv_message(reply);
+    if (sampler.record(t0, Clock::now())) return std::move(sampler.samples());
+  }
+}
+
 std::vector<double> ping_pong(const comm::CommPtr& comm, const PingPongPlan& plan) {
-  auto op = std::make_shared<PingPong>();
+  auto op = std::make_shared<PingPong>(plan);
   op->comm = comm;
-  op->plan = plan;
-  if (plan.warmup == 0) op->start = Clock::now();
   auto frame = runtime::Frame::allocate(plan.bytes);
   for (std::size_t i = 0; i < plan.bytes; ++i) frame.mutable_data()[i] = static_cast<char>(i);
   op->message = runtime::Message({frame});
   auto fut = op->finished.get_future();
   asio::post(comm->executor(), [op] { op->next(); });
   fut.get();
-  return std::move(op->samples);
+  return std::move(op->sampler.samples());
 }
 
 void echo_forever(const comm::CommPtr& comm) { echo_loop(comm); }

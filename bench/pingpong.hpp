@@ -17,6 +17,28 @@ struct PingPongPlan {
   std::chrono::milliseconds budget{400};  ///< stop after this (but not before min_iterations)
 };
 
+/// Applies a PingPongPlan to timed round trips, whatever makes them: drops the warm-up ones,
+/// keeps the others (in microseconds), and says when the measurement is complete
+/// (max_iterations, or min_iterations once the time budget is spent).
+class RoundTripSampler {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit RoundTripSampler(const PingPongPlan& plan) : plan_(plan) {}
+  /// Records the round trip [t0, t1]; true when no more are needed.
+  bool record(Clock::time_point t0, Clock::time_point t1);
+  std::vector<double>& samples() noexcept { return samples_; }
+
+ private:
+  PingPongPlan plan_;
+  std::vector<double> samples_;
+  std::size_t seen_ = 0;
+  Clock::time_point start_;
+};
+
+class RawTcpSocket;
+/// ping_pong over a raw blocking socket (the baseline), same plan and sampling.
+std::vector<double> raw_tcp_ping_pong(RawTcpSocket& socket, const PingPongPlan& plan);
+
 /// Round-trip times in microseconds. Blocks the calling thread (not a context thread) until
 /// done. Throws comm::CommError if the comm fails.
 std::vector<double> ping_pong(const comm::CommPtr& comm, const PingPongPlan& plan);

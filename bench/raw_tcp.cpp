@@ -88,6 +88,11 @@ bool RawTcpSocket::recv_message(std::vector<char>& bytes) {
   return read_all(fd_, bytes.data(), bytes.size());
 }
 
+void RawTcpSocket::echo_until_closed() {
+  std::vector<char> buf;
+  while (recv_message(buf)) send_message(buf);
+}
+
 RawTcpAcceptor::RawTcpAcceptor() {
   fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd_ < 0) fail("socket");

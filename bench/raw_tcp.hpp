@@ -17,6 +17,8 @@ class RawTcpSocket {
   void send_message(const std::vector<char>& bytes);
   /// Returns false on orderly EOF.
   bool recv_message(std::vector<char>& bytes);
+  /// Serves a ping-pong: sends every message back until the peer closes.
+  void echo_until_closed();
 
  private:
   int fd_;

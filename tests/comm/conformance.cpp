@@ -19,12 +19,6 @@ namespace {
 
 constexpr auto kWait = std::chrono::milliseconds(60'000);
 
-// Runs the test body between two syncs, so MPI ranks stay on the same test.
-struct Synced {
-  SchemeFixture& fx;
-  explicit Synced(SchemeFixture& f) : fx(f) { fx.sync(); }
-  ~Synced() { fx.sync(); }
-};
 
 runtime::Message seq_message(std::uint32_t seq) {
   return runtime::Message({runtime::Frame::copy_of(&seq, sizeof seq)});

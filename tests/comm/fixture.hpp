@@ -35,6 +35,15 @@ class SchemeFixture {
   std::unique_ptr<comm::Registry> registry_;
 };
 
+/// Runs a test body between two sync()s, so MPI ranks stay on the same test.
+struct Synced {
+  SchemeFixture& fx;
+  explicit Synced(SchemeFixture& f) : fx(f) { fx.sync(); }
+  ~Synced() { fx.sync(); }
+  Synced(const Synced&) = delete;
+  Synced& operator=(const Synced&) = delete;
+};
+
 /// The fixture for $TASKWIRE_TEST_SCHEME (default "inproc"); created on first use.
 SchemeFixture& fixture();
 

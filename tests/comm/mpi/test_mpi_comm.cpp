@@ -22,11 +22,6 @@ namespace {
 
 constexpr auto kWait = std::chrono::milliseconds(60'000);
 
-struct Synced {
-  SchemeFixture& fx;
-  explicit Synced(SchemeFixture& f) : fx(f) { fx.sync(); }
-  ~Synced() { fx.sync(); }
-};
 
 runtime::Message seq_message(std::uint32_t seq, std::size_t extra = 0) {
   auto f = runtime::Frame::allocate(4 + extra);
