@@ -3,7 +3,9 @@
 #include <taskwire/client/client.hpp>
 #include <taskwire/comm/backends.hpp>
 #include <taskwire/comm/core/connect.hpp>
+#include <taskwire/graph/execute.hpp>
 #include <taskwire/runtime/context.hpp>
+#include <taskwire/runtime/force_exit.hpp>
 #include <taskwire/runtime/function_registry.hpp>
 #include <taskwire/runtime/log.hpp>
 #include <taskwire/runtime/mpi_environment.hpp>

@@ -21,7 +21,7 @@ FunctionRegistry& FunctionRegistry::global() {
 }
 
 void FunctionRegistry::add(std::string name, const void* address, std::size_t arity,
-                           Invoker invoke) {
+                           Invoker invoke, EachInvoker each, GatherInvoker gathered) {
   std::lock_guard lock(mu_);
   auto it = by_name_.find(name);
   if (it != by_name_.end()) {
@@ -36,7 +36,8 @@ void FunctionRegistry::add(std::string name, const void* address, std::size_t ar
     throw std::logic_error("TASKWIRE_REGISTER: two different functions named '" + name + "'");
   }
   by_address_.emplace(address, name);
-  by_name_.emplace(name, RegisteredFunction{name, arity, std::move(invoke)});
+  by_name_.emplace(name, RegisteredFunction{name, arity, std::move(invoke), std::move(each),
+                                            std::move(gathered)});
 }
 
 const RegisteredFunction* FunctionRegistry::find(const std::string& name) const {

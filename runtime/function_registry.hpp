@@ -10,7 +10,11 @@
 #include <taskwire/runtime/frame.hpp>
 #include <taskwire/runtime/serialize.hpp>
 
+#include <boost/serialization/vector.hpp>
+
+#include <cstdint>
 #include <functional>
+#include <iterator>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -27,10 +31,25 @@ namespace taskwire::runtime {
 /// lets the function's own exception through.
 using Invoker = std::function<Frame(const std::vector<Frame>& args)>;
 
+/// Runs a one-parameter function over a batch (graph/ chunks): a serialized std::vector of its
+/// parameter type in, the serialized std::vector of its results out, in order. `at` holds the
+/// index of the element being run, so a caller catching the function's exception knows which.
+using EachInvoker = std::function<Frame(const Frame& inputs, std::size_t& at)>;
+
+/// Calls a function whose first parameter is a std::vector<T> (graph/ reductions) with that
+/// vector assembled from `parts` in order: part i is one serialized T, or, where batch[i] is
+/// non-zero, a serialized std::vector<T> whose elements are spliced in. `rest` holds the
+/// remaining parameters. Throws std::invalid_argument like Invoker.
+using GatherInvoker = std::function<Frame(const std::vector<Frame>& parts,
+                                          const std::vector<std::uint8_t>& batch,
+                                          const std::vector<Frame>& rest)>;
+
 struct RegisteredFunction {
   std::string name;
   std::size_t arity = 0;
   Invoker invoke;
+  EachInvoker invoke_each;        ///< set for one-parameter functions returning a value
+  GatherInvoker invoke_gathered;  ///< set when the first parameter is a std::vector
 };
 
 class FunctionRegistry {
@@ -39,7 +58,8 @@ class FunctionRegistry {
 
   /// Registers `fn` under `name`; a second registration of the same name is ignored if it is
   /// the same function (a library loaded twice), and throws std::logic_error otherwise.
-  void add(std::string name, const void* address, std::size_t arity, Invoker invoke);
+  void add(std::string name, const void* address, std::size_t arity, Invoker invoke,
+           EachInvoker each = {}, GatherInvoker gathered = {});
   /// nullptr when unknown.
   const RegisteredFunction* find(const std::string& name) const;
   /// The name `fn` was registered under; throws std::invalid_argument naming the fix.
@@ -57,9 +77,9 @@ namespace detail {
 template <class T>
 using arg_t = std::remove_cv_t<std::remove_reference_t<T>>;
 
-template <class R, class... A, std::size_t... I>
-Frame invoke_with(R (*fn)(A...), const std::vector<Frame>& frames, std::index_sequence<I...>) {
-  std::tuple<arg_t<A>...> args;
+template <class... A, std::size_t... I>
+void decode_args(std::tuple<A...>& args, const std::vector<Frame>& frames,
+                 std::index_sequence<I...>) {
   std::size_t at = 0;
   try {
     ((at = I, from_frame(frames[I], std::get<I>(args))), ...);
@@ -67,6 +87,12 @@ Frame invoke_with(R (*fn)(A...), const std::vector<Frame>& frames, std::index_se
     throw std::invalid_argument("argument " + std::to_string(at) + " cannot be decoded as the " +
                                 "function's parameter type: " + e.what());
   }
+}
+
+template <class R, class... A, std::size_t... I>
+Frame invoke_with(R (*fn)(A...), const std::vector<Frame>& frames, std::index_sequence<I...> seq) {
+  std::tuple<arg_t<A>...> args;
+  decode_args(args, frames, seq);
   if constexpr (std::is_void_v<R>) {
     fn(std::get<I>(args)...);
     return to_frame(true);
@@ -85,11 +111,74 @@ Invoker make_invoker(R (*fn)(A...)) {
   };
 }
 
+template <class T>
+struct is_vector : std::false_type {};
+template <class T, class Alloc>
+struct is_vector<std::vector<T, Alloc>> : std::true_type {};
+
+template <class R, class... A>
+EachInvoker make_each_invoker(R (*fn)(A...)) {
+  if constexpr (sizeof...(A) != 1 || std::is_void_v<R>) {
+    return {};
+  } else {
+    return [fn](const Frame& frame, std::size_t& at) -> Frame {
+      std::vector<arg_t<A>...> inputs;
+      try {
+        from_frame(frame, inputs);
+      } catch (const SerializationError& e) {
+        throw std::invalid_argument(std::string("a batch cannot be decoded as a vector of the "
+                                                "function's parameter type: ") + e.what());
+      }
+      std::vector<std::remove_cvref_t<R>> out;
+      out.reserve(inputs.size());
+      for (at = 0; at < inputs.size(); ++at) out.push_back(fn(inputs[at]));
+      return to_frame(out);
+    };
+  }
+}
+
+template <class R, class V, class... Rest>
+GatherInvoker make_gather_invoker(R (*fn)(V, Rest...)) {
+  using Vec = arg_t<V>;
+  if constexpr (!is_vector<Vec>::value || std::is_void_v<R>) {
+    return {};
+  } else {
+    return [fn](const std::vector<Frame>& parts, const std::vector<std::uint8_t>& batch,
+                const std::vector<Frame>& rest) -> Frame {
+      if (parts.size() != batch.size() || rest.size() != sizeof...(Rest))
+        throw std::invalid_argument("expects " + std::to_string(sizeof...(Rest)) +
+                                    " parameter(s) after the vector and one batch flag per part");
+      Vec all;
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        try {
+          if (batch[i]) {
+            Vec b;
+            from_frame(parts[i], b);
+            all.insert(all.end(), std::make_move_iterator(b.begin()), std::make_move_iterator(b.end()));
+          } else {
+            all.push_back(from_frame<typename Vec::value_type>(parts[i]));
+          }
+        } catch (const SerializationError& e) {
+          throw std::invalid_argument("part " + std::to_string(i) + " cannot be decoded as the " +
+                                      "vector's element type: " + e.what());
+        }
+      }
+      std::tuple<arg_t<Rest>...> args;
+      decode_args(args, rest, std::index_sequence_for<Rest...>{});
+      return to_frame(std::apply([&](auto&... r) { return fn(all, r...); }, args));
+    };
+  }
+}
+template <class R>
+GatherInvoker make_gather_invoker(R (*)()) {
+  return {};
+}
+
 struct Registrar {
   template <class R, class... A>
   Registrar(const char* name, R (*fn)(A...)) {
     FunctionRegistry::global().add(name, reinterpret_cast<const void*>(fn), sizeof...(A),
-                                   make_invoker(fn));
+                                   make_invoker(fn), make_each_invoker(fn), make_gather_invoker(fn));
   }
 };
 

@@ -1,0 +1,278 @@
+#include <taskwire/graph/run.hpp>
+
+#include <taskwire/graph/progress.hpp>
+#include <taskwire/runtime/force_exit.hpp>
+
+#include <fmt/format.h>
+
+#include <boost/serialization/string.hpp>
+#include <boost/serialization/vector.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <limits>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace taskwire::graph {
+
+MapError::MapError(std::string key, std::size_t input, std::string message)
+    : TaskError(std::move(key), message), input_(input),
+      what_(fmt::format("map input {} failed: {}", input, message)) {}
+
+namespace detail {
+namespace {
+
+using client::KeyStatus;
+constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
+constexpr auto kTick = std::chrono::milliseconds(100);  // progress redraw and sweep interval
+
+// Client has no accessor for the ClientCore it wraps, and tasks calling the graph runners by
+// name need core-level submission; a Future's KeyRef leads to it. The scatter's key is released
+// when the future goes, right away.
+client::ClientCore& core_of(Client& client) {
+  auto handle = client.scatter(std::string());
+  return handle.ref()->core();
+}
+
+// One execution of a Job. Slots are the plan's: leaves (initial value, then map tasks), then
+// reduce nodes; without a plan, just the map tasks. Confined to execute's thread.
+class Runner {
+ public:
+  Runner(client::ClientCore& core, const Job& job, const ExecuteOptions& options)
+      : core_(core), job_(job), options_(options), offset_(job.initial ? 1 : 0),
+        leaves_(offset_ + job.tasks.size()),
+        nodes_(job.plan ? job.plan->nodes.size() : 0),
+        slots_(leaves_ + nodes_),
+        consumer_(slots_.size(), npos),
+        progress_(options.progress, job.tasks.size() + nodes_) {
+    if (job.plan && job.plan->leaves != leaves_)
+      throw std::logic_error("graph: the reduce plan does not match the map tasks");
+    if (job_.initial) slots_[0].submitted = slots_[0].done = true;
+    for (std::size_t k = 0; k < nodes_; ++k)
+      for (auto part : job.plan->nodes[k].parts) consumer_[part] = leaves_ + k;
+    remaining_ = job.tasks.size() + nodes_;
+    assign_priorities();
+  }
+
+  std::vector<runtime::Frame> run() {
+    submit_ready();
+    std::size_t next = 0;
+    while (remaining_ > 0) {
+      while (slots_[next].done) ++next;
+      if (!slots_[next].submitted) throw std::logic_error("graph: waiting on an unsubmitted task");
+      if (core_.wait(slots_[next].key, kTick)) observe(next);
+      else sweep(next);
+      submit_ready();
+    }
+    if (!job_.plan) {
+      std::vector<std::string> keys;
+      keys.reserve(job_.tasks.size());
+      for (const auto& s : slots_) keys.push_back(s.key);
+      return core_.results(keys);
+    }
+    const auto root = job_.plan->root;
+    if (job_.initial && root == 0) return {*job_.initial};
+    return {core_.result(slots_[root].key)};
+  }
+
+ private:
+  struct Slot {
+    std::shared_ptr<client::KeyRef> ref;
+    std::string key;
+    bool submitted = false;
+    bool done = false;
+  };
+
+  bool is_task(std::size_t s) const { return s >= offset_ && s < leaves_; }
+  bool keep(std::size_t s) const { return !job_.plan || s == job_.plan->root; }
+
+  // Lower runs first: map task i, then as soon as its inputs are ready, the node above it (as
+  // a depth-first order would), so partial results are combined and freed early.
+  void assign_priorities() {
+    priority_.assign(slots_.size(), 0);
+    const std::int64_t stride = 64;  // more than the depth of any plan
+    for (std::size_t s = 0; s < leaves_; ++s) priority_[s] = static_cast<std::int64_t>(s) * stride;
+    for (std::size_t k = 0; k < nodes_; ++k) {
+      std::int64_t p = 0;
+      for (auto part : job_.plan->nodes[k].parts) p = std::max(p, priority_[part]);
+      priority_[leaves_ + k] = p + 1;
+    }
+    base_ = core_.next_priority();
+  }
+
+  std::uint32_t frame_for(const runtime::Frame& frame, std::vector<runtime::Frame>& frames,
+                          std::unordered_map<const runtime::Frame*, std::uint32_t>& at) {
+    auto [it, added] = at.try_emplace(&frame, static_cast<std::uint32_t>(frames.size()));
+    if (added) frames.push_back(frame);
+    return it->second;
+  }
+
+  // Submits the map tasks the window allows, then every node whose parts are all submitted, as
+  // one update_graph. Nodes become ready in plan order, as map tasks are submitted in order.
+  void submit_ready() {
+    std::vector<protocol::TaskSpec> specs;
+    std::vector<runtime::Frame> frames;
+    std::unordered_map<const runtime::Frame*, std::uint32_t> at;
+    std::vector<std::size_t> submitted;
+    while (next_task_ < job_.tasks.size() &&
+           (options_.max_workers == 0 || in_flight_ < options_.max_workers)) {
+      const auto s = offset_ + next_task_;
+      protocol::TaskSpec spec;
+      spec.function = job_.function;
+      spec.key = core_.new_key(job_.function);
+      spec.priority = base_ + priority_[s];
+      for (auto i : job_.tasks[next_task_].args)
+        spec.args.push_back({protocol::ArgSpec::frame, frame_for(job_.frames.at(i), frames, at), {}});
+      slots_[s].key = spec.key;
+      slots_[s].submitted = true;
+      specs.push_back(std::move(spec));
+      submitted.push_back(s);
+      ++next_task_;
+      ++in_flight_;
+    }
+    for (; next_node_ < nodes_; ++next_node_) {
+      const auto& parts = job_.plan->nodes[next_node_].parts;
+      if (!std::all_of(parts.begin(), parts.end(), [&](auto p) { return slots_[p].submitted; }))
+        break;
+      const auto s = leaves_ + next_node_;
+      protocol::TaskSpec spec;
+      spec.function = kCombine;
+      spec.key = core_.new_key(job_.combine);
+      spec.priority = base_ + priority_[s];
+      std::vector<std::uint8_t> batch;
+      for (auto p : parts) batch.push_back(job_.chunked && p < leaves_ ? 1 : 0);
+      spec.args.push_back({protocol::ArgSpec::frame, frame_for(combine_name(), frames, at), {}});
+      frames.push_back(runtime::to_frame(batch));
+      spec.args.push_back({protocol::ArgSpec::frame, static_cast<std::uint32_t>(frames.size() - 1), {}});
+      for (const auto& p : job_.params)
+        spec.args.push_back({protocol::ArgSpec::frame, frame_for(p, frames, at), {}});
+      for (auto p : parts) {
+        if (job_.initial && p == 0) {
+          spec.args.push_back({protocol::ArgSpec::frame, frame_for(*job_.initial, frames, at), {}});
+        } else {
+          spec.args.push_back({protocol::ArgSpec::dependency, 0, slots_[p].key});
+          spec.dependencies.push_back(slots_[p].key);
+        }
+      }
+      slots_[s].key = spec.key;
+      slots_[s].submitted = true;
+      specs.push_back(std::move(spec));
+      submitted.push_back(s);
+    }
+    if (specs.empty()) return;
+    auto refs = core_.submit(std::move(specs), std::move(frames));
+    for (std::size_t i = 0; i < refs.size(); ++i) slots_[submitted[i]].ref = std::move(refs[i]);
+    for (auto s : submitted)  // a node now holds its parts in the scheduler
+      if (s >= leaves_)
+        for (auto p : job_.plan->nodes[s - leaves_].parts) maybe_release(p);
+  }
+
+  const runtime::Frame& combine_name() {
+    if (combine_name_.empty()) combine_name_ = runtime::to_frame(job_.combine);
+    return combine_name_;
+  }
+
+  // Drops our hold on a finished intermediate result once the node consuming it is submitted.
+  void maybe_release(std::size_t s) {
+    auto& slot = slots_[s];
+    if (!slot.ref || !slot.done || keep(s)) return;
+    if (consumer_[s] != npos && !slots_[consumer_[s]].submitted) return;
+    slot.ref.reset();
+  }
+
+  void observe(std::size_t s) {
+    auto& slot = slots_[s];
+    const auto status = core_.status(slot.key);
+    if (status == KeyStatus::pending) return;
+    if (status != KeyStatus::memory) fail(s);
+    slot.done = true;
+    --remaining_;
+    if (is_task(s)) --in_flight_;
+    maybe_release(s);
+    progress_.update(job_.tasks.size() + nodes_ - remaining_);
+  }
+
+  void sweep(std::size_t from) {
+    for (std::size_t s = from; s < slots_.size(); ++s)
+      if (slots_[s].submitted && !slots_[s].done) observe(s);
+  }
+
+  [[noreturn]] void fail(std::size_t s) {
+    // Report a failed map task in preference to the reduce node its failure propagated to.
+    if (!is_task(s))
+      for (std::size_t t = offset_; t < leaves_; ++t)
+        if (slots_[t].submitted && !slots_[t].done && core_.status(slots_[t].key) == KeyStatus::erred)
+          fail(t);
+    std::string message;
+    try {
+      core_.result(slots_[s].key);
+      message = "the task failed";
+    } catch (const TaskError& e) {
+      message = e.message();
+    }
+    if (!is_task(s)) throw TaskError(slots_[s].key, message);
+    const auto& task = job_.tasks[s - offset_];
+    std::size_t input = task.first_input;
+    if (job_.chunked) {  // the chunk runner says which input: "map input N: message"
+      constexpr std::string_view prefix = "map input ";
+      if (message.starts_with(prefix)) {
+        const char* p = message.data() + prefix.size();
+        const char* end = message.data() + message.size();
+        auto [q, ec] = std::from_chars(p, end, input);
+        if (ec == std::errc() && end - q >= 2 && q[0] == ':' && q[1] == ' ')
+          message.erase(0, static_cast<std::size_t>(q + 2 - message.data()));
+        else input = task.first_input;
+      }
+    }
+    throw MapError(slots_[s].key, input, std::move(message));
+  }
+
+  client::ClientCore& core_;
+  const Job& job_;
+  const ExecuteOptions& options_;
+  const std::size_t offset_, leaves_, nodes_;
+  std::vector<Slot> slots_;
+  std::vector<std::size_t> consumer_;  // the node slot taking each slot as a part
+  std::vector<std::int64_t> priority_;
+  std::int64_t base_ = 0;
+  ProgressReporter progress_;
+  runtime::Frame combine_name_;
+  std::size_t remaining_ = 0;   // tasks not yet seen finished
+  std::size_t next_task_ = 0;   // map tasks submitted so far
+  std::size_t next_node_ = 0;   // nodes submitted so far
+  std::size_t in_flight_ = 0;   // map tasks submitted and not seen finished
+};
+
+}  // namespace
+
+std::vector<runtime::Frame> run(Client& client, const Job& job, const ExecuteOptions& options) {
+  validate(options);
+  const bool no_tasks = job.tasks.empty() && (!job.plan || job.plan->nodes.empty());
+  if (no_tasks) {
+    if (!job.plan) return {};
+    if (job.initial && job.plan->root == 0) return {*job.initial};
+    throw std::logic_error("graph: a reduce plan without tasks or an initial value");
+  }
+  Runner runner(core_of(client), job, options);
+  return runner.run();
+}
+
+void validate(const ExecuteOptions& options) {
+  if (options.chunksize < 1)
+    throw std::invalid_argument("execute: chunksize must be at least 1 (inputs per map task)");
+  if (!(options.exit_after_seconds >= 0))
+    throw std::invalid_argument("execute: exit_after_seconds must be >= 0 (0: off)");
+}
+
+void arm_exit_watchdog(const ExecuteOptions& options) {
+  if (options.exit_after_seconds > 0)
+    force_exit_after(options.exit_after_seconds,
+                     fmt::format("armed by graph::execute (exit_after_seconds = {}) once its result "
+                                 "was safe",
+                                 options.exit_after_seconds));
+}
+
+}  // namespace detail
+}  // namespace taskwire::graph

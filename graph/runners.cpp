@@ -1,0 +1,63 @@
+// The two functions graph tasks call by name in every process that links taskwire: they apply a
+// registered function over a chunk of inputs, and a registered combine over the results of
+// several tasks, through the typed batch invokers TASKWIRE_REGISTER provides.
+#include <taskwire/graph/run.hpp>
+#include <taskwire/runtime/function_registry.hpp>
+
+#include <fmt/format.h>
+
+#include <boost/serialization/string.hpp>
+#include <boost/serialization/vector.hpp>
+
+#include <stdexcept>
+
+namespace taskwire::graph::detail {
+namespace {
+
+const runtime::RegisteredFunction& registered(const runtime::Frame& name_frame) {
+  const auto name = runtime::from_frame<std::string>(name_frame);
+  const auto* fn = runtime::FunctionRegistry::global().find(name);
+  if (!fn)
+    throw std::invalid_argument(fmt::format("function '{}' is not registered in this process: add "
+                                            "TASKWIRE_REGISTER to a file it links (or --preload's)",
+                                            name));
+  return *fn;
+}
+
+runtime::Frame map_chunk(const std::vector<runtime::Frame>& args) {
+  if (args.size() != 3) throw std::invalid_argument("map_chunk: expects 3 arguments");
+  const auto& fn = registered(args[0]);
+  const auto first = runtime::from_frame<std::uint64_t>(args[1]);
+  if (!fn.invoke_each)
+    throw std::invalid_argument(fmt::format(
+        "'{}' cannot run over a chunk: it must take one parameter and return a value", fn.name));
+  std::size_t at = 0;
+  try {
+    return fn.invoke_each(args[2], at);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("map input {}: {}", first + at, e.what()));
+  }
+}
+
+runtime::Frame combine(const std::vector<runtime::Frame>& args) {
+  if (args.size() < 2) throw std::invalid_argument("combine: expects at least 2 arguments");
+  const auto& fn = registered(args[0]);
+  const auto batch = runtime::from_frame<std::vector<std::uint8_t>>(args[1]);
+  if (args.size() < 2 + batch.size())
+    throw std::invalid_argument("combine: fewer parts than batch flags");
+  if (!fn.invoke_gathered)
+    throw std::invalid_argument(fmt::format(
+        "'{}' cannot combine results: its first parameter must be a std::vector", fn.name));
+  const auto rest_end = args.end() - static_cast<std::ptrdiff_t>(batch.size());
+  return fn.invoke_gathered({rest_end, args.end()}, batch, {args.begin() + 2, rest_end});
+}
+
+[[maybe_unused]] const bool registered_runners = [] {
+  auto& registry = runtime::FunctionRegistry::global();
+  registry.add(kMapChunk, reinterpret_cast<const void*>(&map_chunk), 3, map_chunk);
+  registry.add(kCombine, reinterpret_cast<const void*>(&combine), 2, combine);  // 2 or more
+  return true;
+}();
+
+}  // namespace
+}  // namespace taskwire::graph::detail
