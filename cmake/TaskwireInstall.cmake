@@ -5,7 +5,7 @@ install(TARGETS taskwire EXPORT taskwireTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-foreach(dir runtime comm scheduler worker client)
+foreach(dir runtime comm scheduler worker client graph)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/taskwire
     FILES_MATCHING PATTERN "*.hpp")
 endforeach()

@@ -23,9 +23,13 @@ void ProgressReporter::update(std::size_t done) {
   const auto before = done_;
   done_ = done;
   if (options_.callback) options_.callback(Progress{done_, total_});
-  if (options_.log_every > 0 && done_ / options_.log_every != before / options_.log_every)
+  bool force = done_ == total_;
+  if (options_.log_every > 0 && done_ / options_.log_every != before / options_.log_every) {
+    if (drawn_) std::fputc('\n', stderr);  // the log line below the bar, then the bar again
     spdlog::info("graph: {}/{} tasks done", done_, total_);
-  draw(done_ == total_);
+    force = true;
+  }
+  draw(force);
 }
 
 void ProgressReporter::draw(bool force) {
