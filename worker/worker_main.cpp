@@ -5,6 +5,7 @@
 // library that cannot be loaded).
 #include <taskwire/comm/backends.hpp>
 #include <taskwire/runtime/log.hpp>
+#include <taskwire/runtime/preload.hpp>
 #include <taskwire/runtime/scheduler_file.hpp>
 #include <taskwire/worker/worker_server.hpp>
 
@@ -13,7 +14,6 @@
 #include <spdlog/spdlog.h>
 
 #include <csignal>
-#include <dlfcn.h>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -22,20 +22,6 @@
 namespace po = boost::program_options;
 using namespace taskwire;
 
-namespace {
-
-// Loads a library so the functions it TASKWIRE_REGISTERs become callable here. The handle
-// is never closed: registered functions must stay valid for the whole run.
-void preload(const std::string& path) {
-  if (!::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
-    const char* why = ::dlerror();
-    throw std::runtime_error(fmt::format("--preload {}: cannot load the library: {}", path,
-                                         why ? why : "unknown error"));
-  }
-  spdlog::info("worker: preloaded {}", path);
-}
-
-}  // namespace
 
 int main(int argc, char* argv[]) {
   std::string scheduler, scheduler_file, name, listen, level = "info", log_file, token;
@@ -92,7 +78,7 @@ int main(int argc, char* argv[]) {
 
   try {
     runtime::init_logging({level, log_file, -1});
-    for (const auto& lib : libraries) preload(lib);
+    for (const auto& lib : libraries) runtime::preload_library(lib);
     if (!scheduler_file.empty())
       scheduler = runtime::SchedulerFile::read(scheduler_file).address_for("tcp");
 

@@ -1,0 +1,247 @@
+#include <taskwire/client/mpi/cluster_rank.hpp>
+#include <taskwire/comm/backends.hpp>
+#include <taskwire/runtime/mpi_broadcast.hpp>
+#include <taskwire/runtime/scheduler_file.hpp>
+#include <taskwire/scheduler/scheduler_server.hpp>
+#include <taskwire/worker/worker_server.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <future>
+#include <stdexcept>
+#include <thread>
+
+namespace taskwire::mpi::detail {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// SIGINT/SIGTERM on the rank's io_context while a role serves; `on_signal` runs on a context
+// thread. close() (also the destructor) cancels the wait on that thread and waits for it, so
+// the handler never runs after close(); it must be closed while the context still runs.
+class SignalWatch {
+ public:
+  template <class F>
+  SignalWatch(runtime::Context& ctx, bool enabled, F on_signal) : ctx_(ctx) {
+    if (!enabled) return;
+    set_ = std::make_unique<asio::signal_set>(ctx.io(), SIGINT, SIGTERM);
+    set_->async_wait([on_signal](error_code ec, int sig) {
+      if (!ec) on_signal(sig);
+    });
+  }
+  ~SignalWatch() { close(); }
+  void close() {
+    if (!set_) return;
+    std::promise<void> done;
+    asio::post(ctx_.executor(), [&] {
+      set_->cancel();
+      done.set_value();
+    });
+    done.get_future().wait();
+    set_.reset();
+  }
+
+ private:
+  runtime::Context& ctx_;
+  std::unique_ptr<asio::signal_set> set_;
+};
+
+}  // namespace
+
+ClusterRank::ClusterRank(runtime::MpiEnvironment& env, LaunchOptions options, Layout layout)
+    : env_(env), options_(std::move(options)), layout_(layout) {
+  const int n = env_.size();
+  if (layout_.scheduler_rank < 0 || layout_.scheduler_rank >= n)
+    throw std::invalid_argument(fmt::format(
+        "taskwire::mpi: scheduler rank {} is not a rank of this {}-rank job", layout_.scheduler_rank, n));
+  if (layout_.client_rank >= n)
+    throw std::invalid_argument(fmt::format(
+        "taskwire::mpi: client rank {} is not a rank of this {}-rank job", layout_.client_rank, n));
+  if (worker_count() < 1)
+    throw std::invalid_argument(fmt::format(
+        "taskwire::mpi: a {}-rank job leaves no rank for a worker", n));
+  if (options_.nthreads == 0) throw std::invalid_argument("taskwire::mpi: nthreads must be at least 1");
+
+  auto config = runtime::Config::from_env();
+  config.role = is_scheduler() ? "scheduler" : is_client() ? "client" : "worker";
+  config.name = fmt::format("rank-{}", env_.rank());
+  context_ = std::make_unique<runtime::Context>(config, 1);
+  registry_ = std::make_unique<comm::Registry>(*context_);
+  comm::register_builtin_backends(*registry_);
+  context_->start();
+  watchdog_ = std::thread([this] { watch_peers(); });
+}
+
+ClusterRank::~ClusterRank() {
+  stop_watch_ = true;
+  watchdog_.join();
+  client_.reset();
+  worker_.reset();
+  scheduler_.reset();
+  registry_.reset();
+  context_.reset();
+}
+
+std::string ClusterRank::role_of(int rank) const {
+  if (rank == layout_.scheduler_rank && rank == layout_.client_rank) return "program and scheduler";
+  if (rank == layout_.scheduler_rank) return "scheduler";
+  if (rank == layout_.client_rank) return "client";
+  return "worker";
+}
+
+// A rank that dies leaves MPI unable to finish (MPI_Finalize would wait for it forever), and
+// launchers do not always end the job themselves: end it here, naming the rank.
+void ClusterRank::watch_peers() {
+  while (!stop_watch_) {
+    env_.check_peers();
+    for (int r = 0; r < env_.size(); ++r) {
+      if (r == env_.rank() || !env_.is_lost(r)) continue;
+      const auto why = fmt::format(
+          "taskwire: rank {} ({}) died without shutting down; an MPI job cannot continue without "
+          "it, so rank {} ends the job",
+          r, role_of(r), env_.rank());
+      spdlog::critical("{}", why);
+      fmt::print(stderr, "{}\n", why);
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+}
+
+int ClusterRank::worker_count() const noexcept {
+  const bool separate_client = layout_.client_rank >= 0 && layout_.client_rank != layout_.scheduler_rank;
+  return env_.size() - 1 - (separate_client ? 1 : 0);
+}
+
+std::string ClusterRank::listen_address() const {
+  if (options_.transport == Transport::mpi) return fmt::format("mpi://{}", env_.rank());
+  return fmt::format("tcp://{}:0", options_.tcp_host);
+}
+
+void ClusterRank::start() {
+  if (is_scheduler()) start_scheduler();
+  scheduler_address_ = runtime::broadcast(env_, scheduler_address_, layout_.scheduler_rank);
+  if (!is_scheduler() && !is_client()) {
+    worker::WorkerOptions o;
+    o.scheduler_address = scheduler_address_;
+    o.name = fmt::format("rank-{}", env_.rank());
+    o.nthreads = options_.nthreads;
+    o.listen_address = listen_address();
+    o.connect_timeout = options_.connect_timeout;
+    worker_ = std::make_unique<worker::Worker>(*context_, *registry_, o);
+    worker_->start();
+    spdlog::info("rank {}: worker {} at {}", env_.rank(), worker_->name(), worker_->address());
+  }
+  if (is_scheduler()) wait_for_workers();
+  env_.barrier();  // every worker is known to the scheduler before the program starts
+  if (is_client()) {
+    const auto& at = inproc_address_.empty() ? scheduler_address_ : inproc_address_;
+    client_.emplace(*registry_, at, options_.connect_timeout);
+    spdlog::info("rank {}: client connected to {}", env_.rank(), at);
+  }
+}
+
+void ClusterRank::start_scheduler() {
+  scheduler::SchedulerServerOptions o;
+  o.listen = {listen_address()};
+  for (const auto& a : options_.extra_scheduler_listen) o.listen.push_back(a);
+  const bool embedded_client = layout_.client_rank == layout_.scheduler_rank;
+  if (embedded_client) o.listen.push_back("inproc://auto");
+  scheduler_ = std::make_unique<scheduler::SchedulerServer>(*registry_, o);
+  scheduler_->start();
+  auto addresses = scheduler_->addresses();
+  scheduler_address_ = addresses.front();
+  if (embedded_client) inproc_address_ = addresses.back();
+  spdlog::info("rank {}: scheduler at {}", env_.rank(), fmt::join(addresses, ", "));
+  if (!options_.scheduler_file.empty()) {
+    // The door for clients outside the job first: Client::from_scheduler_file prefers tcp.
+    runtime::SchedulerFile file;
+    for (std::size_t i = 1; i < addresses.size(); ++i)
+      if (!embedded_client || i + 1 < addresses.size()) file.addresses.push_back(addresses[i]);
+    file.addresses.push_back(scheduler_address_);
+    file.write(options_.scheduler_file);
+  }
+}
+
+void ClusterRank::wait_for_workers() {
+  const auto expected = static_cast<std::size_t>(worker_count());
+  const auto deadline = std::chrono::steady_clock::now() + options_.connect_timeout;
+  std::size_t seen = 0;
+  while ((seen = scheduler_->inspect([](const scheduler::SchedulerState& s) {
+            return s.workers().size();
+          })) < expected) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      spdlog::warn("rank {}: only {} of {} workers registered within {} ms; starting anyway",
+                   env_.rank(), seen, expected, options_.connect_timeout.count());
+      return;
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+}
+
+int ClusterRank::finish_client() {
+  if (finished_) return 0;
+  finished_ = true;
+  int rc = 0;
+  if (client_) {
+    try {
+      client_->shutdown();
+    } catch (const std::exception& e) {
+      spdlog::error("rank {}: cluster shutdown: {}", env_.rank(), e.what());
+      rc = 1;
+    }
+    client_.reset();
+  }
+  if (scheduler_) {
+    if (scheduler_->finished().wait_for(10s) != std::future_status::ready) rc = 1;
+    scheduler_->stop();
+  }
+  return rc;
+}
+
+int ClusterRank::serve() {
+  if (finished_) return 0;
+  finished_ = true;
+  return is_scheduler() ? serve_scheduler() : serve_worker();
+}
+
+int ClusterRank::serve_scheduler() {
+  std::promise<int> signalled;
+  auto signal = signalled.get_future();
+  SignalWatch signals(*context_, options_.handle_signals,
+                      [&signalled](int sig) { signalled.set_value(sig); });
+  auto finished = scheduler_->finished();
+  while (finished.wait_for(50ms) != std::future_status::ready) {
+    if (signal.wait_for(0s) == std::future_status::ready) {
+      spdlog::info("rank {}: signal {} received, shutting the cluster down", env_.rank(),
+                   signal.get());
+      break;
+    }
+  }
+  signals.close();
+  scheduler_->stop();
+  return 0;
+}
+
+int ClusterRank::serve_worker() {
+  SignalWatch signals(*context_, options_.handle_signals, [w = worker_.get(), this](int sig) {
+    spdlog::info("rank {}: signal {} received, stopping the worker", env_.rank(), sig);
+    w->request_stop();
+  });
+  worker_->wait_closed();
+  signals.close();
+  worker_->stop();
+  const auto status = worker_->close_status();
+  if (!status.clean) {
+    spdlog::error("rank {}: worker ended: {}", env_.rank(), status.reason);
+    return 1;
+  }
+  spdlog::info("rank {}: worker stopped ({})", env_.rank(), status.reason);
+  return 0;
+}
+
+}  // namespace taskwire::mpi::detail

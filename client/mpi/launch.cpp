@@ -1,0 +1,125 @@
+#include <taskwire/client/mpi/cluster_rank.hpp>
+#include <taskwire/client/mpi/launch.hpp>
+#include <taskwire/runtime/log.hpp>
+#include <taskwire/runtime/preload.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace taskwire::mpi {
+
+Transport parse_transport(std::string_view name) {
+  if (name == "mpi") return Transport::mpi;
+  if (name == "tcp") return Transport::tcp;
+  throw std::invalid_argument(fmt::format("unknown transport '{}': use mpi or tcp", name));
+}
+
+std::string_view to_string(Transport t) noexcept { return t == Transport::mpi ? "mpi" : "tcp"; }
+
+struct Session::Impl {
+  std::unique_ptr<runtime::MpiEnvironment> env;  // owned by initialize()/initialize_pool()
+  std::unique_ptr<detail::ClusterRank> rank;
+  Transport transport;
+  int rank_id = 0, size = 1, workers = 0;
+  std::string scheduler_address;
+};
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&& other) noexcept {
+  if (this != &other) {
+    shutdown();
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+Session::~Session() {
+  try {
+    shutdown();
+  } catch (const std::exception& e) {
+    spdlog::error("taskwire::mpi::Session: shutdown failed: {}", e.what());
+  }
+}
+
+Client& Session::client() {
+  if (!impl_ || !impl_->rank) throw std::logic_error("taskwire::mpi::Session: shut down already");
+  return impl_->rank->client();
+}
+int Session::rank() const noexcept { return impl_ ? impl_->rank_id : -1; }
+int Session::size() const noexcept { return impl_ ? impl_->size : 0; }
+int Session::workers() const noexcept { return impl_ ? impl_->workers : 0; }
+Transport Session::transport() const noexcept { return impl_ ? impl_->transport : Transport::mpi; }
+const std::string& Session::scheduler_address() const noexcept {
+  static const std::string none;
+  return impl_ ? impl_->scheduler_address : none;
+}
+
+void Session::shutdown() {
+  if (!impl_ || !impl_->rank) return;
+  impl_->rank->finish_client();
+  impl_->rank.reset();
+  if (impl_->env) impl_->env->shutdown();
+}
+
+namespace {
+
+// Common to initialize() and initialize_pool(): MPI, logging, preloads, then the roles. The
+// ranks without the program serve and exit the process; the program's rank gets a Session.
+Session launch(int& argc, char**& argv, const LaunchOptions& options, Layout layout,
+               int min_ranks, const char* who) {
+  auto env = std::make_unique<runtime::MpiEnvironment>(argc, argv);
+  if (env->size() < min_ranks)
+    throw std::runtime_error(fmt::format(
+        "{} needs at least {} MPI ranks (got {}): launch with `mpiexec.mpich -n N PROGRAM`, "
+        "N >= {}",
+        who, min_ranks, env->size(), min_ranks));
+  runtime::init_logging({options.log_level, options.log_file, env->rank()});
+  for (const auto& lib : options.preload) runtime::preload_library(lib);
+
+  auto rank = std::make_unique<detail::ClusterRank>(*env, options, layout);
+  rank->start();
+  if (!rank->is_client()) {
+    const int rc = rank->serve();
+    rank.reset();
+    env->shutdown();
+    std::exit(rc);
+  }
+  auto impl = std::make_unique<Session::Impl>();
+  impl->transport = options.transport;
+  impl->rank_id = env->rank();
+  impl->size = env->size();
+  impl->workers = rank->worker_count();
+  impl->scheduler_address = rank->scheduler_address();
+  impl->rank = std::move(rank);
+  impl->env = std::move(env);
+  return Session(std::move(impl));
+}
+
+}  // namespace
+
+Session initialize(int& argc, char**& argv, LaunchOptions options) {
+  return launch(argc, argv, options, Layout{0, 1}, 3, "taskwire::mpi::initialize");
+}
+
+Session initialize_pool(int& argc, char**& argv, LaunchOptions options) {
+  return launch(argc, argv, options, Layout{0, 0}, 2, "taskwire::mpi::initialize_pool");
+}
+
+int run_cluster(runtime::MpiEnvironment& env, const LaunchOptions& options, Layout layout,
+                const std::function<void(Client&)>& program) {
+  detail::ClusterRank rank(env, options, layout);
+  rank.start();
+  if (!rank.is_client()) return rank.serve();
+  try {
+    program(rank.client());
+  } catch (...) {
+    rank.finish_client();
+    throw;
+  }
+  return rank.finish_client();
+}
+
+}  // namespace taskwire::mpi

@@ -1,0 +1,88 @@
+// taskwire-mpi: a whole cluster in one MPI launch, for clients outside the job.
+//   mpiexec.mpich -n N taskwire-mpi --preload lib.so --scheduler-file F
+// Rank 0 runs the scheduler, ranks 1..N-1 workers; workers talk to the scheduler and to each
+// other over MPI, and the scheduler also listens on TCP (its address goes first in the
+// scheduler file) so that a Client outside the job can connect and submit work. The job ends
+// when a client calls shutdown() or on SIGINT/SIGTERM, every rank exiting 0.
+#include <taskwire/client/mpi/launch.hpp>
+#include <taskwire/runtime/log.hpp>
+#include <taskwire/runtime/preload.hpp>
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+namespace po = boost::program_options;
+using namespace taskwire;
+
+int main(int argc, char* argv[]) {
+  mpi::LaunchOptions options;
+  std::string transport = "mpi";
+  long connect_timeout_ms = options.connect_timeout.count();
+  po::options_description desc(
+      "taskwire-mpi: a taskwire cluster in one MPI launch. Rank 0 runs the scheduler, every\n"
+      "other rank a worker; they talk over MPI. The scheduler also listens on TCP for clients\n"
+      "outside the job (Client::from_scheduler_file). Ends on client.shutdown() or SIGTERM.\n\n"
+      "usage: mpiexec.mpich -n N taskwire-mpi --preload lib.so --scheduler-file F [options]\n\n"
+      "Options");
+  desc.add_options()("help,h", "show this help")(
+      "preload", po::value(&options.preload)->composing(),
+      "shared library whose TASKWIRE_REGISTER'ed functions the workers can run; repeatable")(
+      "scheduler-file", po::value(&options.scheduler_file),
+      "write the scheduler's addresses (TCP door first) to this JSON file")(
+      "listen", po::value(&options.extra_scheduler_listen)->composing(),
+      "the scheduler's door for clients, repeatable (default tcp://127.0.0.1:0; "
+      "tcp://0.0.0.0:8786 for every interface)")(
+      "nthreads", po::value(&options.nthreads)->default_value(options.nthreads),
+      "threads running tasks on each worker rank")(
+      "transport", po::value(&transport)->default_value(transport),
+      "how workers reach the scheduler and each other: mpi or tcp")(
+      "tcp-host", po::value(&options.tcp_host)->default_value(options.tcp_host),
+      "interface address for --transport tcp")(
+      "connect-timeout-ms", po::value(&connect_timeout_ms)->default_value(connect_timeout_ms),
+      "how long workers try to reach the scheduler")(
+      "log-level", po::value(&options.log_level)->default_value("info"),
+      "trace, debug, info, warn, error, off")(
+      "log-file", po::value(&options.log_file),
+      "also log to this file, one per rank: {rank} is replaced (e.g. 'taskwire-{rank}.log')");
+  try {
+    po::variables_map vm;
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    if (vm.count("help")) {
+      std::cout << desc << "\n";
+      return 0;
+    }
+    po::notify(vm);
+    options.transport = mpi::parse_transport(transport);
+    if (options.nthreads == 0) throw po::error("--nthreads must be at least 1");
+    if (connect_timeout_ms <= 0) throw po::error("--connect-timeout-ms must be positive");
+    options.connect_timeout = std::chrono::milliseconds(connect_timeout_ms);
+    if (options.extra_scheduler_listen.empty())
+      options.extra_scheduler_listen.push_back("tcp://127.0.0.1:0");
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "taskwire-mpi: {}\nTry 'taskwire-mpi --help'.\n", e.what());
+    return 2;
+  }
+
+  try {
+    runtime::MpiEnvironment env(argc, argv);
+    if (env.size() < 2) {
+      if (env.rank() == 0)
+        fmt::print(stderr,
+                   "taskwire-mpi: needs at least 2 MPI ranks (a scheduler and a worker), got {}: "
+                   "launch with `mpiexec.mpich -n N taskwire-mpi ...`, N >= 2\n",
+                   env.size());
+      return 2;
+    }
+    runtime::init_logging({options.log_level, options.log_file, env.rank()});
+    for (const auto& lib : options.preload) runtime::preload_library(lib);
+    const int rc = mpi::run_cluster(env, options, mpi::Layout{0, -1}, {});
+    if (env.rank() == 0) spdlog::info("taskwire-mpi: stopped");
+    return rc;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "taskwire-mpi: {}\n", e.what());
+    return 1;
+  }
+}

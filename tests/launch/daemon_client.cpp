@@ -1,0 +1,82 @@
+// A client in its own process for the daemon tests (daemons_test.sh): it finds the scheduler
+// through a scheduler file, like a user's program outside the cluster.
+//   daemon_client compute FILE        checks results, then shuts the cluster down
+//   daemon_client sigkill FILE PID    SIGKILLs worker PID mid-graph; results must stay right
+// Prints "CHECKED <what>" / "FAILED <what>"; exits 0 only if every check passed.
+#include "tests/cluster/cluster_functions.hpp"
+
+#include <taskwire/client/client.hpp>
+
+#include <fmt/format.h>
+
+#include <csignal>
+#include <numeric>
+#include <thread>
+
+using namespace taskwire;
+
+namespace {
+
+int failures = 0;
+
+void check(bool ok, const std::string& what) {
+  fmt::print("{} {}\n", ok ? "CHECKED" : "FAILED", what);
+  std::fflush(stdout);
+  if (!ok) ++failures;
+}
+
+void compute(Client& client) {
+  std::vector<int> xs(1000);
+  std::iota(xs.begin(), xs.end(), 0);
+  auto ys = client.gather(client.map(cluster_fns::inc, xs));
+  check(std::accumulate(ys.begin(), ys.end(), 0L) == 1000L * 1001 / 2, "map over the daemons");
+  auto a = client.submit(cluster_fns::inc, 1);
+  auto d = client.submit(cluster_fns::add, client.submit(cluster_fns::add, a, a),
+                         client.submit(cluster_fns::add, a, 10));
+  check(d.get() == 16, "diamond across worker processes");
+  try {
+    client.submit(cluster_fns::fail_on, 13).get();
+    check(false, "task error reaches get()");
+  } catch (const TaskError& e) {
+    check(std::string(e.what()).find("bad input 13") != std::string::npos, "task error reaches get()");
+  }
+}
+
+// Chains of slow tasks spread over the workers; one worker dies while they run.
+void survive_sigkill(Client& client, int victim) {
+  std::vector<Future<int>> heads;
+  for (int c = 0; c < 8; ++c) {
+    auto f = client.submit(cluster_fns::slow_inc, c * 100);
+    for (int k = 0; k < 9; ++k) f = client.submit(cluster_fns::slow_inc, f);
+    heads.push_back(f);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  fmt::print("killing worker pid {} mid-graph\n", victim);
+  std::fflush(stdout);
+  ::kill(victim, SIGKILL);
+  auto out = client.gather(heads);
+  bool right = true;
+  for (int c = 0; c < 8; ++c) right = right && out[c] == c * 100 + 10;
+  check(right, "every chain's result is right after a worker was SIGKILLed");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    fmt::print(stderr, "usage: daemon_client compute|sigkill SCHEDULER_FILE [PID]\n");
+    return 2;
+  }
+  const std::string mode = argv[1];
+  try {
+    auto client = Client::from_scheduler_file(argv[2]);
+    if (mode == "sigkill" && argc > 3) survive_sigkill(client, std::atoi(argv[3]));
+    compute(client);
+    client.shutdown();
+    fmt::print("client: done, {} failures\n", failures);
+    return failures ? 1 : 0;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "daemon_client: {}\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Daemons as separate processes, driven by a client process through a scheduler file.
+#   daemons_test.sh daemons|sigkill SCHEDULER_EXE WORKER_EXE PRELOAD_LIB CLIENT
+#     taskwire-scheduler + taskwire-worker processes (--preload); `sigkill`: the client
+#     SIGKILLs one worker mid-graph and must still get correct results
+#   daemons_test.sh door MPIEXEC TASKWIRE_MPI PRELOAD_LIB CLIENT
+#     mpiexec.mpich -n 3 taskwire-mpi: the client comes in through its TCP door
+# Every daemon left must exit 0 after the client's shutdown; nothing may be left running.
+set -uo pipefail
+mode=$1
+dir=$(mktemp -d /tmp/taskwire-daemons-XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$dir"; }
+trap cleanup EXIT
+fail() { echo "FAILED $*"; for f in "$dir"/*.log; do echo "--- $f"; cat "$f"; done; exit 1; }
+
+wait_for_file() {
+  for _ in $(seq 1 300); do [ -s "$1" ] && return 0; sleep 0.1; done
+  fail "no scheduler file after 30 s"
+}
+
+if [ "$mode" = door ]; then
+  mpiexec=$2 exe=$3 lib=$4 client=$5
+  MPIEXEC_TIMEOUT=90 "$mpiexec" -n 3 "$exe" --preload "$lib" --scheduler-file "$dir/s.json" \
+    --log-level info >"$dir/mpi.log" 2>&1 &
+  pids+=($!)
+  wait_for_file "$dir/s.json"
+  grep -q tcp:// "$dir/s.json" || fail "the scheduler file has no tcp:// door: $(cat "$dir/s.json")"
+  timeout 60 "$client" compute "$dir/s.json" || fail "client"
+  timeout 30 tail --pid="${pids[0]}" -f /dev/null || fail "taskwire-mpi still running 30 s after shutdown"
+  wait "${pids[0]}" || fail "taskwire-mpi exited $?"
+  echo "taskwire-mpi: every rank exited 0"
+  exit 0
+fi
+
+scheduler=$2 worker=$3 lib=$4 client=$5
+"$scheduler" --listen tcp://127.0.0.1:0 --scheduler-file "$dir/s.json" \
+  --heartbeat-timeout 5 >"$dir/scheduler.log" 2>&1 &
+pids+=($!)
+wait_for_file "$dir/s.json"
+for w in 1 2 3; do
+  "$worker" --scheduler-file "$dir/s.json" --preload "$lib" --name "w$w" \
+    --log-level info >"$dir/worker$w.log" 2>&1 &
+  pids+=($!)
+done
+for w in 1 2 3; do  # every worker registered
+  for _ in $(seq 1 100); do grep -q "taskwire-worker" "$dir/worker$w.log" && break; sleep 0.1; done
+done
+if [ "$mode" = sigkill ]; then
+  timeout 90 "$client" sigkill "$dir/s.json" "${pids[2]}" || fail "client"
+  survivors=("${pids[0]}" "${pids[1]}" "${pids[3]}")
+else
+  timeout 60 "$client" compute "$dir/s.json" || fail "client"
+  survivors=("${pids[@]}")
+fi
+for p in "${survivors[@]}"; do
+  timeout 20 tail --pid="$p" -f /dev/null || fail "pid $p still running 20 s after shutdown"
+  wait "$p" || fail "pid $p exited $?"
+done
+echo "every daemon exited 0"

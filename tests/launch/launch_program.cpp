@@ -1,0 +1,185 @@
+// A user program launched whole under `mpiexec.mpich -n N` by ctest (tests/launch), judged on
+// its exit status, time and output by run_expect.cmake:
+//   initialize mpi|tcp   dask_mpi style: rank 0 scheduler, rank 1 this program, 2.. workers
+//   pool mpi|tcp         static pool: rank 0 program + scheduler, 1.. workers
+//   both                 one launch, two clusters in turn (run_cluster over mpi, then tcp)
+//   crash|kill           a task aborts (SIGABRT) or SIGKILLs its worker rank mid-graph
+//   busy                 the program ends while tasks still run
+//   small                initialize with too few ranks (expects a clear error)
+//   quick mpi|tcp        initialize, one small computation (for repeated launches)
+// Prints "CHECKED <what>" for every check that passed and "FAILED <what>" otherwise.
+#include <taskwire/client/mpi/launch.hpp>
+#include <taskwire/runtime/function_registry.hpp>
+#include <taskwire/runtime/log.hpp>
+
+#include <boost/serialization/vector.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unistd.h>
+
+namespace launch_fns {
+int inc(int x) { return x + 1; }
+int add(int a, int b) { return a + b; }
+long total(std::vector<int> xs) { return std::accumulate(xs.begin(), xs.end(), 0L); }
+int fail_on_13(int x) {
+  if (x == 13) throw std::runtime_error("bad input 13");
+  return x;
+}
+int die(int how) {  // 1: abort, 2: SIGKILL
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  if (how == 1) std::abort();
+  ::kill(::getpid(), SIGKILL);
+  return how;
+}
+int nap(int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return ms;
+}
+int rank_of(int) {
+  const char* r = std::getenv("PMI_RANK");
+  return r ? std::atoi(r) : -1;
+}
+}  // namespace launch_fns
+
+TASKWIRE_REGISTER(launch_fns::inc);
+TASKWIRE_REGISTER(launch_fns::add);
+TASKWIRE_REGISTER(launch_fns::total);
+TASKWIRE_REGISTER(launch_fns::fail_on_13);
+TASKWIRE_REGISTER(launch_fns::die);
+TASKWIRE_REGISTER(launch_fns::nap);
+TASKWIRE_REGISTER(launch_fns::rank_of);
+
+namespace {
+
+using namespace taskwire;
+
+int failures = 0;
+
+void check(bool ok, const std::string& what) {
+  fmt::print("{} {}\n", ok ? "CHECKED" : "FAILED", what);
+  std::fflush(stdout);
+  if (!ok) ++failures;
+}
+
+// The computations every launch mode runs: dependencies across workers, a diamond, a fan-in,
+// a 10 000-task map, a task error reaching get(), and work spread over every worker rank.
+void compute(Client& client, const std::string& label, int workers) {
+  std::vector<int> xs(10'000);
+  std::iota(xs.begin(), xs.end(), 0);
+  auto ys = client.gather(client.map(launch_fns::inc, xs));
+  check(std::accumulate(ys.begin(), ys.end(), 0L) == 10'000L * 10'001 / 2, label + ": map of 10000");
+
+  auto a = client.submit(launch_fns::inc, 1);
+  auto b = client.submit(launch_fns::add, a, a);
+  auto c = client.submit(launch_fns::add, a, 10);
+  auto d = client.submit(launch_fns::add, b, c);
+  check(d.get() == (2 + 2) + (2 + 10), label + ": diamond");
+
+  std::vector<Future<int>> leaves;
+  for (int i = 0; i < 64; ++i) leaves.push_back(client.submit(launch_fns::inc, i));
+  while (leaves.size() > 1) {  // binary fan-in
+    std::vector<Future<int>> next;
+    for (std::size_t i = 0; i + 1 < leaves.size(); i += 2)
+      next.push_back(client.submit(launch_fns::add, leaves[i], leaves[i + 1]));
+    if (leaves.size() % 2) next.push_back(leaves.back());
+    leaves = std::move(next);
+  }
+  check(leaves.front().get() == 64 * 65 / 2, label + ": fan-in tree");
+
+  try {
+    client.submit(launch_fns::fail_on_13, 13).get();
+    check(false, label + ": task error reaches get()");
+  } catch (const TaskError& e) {
+    check(std::string(e.what()).find("bad input 13") != std::string::npos,
+          label + ": task error reaches get()");
+  }
+
+  std::vector<int> naps(8 * workers, 20);
+  auto ranks = client.gather(client.map(launch_fns::rank_of, naps));
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  check(static_cast<int>(ranks.size()) >= std::min(workers, 2), label + ": work on several worker ranks");
+}
+
+mpi::LaunchOptions options_for(const std::string& transport) {
+  mpi::LaunchOptions o;
+  o.transport = mpi::parse_transport(transport);
+  if (const char* lf = std::getenv("LAUNCH_LOG_FILE")) o.log_file = lf;
+  return o;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "initialize";
+  const std::string transport = argc > 2 ? argv[2] : "mpi";
+  if (mode == "quick") {
+    auto session = mpi::initialize(argc, argv, options_for(transport));
+    auto& client = session.client();
+    auto b = client.submit(launch_fns::add, client.submit(launch_fns::inc, 1), 40);
+    check(b.get() == 42, "quick: a dependency");
+    auto ys = client.gather(client.map(launch_fns::inc, std::vector<int>(100, 1)));
+    check(std::accumulate(ys.begin(), ys.end(), 0) == 200, "quick: map of 100");
+    session.shutdown();
+    fmt::print("rank {}: done, {} failures\n", session.rank(), failures);
+    return failures ? 1 : 0;
+  }
+  if (mode == "initialize" || mode == "pool" || mode == "small") {
+    auto session = mode == "pool" ? mpi::initialize_pool(argc, argv, options_for(transport))
+                                  : mpi::initialize(argc, argv, options_for(transport));
+    compute(session.client(), fmt::format("{} over {}", mode, transport), session.workers());
+    session.shutdown();
+    fmt::print("rank {}: done, {} failures\n", session.rank(), failures);
+    return failures ? 1 : 0;
+  }
+  if (mode == "both") {
+    runtime::MpiEnvironment env(argc, argv);
+    runtime::init_logging({"warn", "", env.rank()});
+    int rc = 0;
+    for (const char* t : {"mpi", "tcp", "mpi"}) {
+      rc |= mpi::run_cluster(env, options_for(t), mpi::Layout{0, 1}, [&](Client& client) {
+        compute(client, fmt::format("run_cluster over {}", t), env.size() - 2);
+      });
+    }
+    if (env.rank() == 1) fmt::print("rank 1: done, {} failures\n", failures);
+    return rc || failures ? 1 : 0;
+  }
+  if (mode == "crash" || mode == "kill") {
+    auto session = mpi::initialize(argc, argv, options_for(transport));
+    auto& client = session.client();
+    std::vector<int> work(200, 50);
+    auto running = client.map(launch_fns::nap, work);
+    fmt::print("rank 1: graph running, now a worker dies\n");
+    std::fflush(stdout);
+    client.submit(launch_fns::die, mode == "crash" ? 1 : 2).get();
+    client.gather(running);
+    fmt::print("FAILED the job should have ended\n");
+    return 1;
+  }
+  if (mode == "busy") {
+    auto session = mpi::initialize(argc, argv, options_for(transport));
+    std::vector<int> work(100, 100);
+    auto running = session.client().map(launch_fns::nap, work);
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    fmt::print("rank 1: leaving with work still running\n");
+    return 0;  // the session's destructor shuts the cluster down
+  }
+  fmt::print(stderr, "unknown mode '{}'\n", mode);
+  return 2;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "launch_program: {}\n", e.what());
+    return 3;
+  }
+}
