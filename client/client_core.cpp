@@ -96,6 +96,7 @@ void ClientCore::on_batch(const runtime::Message& m) {
         if (auto it = keys_.find(b.key); it != keys_.end()) {
           it->second.status = KeyStatus::memory;
           it->second.holders = std::move(b.holders);
+          if (r.frames().size() == 1) it->second.data = r.frames()[0];  // sent inline
         }
         break;
       }

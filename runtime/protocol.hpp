@@ -74,6 +74,8 @@ struct WhoHasReply {
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & request_id & who_has; }
 };
+/// Payload: none, or one frame holding the result itself when the worker sent it inline
+/// (small results, see TaskFinished): the client then needs no get_data round trip.
 struct KeyInMemory {
   Key key;
   std::uint64_t nbytes = 0;
@@ -94,6 +96,9 @@ struct RegisterWorker {
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & name & address & nthreads; }
 };
+/// Payload: none, or one frame holding the result when it is small (at most the worker's
+/// inline_result_bytes); the scheduler forwards it, unread, with key_in_memory to the
+/// clients that want the key, and keeps nothing.
 struct TaskFinished {
   Key key;
   std::uint64_t nbytes = 0;

@@ -10,9 +10,16 @@ namespace taskwire::scheduler {
 
 bool SchedulerState::queuing_enabled() const { return std::isfinite(options_.worker_saturation); }
 
-int SchedulerState::task_slots(const WorkerState* ws) const {
-  const int capacity =
-      std::max(1, static_cast<int>(std::ceil(options_.worker_saturation * ws->nthreads)));
+int SchedulerState::task_slots(const WorkerState* ws, const TaskState* next) const {
+  int capacity = std::max(1, static_cast<int>(std::ceil(options_.worker_saturation * ws->nthreads)));
+  if (next && options_.short_task_cover_seconds > 0) {
+    // Known-short tasks: cover the refill round trip (expected_duration is the default, long,
+    // until the function reported a duration).
+    const double per_thread = options_.short_task_cover_seconds /
+                              std::max(expected_duration(next->function), 1e-9);
+    const double most = static_cast<double>(options_.max_short_task_slots);
+    capacity = std::max(capacity, static_cast<int>(std::min(per_thread, most)) * ws->nthreads);
+  }
   return capacity - static_cast<int>(ws->processing.size());
 }
 
@@ -33,12 +40,12 @@ std::int64_t SchedulerState::size_of(const TaskState* ts) const {
   return ts->nbytes >= 0 ? ts->nbytes : options_.default_nbytes;
 }
 
-WorkerState* SchedulerState::decide_root_worker() const {
+WorkerState* SchedulerState::decide_root_worker(const TaskState* ts) const {
   // The least busy worker with a free slot; it ignores data location, as roots have none.
   WorkerState* best = nullptr;
   double best_load = 0;
   for (const auto& [address, ws] : workers_) {
-    if (task_slots(ws.get()) <= 0) continue;
+    if (task_slots(ws.get(), ts) <= 0) continue;
     const double load = static_cast<double>(ws->processing.size()) / ws->nthreads;
     if (!best || load < best_load) {
       best = ws.get();
@@ -145,11 +152,12 @@ void SchedulerState::schedule_queued() {
   // Dask's stimulus_queue_slots_maybe_opened: fill the free slots, best priority first.
   if (queued_.empty()) return;
   long slots = 0;
-  for (const auto& [address, ws] : workers_) slots += std::max(0, task_slots(ws.get()));
+  for (const auto& [address, ws] : workers_)
+    slots += std::max(0, task_slots(ws.get(), *queued_.begin()));
   for (; slots > 0 && !queued_.empty(); --slots) {
-    WorkerState* ws = decide_root_worker();
-    if (!ws) break;
     TaskState* ts = *queued_.begin();
+    WorkerState* ws = decide_root_worker(ts);
+    if (!ws) break;
     queued_.erase(queued_.begin());
     add_to_processing(ts, ws);
     log_transition(ts, TaskStatus::queued);

@@ -191,7 +191,8 @@ std::string SchedulerState::validate() const {
     if (counted != static_cast<int>(ws->processing.size()) || fetch != ws->fetch_bytes) {
       return fmt::format("worker {} occupancy bookkeeping is off", address);
     }
-    if (queuing_enabled()) free_slots += std::max(0, task_slots(ws.get()));
+    if (queuing_enabled())
+      free_slots += std::max(0, task_slots(ws.get(), queued_.empty() ? nullptr : *queued_.begin()));
   }
   for (const auto& [id, cs] : clients_) {
     for (const TaskState* ts : cs->wants_what) {

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 namespace taskwire::scheduler {
@@ -44,6 +45,9 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   asio::steady_timer heartbeat_timer, shutdown_timer;
   Clock::time_point t0 = Clock::now();
   std::vector<PeerPtr> touched;
+  // The result a worker sent inline with the task_finished being handled: forwarded with
+  // the key_in_memory reports that event causes, then dropped (the scheduler keeps no data).
+  std::optional<std::pair<protocol::Key, runtime::Frame>> inline_result;
   std::promise<void> finished;
   bool stopping = false, done = false;
 
@@ -118,10 +122,14 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     if (auto* out = out_to(peer_of(workers, c.worker))) out->add(Op::close_worker, protocol::Empty{});
   }
   void emit(ReportKeyInMemory& r) {
-    if (auto* out = out_to(peer_of(clients, r.client)))
-      out->add(Op::key_in_memory,
-               protocol::KeyInMemory{r.key, static_cast<std::uint64_t>(std::max<std::int64_t>(r.nbytes, 0)),
-                                     state.who_has(r.key)});
+    auto* out = out_to(peer_of(clients, r.client));
+    if (!out) return;
+    std::vector<runtime::Frame> payload;
+    if (inline_result && inline_result->first == r.key) payload.push_back(inline_result->second);
+    out->add(Op::key_in_memory,
+             protocol::KeyInMemory{r.key, static_cast<std::uint64_t>(std::max<std::int64_t>(r.nbytes, 0)),
+                                   state.who_has(r.key)},
+             std::move(payload));
   }
   void emit(ReportTaskErred& r) {
     if (auto* out = out_to(peer_of(clients, r.client)))
@@ -184,8 +192,11 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
           break;
         case Op::task_finished: {
           auto b = r.body<protocol::TaskFinished>();
-          handle(TaskFinished{require_worker(p, "task_finished"), b.key,
+          auto worker = require_worker(p, "task_finished");
+          if (r.frames().size() == 1) inline_result.emplace(b.key, r.frames()[0]);
+          handle(TaskFinished{std::move(worker), std::move(b.key),
                               static_cast<std::int64_t>(b.nbytes), b.duration_s, ""});
+          inline_result.reset();
           break;
         }
         case Op::task_erred: {

@@ -10,7 +10,8 @@
 // the time to fetch the dependency bytes it lacks (bandwidth); in practice the worker holding
 // most dependency bytes unless it is much busier. Root tasks (no dependencies) are queued on
 // the scheduler and released to the least loaded worker that has fewer than
-// ceil(nthreads * worker_saturation) tasks processing.
+// ceil(nthreads * worker_saturation) tasks processing (more for short tasks, see
+// SchedulerOptions::short_task_cover_seconds).
 #include <taskwire/scheduler/events.hpp>
 #include <taskwire/scheduler/instructions.hpp>
 #include <taskwire/scheduler/records.hpp>
@@ -35,6 +36,13 @@ struct SchedulerOptions {
   /// (Dask's distributed.scheduler.worker-saturation). Infinity disables queuing: root tasks
   /// are then placed at once by occupancy.
   double worker_saturation = 1.1;
+  /// Short root tasks get more slots than worker_saturation gives: enough to keep each thread
+  /// busy for this many seconds by their expected duration, so that a worker does not idle
+  /// for a scheduler round trip after every couple of microsecond-long tasks (Dask would
+  /// have work stealing and a slower worker for that). 0 disables.
+  double short_task_cover_seconds = 0.002;
+  /// The most slots per thread short tasks can get that way.
+  int max_short_task_slots = 64;
   /// How many workers may die while running a task before the next such death errs it
   /// (Dask's distributed.scheduler.allowed-failures, whose default is 3). Default 2: a task
   /// errs when the third worker running it dies. Expected removals do not count.
@@ -156,10 +164,11 @@ class SchedulerState {
   // placement (placement.cpp)
   bool queuing_enabled() const;
   bool is_root(const TaskState* ts) const { return ts->dependencies.empty(); }
-  int task_slots(const WorkerState* ws) const;
+  /// Free slots on `ws` for root task `next` (null: ignore its expected duration).
+  int task_slots(const WorkerState* ws, const TaskState* next) const;
   double occupancy(const WorkerState* ws) const;
   std::int64_t size_of(const TaskState* ts) const;
-  WorkerState* decide_root_worker() const;
+  WorkerState* decide_root_worker(const TaskState* ts) const;
   WorkerState* decide_worker(const TaskState* ts);
   void add_to_processing(TaskState* ts, WorkerState* ws);
   WorkerState* exit_processing(TaskState* ts);  ///< nullptr if its worker was removed

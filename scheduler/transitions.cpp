@@ -80,7 +80,7 @@ bool SchedulerState::transition_step(TaskState* ts, TaskStatus finish) {
       return false;
     case S::queued:
       if (finish == S::processing) {
-        if (WorkerState* ws = decide_root_worker()) {
+        if (WorkerState* ws = decide_root_worker(ts)) {
           queued_.erase(ts);
           add_to_processing(ts, ws);
         }
@@ -175,7 +175,7 @@ void SchedulerState::dispatch_ready(TaskState* ts) {
     return;
   }
   if (is_root(ts) && queuing_enabled()) {
-    if (WorkerState* ws = decide_root_worker()) {
+    if (WorkerState* ws = decide_root_worker(ts)) {
       add_to_processing(ts, ws);
     } else {
       ts->state = S::queued;

@@ -289,13 +289,13 @@ void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message)
 }
 
 template <class T>
-void Worker::Impl::to_scheduler(protocol::Op op, const T& body) {
+void Worker::Impl::to_scheduler(protocol::Op op, const T& body, std::vector<runtime::Frame> payload) {
   if (closing_) return;
   if (!flush_posted_) {
     flush_posted_ = true;
     asio::post(strand_, [self = shared_from_this()] { self->flush(); });
   }
-  outbox_.add(op, body);
+  outbox_.add(op, body, std::move(payload));
 }
 
 void Worker::Impl::flush() {
@@ -330,8 +330,12 @@ void Worker::Impl::run(Instructions instructions) {
             [this](Execute& i) { execute(std::move(i)); },
             [this](GatherDep& i) { gather(std::move(i)); },
             [this](SendTaskFinished& i) {
+              std::vector<runtime::Frame> inline_result;
+              if (i.nbytes <= options_.inline_result_bytes)
+                if (auto frame = data_->get(i.key)) inline_result.push_back(std::move(*frame));
               to_scheduler(Op::task_finished,
-                           protocol::TaskFinished{i.key, i.nbytes, i.duration_s});
+                           protocol::TaskFinished{i.key, i.nbytes, i.duration_s},
+                           std::move(inline_result));
             },
             [this](SendTaskErred& i) {
               to_scheduler(Op::task_erred, protocol::TaskErred{i.key, i.message});

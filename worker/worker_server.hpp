@@ -42,6 +42,10 @@ struct WorkerOptions {
   std::chrono::milliseconds peer_connect_timeout{0};
   /// Peers fetched from at once (see WorkerStateOptions::max_gather_peers).
   std::size_t max_gather_peers = 4;
+  /// Results of at most this many bytes travel inline with task_finished (the scheduler
+  /// forwards them to the clients that want them, saving their get_data round trip);
+  /// larger ones stay here until fetched. 0 sends none inline.
+  std::size_t inline_result_bytes = 64 * 1024;
 };
 
 /// How the worker ended.

@@ -56,7 +56,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   void run(Instructions instructions);
   void execute(Execute task);
   template <class T>
-  void to_scheduler(protocol::Op op, const T& body);
+  void to_scheduler(protocol::Op op, const T& body, std::vector<runtime::Frame> payload = {});
   void flush();
   void schedule_heartbeat();
   void begin_close(std::string reason, bool clean);

@@ -69,6 +69,10 @@ TEST_CASE("cluster: submit, dependencies across workers and gather", "[cluster]"
   auto b = client.submit(cluster_fns::add, a, 10);
   CHECK(b.get() == 12);
   CHECK(client.submit(cluster_fns::greet, "taskwire").get() == "hello taskwire");
+  // Small results come inline with key_in_memory; one above the workers' inline limit
+  // (64 KiB) is fetched from its worker with get_data.
+  const std::string big(100'000, 'x');
+  CHECK(client.submit(cluster_fns::greet, big).get() == "hello " + big);
 
   // Diamond: x -> (y, z) -> w
   auto x = client.submit(cluster_fns::inc, 0);

@@ -211,6 +211,29 @@ TEST_CASE("scheduler: root tasks beyond ceil(nthreads * 1.1) per worker wait in 
   CHECK(h.s.processing("tcp://a:1") == std::vector<std::string>{"r2", "r3", "r4"});
 }
 
+TEST_CASE("scheduler: known-short root tasks get enough slots to cover a round trip",
+          "[scheduler]") {
+  std::vector<TaskSpec> roots;
+  for (int i = 0; i < 40; ++i) roots.push_back(task(fmt::format("r{}", i)));
+  auto processing_after_first = [&](SchedulerOptions options, double duration) {
+    Harness h(options);
+    h.add_worker("tcp://a:1", 2);
+    CHECK(computed(h.submit(roots)).size() == 3);  // duration unknown: ceil(2 * 1.1)
+    h.finish("r0", 8, duration);
+    CHECK(h.s.validate().empty());
+    return h.s.processing("tcp://a:1").size();
+  };
+  const SchedulerOptions cover{.short_task_cover_seconds = 0.5, .max_short_task_slots = 8};
+  // 0.5 s each covers 0.5 s with 1 task per thread: no more than worker_saturation gives.
+  CHECK(processing_after_first(cover, 0.5) == 3);
+  // 0.125 s each: 4 per thread.
+  CHECK(processing_after_first(cover, 0.125) == 8);
+  // Microseconds each: capped at 8 per thread.
+  CHECK(processing_after_first(cover, 1e-6) == 16);
+  // 0 disables it.
+  CHECK(processing_after_first({.short_task_cover_seconds = 0}, 1e-6) == 3);
+}
+
 TEST_CASE("scheduler: ready dependents run before more queued root tasks", "[scheduler]") {
   Harness h;
   h.add_worker("tcp://a:1");  // 2 slots

@@ -28,6 +28,7 @@ struct ReceivedOp {
   protocol::TaskFinished finished;
   protocol::TaskErred erred;
   protocol::MissingData missing;
+  std::vector<runtime::Frame> frames;  ///< the operation's payload (an inline result)
 };
 
 /// One accepted comm, read continuously on its own strand.
@@ -93,6 +94,7 @@ class Mailbox : public std::enable_shared_from_this<Mailbox> {
         runtime::for_each_op(m, [&](runtime::OpReader& r) {
           ReceivedOp op;
           op.op = r.op();
+          op.frames.assign(r.frames().begin(), r.frames().end());
           switch (r.op()) {
             case Op::register_worker: op.registered = r.body<protocol::RegisterWorker>(); break;
             case Op::task_finished: op.finished = r.body<protocol::TaskFinished>(); break;

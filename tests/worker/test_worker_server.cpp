@@ -118,6 +118,9 @@ TEST_CASE("worker server: tasks run, dependencies move worker to worker, errors 
   CHECK(fin->finished.key == "inc-1");
   CHECK(fin->finished.nbytes == runtime::to_frame(42).size());
   CHECK(fin->finished.duration_s >= 0);
+  // A small result travels inline with task_finished (and stays held for dependents).
+  REQUIRE(fin->frames.size() == 1);
+  CHECK(runtime::from_frame<int>(fin->frames[0]) == 42);
   REQUIRE(w1->data().get("inc-1"));
   CHECK(runtime::from_frame<int>(*w1->data().get("inc-1")) == 42);
 
