@@ -19,17 +19,21 @@ class Frame {
  public:
   Frame() = default;
   /// Takes ownership of `bytes` (no copy).
-  explicit Frame(std::vector<char> bytes)
-      : buf_(std::make_shared<const std::vector<char>>(std::move(bytes))) {}
+  explicit Frame(std::vector<char> bytes) : size_(bytes.size()) {
+    auto v = std::make_shared<const std::vector<char>>(std::move(bytes));
+    data_ = std::shared_ptr<const char>(v, v->data());
+  }
   explicit Frame(std::string_view s) : Frame(std::vector<char>(s.begin(), s.end())) {}
 
-  /// Allocates an uninitialised-size buffer of `n` bytes; fill it through `mutable_data()`
-  /// before sharing the frame. Used by receivers that read straight into the frame.
+  /// Allocates an uninitialised buffer of `n` bytes (not zero-filled: a receiver overwrites
+  /// it, and zero-filling 16 MiB costs milliseconds); fill it through `mutable_data()` before
+  /// sharing the frame. Used by receivers that read straight into the frame.
   static Frame allocate(std::size_t n) {
     Frame f;
-    auto v = std::make_shared<std::vector<char>>(n);
-    f.mut_ = v.get();
-    f.buf_ = std::move(v);
+    auto p = std::make_shared_for_overwrite<char[]>(n);
+    f.mut_ = p.get();
+    f.data_ = std::shared_ptr<const char>(std::move(p), f.mut_);
+    f.size_ = n;
     return f;
   }
   static Frame copy_of(const void* p, std::size_t n) {
@@ -38,15 +42,16 @@ class Frame {
     return f;
   }
 
-  const char* data() const noexcept { return buf_ ? buf_->data() : nullptr; }
-  char* mutable_data() noexcept { return mut_ ? mut_->data() : nullptr; }
-  std::size_t size() const noexcept { return buf_ ? buf_->size() : 0; }
+  const char* data() const noexcept { return data_.get(); }
+  char* mutable_data() noexcept { return mut_; }
+  std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size() == 0; }
   std::string_view view() const noexcept { return {data(), size()}; }
 
  private:
-  std::shared_ptr<const std::vector<char>> buf_;
-  std::vector<char>* mut_ = nullptr;  // only set by allocate(); the writer fills it once
+  std::shared_ptr<const char> data_;
+  std::size_t size_ = 0;
+  char* mut_ = nullptr;  // only set by allocate(); the writer fills it once
 };
 
 struct Message {

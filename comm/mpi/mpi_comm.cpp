@@ -13,6 +13,19 @@ MpiComm::~MpiComm() {
 }
 
 void MpiComm::async_read(ReadHandler handler) {
+  if (strand_.running_in_this_thread()) {
+    // The usual case, a read handler reading on: arm the read here, post only if it can
+    // complete now (a handler never runs inside the initiating call).
+    if (pending_read_) {
+      asio::post(strand_, [h = std::move(handler)] { h(make_error_code(errc::protocol), Message{}); });
+      return;
+    }
+    pending_read_ = std::move(handler);
+    reading_ = shared_from_this();
+    if (!inbox_.empty() || aborted_ || end_ || local_closed_)
+      asio::post(strand_, [self = shared_from_this()] { self->flush_read(); });
+    return;
+  }
   asio::post(strand_, [self = shared_from_this(), h = std::move(handler)]() mutable {
     if (self->pending_read_) {
       return h(make_error_code(errc::protocol), Message{});  // contract: one read at a time

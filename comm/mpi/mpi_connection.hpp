@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -92,6 +93,10 @@ struct Connection {
   std::weak_ptr<MpiComm> comm;
   std::shared_ptr<MpiComm> pending_comm;  ///< C side: held until ACCEPT hands it out
   RawConnectHandler on_connect;           ///< C side, until ACCEPT/REFUSED/failure
+
+  /// Completions for the comm's strand, in order; one run of them is scheduled at a time.
+  std::vector<std::function<void()>> outbox;
+  bool outbox_scheduled = false;
 
   std::deque<OutMessage> sendq;
   std::deque<InMessage> recvq;

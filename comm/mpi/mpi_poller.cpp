@@ -200,12 +200,46 @@ void MpiPoller::abort(const ConnectionPtr& c) noexcept {
 
 // ---- the turn --------------------------------------------------------------------------
 
-TurnResult MpiPoller::turn() {
-  Locked lock(*this);
-  if (drained_) return {false, false, true};
+thread_local std::vector<MpiPoller::Delivery>* MpiPoller::t_deliveries_ = nullptr;
+thread_local const asio::execution_context* MpiPoller::t_context_ = nullptr;
+thread_local std::uint64_t MpiPoller::t_outbox_runs_ = 0;
+
+TurnResult MpiPoller::turn(const asio::execution_context* here) {
+  std::vector<Delivery> ready;
+  struct Scope {  // deliveries go to `ready` for the whole turn, dispatch included
+    std::vector<Delivery>* saved_d = t_deliveries_;
+    const asio::execution_context* saved_c = t_context_;
+    ~Scope() {
+      t_deliveries_ = saved_d;
+      t_context_ = saved_c;
+    }
+  } scope;
+  t_deliveries_ = here ? &ready : nullptr;
+  t_context_ = here;
   TurnResult r;
-  r.progress = turn_locked();
-  r.busy = !requests_.empty();
+  {
+    Locked lock(*this);
+    if (drained_) return {false, false, true};
+    r.progress = turn_locked();
+    r.busy = !requests_.empty();
+  }
+  // Each is a connection's run_outbox(): inline when its strand is free, else queued behind
+  // what the strand holds. That saves the io_context a pass per message, which on this VM
+  // costs an epoll_wait system call (1.8 us). Handlers run here may queue more (the
+  // completion of a write they start): those follow, after the handler returned. If one
+  // throws, the rest are posted.
+  for (std::size_t i = 0; i < ready.size(); ++i) {
+    Delivery d = std::move(ready[i]);
+    const auto runs = t_outbox_runs_;
+    try {
+      asio::dispatch(d.strand, std::move(d.f));
+    } catch (...) {
+      t_deliveries_ = nullptr;
+      for (++i; i < ready.size(); ++i) asio::post(ready[i].strand, std::move(ready[i].f));
+      throw;
+    }
+    if (t_outbox_runs_ == runs) r.deferred = true;
+  }
   return r;
 }
 
@@ -429,8 +463,44 @@ void MpiPoller::fail_queued_writes(const ConnectionPtr& c, error_code ec, bool i
 // ---- lifecycle of connections ----------------------------------------------------------
 
 void MpiPoller::post(const ConnectionPtr& c, std::function<void()> f) {
-  if (c->strand && c->owner && *c->owner) asio::post(*c->strand, std::move(f));
-  else graveyard_.push_back(std::move(f));
+  if (!c->strand || !c->owner || !*c->owner) return graveyard_.push_back(std::move(f));
+  // Completions go through the connection's outbox, so they run in the order they were
+  // queued however the outbox run is scheduled (posted, or dispatched after a turn).
+  c->outbox.push_back(std::move(f));
+  if (c->outbox_scheduled) return;
+  c->outbox_scheduled = true;
+  auto run = [self = shared_from_this(), c] { self->run_outbox(c); };
+  // Dispatched after the turn only on the driver's own io_context: that one outlives the
+  // turn (its thread is in it); another backend's may be stopped once the lock is released.
+  if (t_deliveries_ &&
+      &asio::query(c->strand->get_inner_executor(), asio::execution::context) == t_context_)
+    t_deliveries_->push_back({*c->strand, std::move(run)});
+  else
+    asio::post(*c->strand, std::move(run));
+}
+
+void MpiPoller::run_outbox(const ConnectionPtr& c) {
+  ++t_outbox_runs_;
+  std::vector<std::function<void()>> batch;
+  {
+    Locked lock(*this);
+    batch.swap(c->outbox);
+    c->outbox_scheduled = false;
+  }
+  std::size_t i = 0;
+  try {
+    for (; i < batch.size(); ++i) batch[i]();
+  } catch (...) {
+    // A throwing handler: what follows it still runs, later, in order.
+    Locked lock(*this);
+    c->outbox.insert(c->outbox.begin(), std::make_move_iterator(batch.begin() + i + 1),
+                     std::make_move_iterator(batch.end()));
+    if (!c->outbox.empty() && !c->outbox_scheduled) {
+      c->outbox_scheduled = true;
+      asio::post(*c->strand, [self = shared_from_this(), c] { self->run_outbox(c); });
+    }
+    throw;
+  }
 }
 
 void MpiPoller::detach_owner(const std::shared_ptr<bool>& owner) noexcept {
@@ -442,6 +512,10 @@ void MpiPoller::detach_owner(const std::shared_ptr<bool>& owner) noexcept {
     for (auto& [key, c] : routes_)
       if (c->owner == owner) mine.push_back(c);
     for (auto& c : mine) {
+      // Nothing runs for this owner any more: what it did not run yet goes (it may hold the
+      // comm, which holds the connection).
+      for (auto& f : c->outbox) graveyard_.push_back(std::move(f));
+      c->outbox.clear();
       if (c->state == Connection::State::connecting) fail_connect(c, make_error_code(errc::aborted));
       if (c->aborted || drained_) continue;
       c->aborted = true;

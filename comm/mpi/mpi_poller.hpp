@@ -6,28 +6,37 @@
 //   2. drains incoming messages with matched probes on any source and tag (MPI_Improbe +
 //      MPI_Imrecv: no probe/receive race) and routes each by (source, tag) to its connection,
 // and sends are started at once by the writing thread (MPI_Isend, or MPI_Isend_c for chunks
-// above INT_MAX). Completions go to each comm's strand with asio::post; no handler runs under
-// the poller's lock. State and MPI calls are serialised by runtime::MpiEnvironment::mutex().
+// above INT_MAX). Completions are queued per connection (Connection::outbox, run in order on
+// the comm's strand); no handler runs under the poller's lock. State and MPI calls are
+// serialised by runtime::MpiEnvironment::mutex().
 //
 // Where the poller runs (decided by measurement): as a PollDriver handler on each
-// MpiBackend's io_context that re-posts itself while busy and sleeps on a steady_timer when
+// MpiBackend's io_context that polls in bursts (kBurst) and sleeps on a steady_timer when
 // idle; a local write wakes it at once. The alternative, a thread of its own handing
 // completions to Asio, costs a cross-thread wake-up per message.
-// Measured with tests/comm/mpi/mpi_pingpong.cpp (`mpiexec.mpich -n 2 mpi_pingpong`, round
-// trips in us, median of 5 batches; MPICH 4.0.2 ch4:ucx, no UCX settings needed) on this
-// 2-core VM, BUT with the load average at 9-11 from other builds, so absolute figures are
-// 5-10x what a quiet machine gives (raw MPI 8 B was 1.3 us quiet, 7-11 us here):
-//                  8 B    1 KiB   64 KiB    1 MiB   16 MiB
-//   raw MPI       11.0     13.6    221     3040    19606
-//   (a) io_ctx    94.0    217     1316     1681     8585   idle 3.0 % of a core
-//   (b) thread   745      541      274      623    17216   idle 2.1-2.3 %
-//   TCP backend  126      167      410     2631    52310
-// (a) after keeping the poller spinning while a rendezvous is in flight (kBusySpin):
-//   raw 7.1 / 14.0 / 158 / 2166 / 27832; mpi 91 / 84 / 225 / 1574 / 30696;
-//   tcp 98 / 99 / 175 / 1185 / 48530; idle 3.5-4.1 %.
-// So (a): (b) pays a cross-thread wake-up per message, 8x worse at 8 B when cores are
-// oversubscribed. None of the latency/idle targets could be checked on a quiet machine in
-// this session; re-measure with the same tool (TASKWIRE_MPI_POLL_THREAD=1 selects (b)).
+//
+// Where a small round trip's time went (issue 3; this VM is a PVM guest where every system
+// call costs ~1.7 us and a timer sleep/wake-up ~30 us of CPU): the io_context pass between
+// poll turns (asio's scheduler runs epoll_wait(0) once per pass through its queue) and the
+// posts of each completion and of each read, i.e. ~3 system calls per one-way message.
+// So now: turns run back to back inside one handler for up to kBurst; completions for comms
+// on the driver's own io_context are dispatched right after the turn (inline when their
+// strand is free) and so are the completions of writes those handlers start; async_read
+// from the comm's own strand arms the read without a post; polling goes on for
+// kSpinAfterProgress after any progress; Frame::allocate no longer zero-fills.
+// Measured with `mpiexec.mpich -n 2 taskwire-bench latency -b mpi,raw-mpi,tcp` (p50, us) on
+// this 2-core VM with other agents' builds running (load average 7-10): whenever a third
+// process competes for the two cores, every polling rank (raw MPI too) falls into
+// millisecond round trips and TCP (whose receiver the kernel wakes) wins; figures are from
+// moments both ranks had a core:
+//                           8 B    4 KiB   64 KiB
+//   before: mpi            10.2-10.7  13.1  (32 KiB 28.5)   raw MPI 1.1, tcp 25-32
+//   after:  mpi             2.4-2.8   3.9-4.3                raw MPI 0.34-0.40 (1.1 at
+//                                                            other moments), tcp 28-30
+// Idle rank: each timer wake-up costs ~30 us of CPU here (the task switch), so the 1 ms cap
+// alone is ~3 %: after kDeepIdleAfter of silence the sleep may grow to kDeepIdleFactor x the
+// cap (measured 1.4-2.4 % idle with it, 2.6-4.2 % without, same load).
+// TASKWIRE_MPI_POLL_THREAD=1 selects the poller-thread variant for comparison.
 //
 // Idle backoff after mpi4py.futures' Backoff (runtime::MpiBackoff): reset on any progress or
 // local send; config.mpi.spin_polls quick polls, then sleeps doubling from 1 us to
@@ -68,6 +77,7 @@ struct TurnResult {
   bool progress = false;  ///< something completed or arrived
   bool busy = false;      ///< requests are in flight
   bool finished = false;  ///< shut down: the driver can stop
+  bool deferred = false;  ///< a completion could not run inline: let the io_context run
 };
 
 class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
@@ -75,6 +85,13 @@ class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
   using Clock = std::chrono::steady_clock;
   static constexpr std::chrono::microseconds kBusySleepCap{50};
   static constexpr std::chrono::microseconds kBusySpin{2000};
+  /// Polling goes on (no sleep) this long after any progress or local send.
+  static constexpr std::chrono::microseconds kSpinAfterProgress{100};
+  /// Longest run of back-to-back polls inside one handler of the driver.
+  static constexpr std::chrono::microseconds kBurst{20};
+  /// After this long without progress the idle sleep may grow to kDeepIdleFactor x the cap.
+  static constexpr std::chrono::milliseconds kDeepIdleAfter{1000};
+  static constexpr int kDeepIdleFactor = 3;
 
   /// The process's poller, created on first use; null when no MpiEnvironment is alive.
   static std::shared_ptr<MpiPoller> instance();
@@ -110,8 +127,11 @@ class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
   /// The comm's reader caught up with a connection that was holding messages back.
   void resume(const ConnectionPtr& c);
 
-  /// One poll turn (for PollDriver).
-  TurnResult turn();
+  /// One poll turn (for PollDriver). Completions for comms whose strand runs on `here` (the
+  /// io_context of the calling driver, which runs in this thread) are dispatched after the
+  /// lock is released, so they run inline when their strand is free; so are completions
+  /// of what those handlers start (a write's). The rest are posted.
+  TurnResult turn(const asio::execution_context* here = nullptr);
   void attach(PollDriver* driver);
   void detach(PollDriver* driver) noexcept;
 
@@ -144,8 +164,16 @@ class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
     MpiPoller& p_;
     Lock lock_;
   };
-  /// Posts `f` to the connection's strand, or buries it if its owner is gone.
+  /// A completion found during a driver's turn, dispatched once the lock is released.
+  struct Delivery {
+    asio::strand<asio::any_io_executor> strand;
+    std::function<void()> f;
+  };
+  /// Queues `f` for the connection's strand (see run_outbox), or buries it if its owner is
+  /// gone.
   void post(const ConnectionPtr& c, std::function<void()> f);
+  /// On the connection's strand: runs what post() queued, in order.
+  void run_outbox(const ConnectionPtr& c);
 
   bool turn_locked();
   bool complete_requests();
@@ -205,6 +233,10 @@ class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
   std::vector<MPI_Status> statuses_;
   std::vector<PollDriver*> drivers_;
   std::vector<std::function<void()>> graveyard_;
+  /// The running driver turn's deliveries, on its thread (see turn()).
+  static thread_local std::vector<Delivery>* t_deliveries_;
+  static thread_local const asio::execution_context* t_context_;
+  static thread_local std::uint64_t t_outbox_runs_;  ///< run_outbox() calls on this thread
   runtime::Limits default_limits_;
 };
 
@@ -230,7 +262,9 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   std::shared_ptr<MpiPoller> poller_;
   asio::strand<asio::any_io_executor> strand_;
   asio::steady_timer timer_;
+  const asio::execution_context* context_;  ///< the io_context the driver runs on
   runtime::MpiBackoff backoff_;
+  std::chrono::microseconds deep_sleep_;
   MpiPoller::Clock::time_point last_progress_{};
   std::atomic<bool> stopped_{false}, sleeping_{false}, kicked_{false};
   bool own_thread_;
