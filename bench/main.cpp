@@ -1,6 +1,8 @@
 // taskwire-bench: measures the comm backends (and, as they land, the runtime) against raw
 // baselines in the same run. `taskwire-bench --help` lists the subcommands.
 #include "bench/array.hpp"
+#include "bench/bandwidth.hpp"
+#include "bench/idle.hpp"
 #include "bench/latency.hpp"
 #include "bench/tasks.hpp"
 
@@ -35,6 +37,24 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+/// "4096", "64K", "16M", "1G" (binary multiples) -> bytes.
+std::size_t parse_bytes(const std::string& s) {
+  std::size_t used = 0;
+  const auto n = std::stoull(s, &used);
+  const std::string unit = s.substr(used);
+  if (unit.empty() || unit == "B") return n;
+  if (unit == "K" || unit == "KiB") return n << 10;
+  if (unit == "M" || unit == "MiB") return n << 20;
+  if (unit == "G" || unit == "GiB") return n << 30;
+  throw std::invalid_argument("bad size '" + s + "' (bytes, or with K, M, G)");
+}
+
+std::vector<std::size_t> parse_sizes(const std::string& s) {
+  std::vector<std::size_t> out;
+  for (const auto& item : split(s)) out.push_back(parse_bytes(item));
+  return out;
+}
+
 /// Parses a subcommand's options and sets up logging; false when --help was printed.
 bool parse_options(const std::vector<std::string>& args, const po::options_description& desc,
                    const std::string& level) {
@@ -59,7 +79,7 @@ int latency_main(const std::vector<std::string>& args) {
       "backend,b", po::value(&backends)->default_value(backends),
       "comma-separated: tcp, raw-tcp, inproc; under mpiexec.mpich -n 2 (or more): mpi, raw-mpi, "
       "tcp, raw-tcp between ranks 0 and 1")(
-      "sizes", po::value(&sizes), "comma-separated message sizes in bytes (default 8 B .. 16 MiB, x8)")(
+      "sizes", po::value(&sizes), "comma-separated message sizes in bytes, or with K, M (default 8 B .. 16 MiB, x8)")(
       "iterations", po::value(&o.max_iterations)->default_value(o.max_iterations),
       "at most this many round trips per size")(
       "seconds-per-size", po::value(&o.seconds_per_size)->default_value(o.seconds_per_size),
@@ -70,9 +90,7 @@ int latency_main(const std::vector<std::string>& args) {
       "log-level", po::value(&level)->default_value(level), "trace .. off");
   if (!parse_options(args, desc, level)) return 0;
   o.backends = split(backends);
-  if (sizes.empty()) o.sizes = default_sizes();
-  else
-    for (const auto& s : split(sizes)) o.sizes.push_back(std::stoull(s));
+  o.sizes = sizes.empty() ? default_sizes() : parse_sizes(sizes);
   return bench::run_latency(o);
 }
 
@@ -81,13 +99,16 @@ int tasks_main(const std::vector<std::string>& args) {
   std::string backends = "tcp", level = "warn";
   po::options_description desc(
       "taskwire-bench tasks: scheduler + single-thread workers + client on this machine;\n"
-      "independent tasks via map, a chain of dependent submits, and submit().get() round trips.\n\n"
+      "independent tasks via map, a chain of dependent submits, a fan-in tree reduce and\n"
+      "submit().get() round trips.\n\n"
       "Options");
   desc.add_options()("help,h", "show this help")(
       "backend,b", po::value(&backends)->default_value(backends), "comma-separated: tcp, inproc")(
       "workers", po::value(&o.workers)->default_value(o.workers), "single-thread workers")(
       "independent", po::value(&o.independent)->default_value(o.independent), "tasks in the map workload")(
       "chain", po::value(&o.chain)->default_value(o.chain), "links in the chain workload")(
+      "fan-in", po::value(&o.fan_in)->default_value(o.fan_in),
+      "leaves of the fan-in workload (then a binary tree of adds; 0 skips it)")(
       "roundtrips", po::value(&o.roundtrips)->default_value(o.roundtrips), "submit().get() repetitions")(
       "repeats", po::value(&o.repeats)->default_value(o.repeats), "runs per workload (median reported)")(
       "csv", po::value(&o.csv), "append rows backend,workload,tasks,seconds,tasks_per_s,per_task_us")(
@@ -122,13 +143,56 @@ int array_main(const std::vector<std::string>& args) {
   return bench::run_array(o);
 }
 
+int bandwidth_main(const std::vector<std::string>& args) {
+  bench::BandwidthOptions o;
+  std::string backends = "mpi,raw-mpi,tcp,raw-tcp", sizes, level = "warn";
+  po::options_description desc(
+      "taskwire-bench bandwidth: a one-way stream from rank 0 to rank 1 (windows of messages in\n"
+      "flight, then one ack back), through the Comm interface and raw baselines in the same run.\n"
+      "Run under mpiexec.mpich -n 2.\n\nOptions");
+  desc.add_options()("help,h", "show this help")(
+      "backend,b", po::value(&backends)->default_value(backends), "comma-separated: mpi, raw-mpi, tcp, raw-tcp")(
+      "sizes", po::value(&sizes), "comma-separated message sizes in bytes, or with K, M (default 64K .. 64M, x4)")(
+      "window-bytes", po::value(&o.window_bytes)->default_value(o.window_bytes),
+      "bytes per window: messages in flight = this / size, 2 .. 64")(
+      "seconds-per-size", po::value(&o.seconds_per_size)->default_value(o.seconds_per_size),
+      "time budget per size (after one warm-up window)")(
+      "min-windows", po::value(&o.min_windows)->default_value(o.min_windows), "measured windows per size, at least")(
+      "csv", po::value(&o.csv), "append rows backend,bytes,messages,seconds,gb_per_s to FILE")(
+      "log-level", po::value(&level)->default_value(level), "trace .. off");
+  if (!parse_options(args, desc, level)) return 0;
+  o.backends = split(backends);
+  o.sizes = sizes.empty() ? bench::default_bandwidth_sizes() : parse_sizes(sizes);
+  return bench::run_bandwidth(o);
+}
+
+int idle_main(const std::vector<std::string>& args) {
+  bench::IdleOptions o;
+  std::string backends = "mpi,tcp", level = "warn";
+  po::options_description desc(
+      "taskwire-bench idle: CPU used by each rank while a cluster is up and idle, per transport.\n"
+      "Run under mpiexec.mpich -n N, N >= 3 (rank 0 scheduler, rank 1 client, the rest workers).\n\n"
+      "Options");
+  desc.add_options()("help,h", "show this help")(
+      "backend,b", po::value(&backends)->default_value(backends), "comma-separated: mpi, tcp")(
+      "seconds", po::value(&o.seconds)->default_value(o.seconds), "the measured idle window")(
+      "settle", po::value(&o.settle)->default_value(o.settle), "wait after start-up before the window")(
+      "csv", po::value(&o.csv), "append rows backend,rank,role,seconds,cpu_seconds,cpu_percent to FILE")(
+      "log-level", po::value(&level)->default_value(level), "trace .. off");
+  if (!parse_options(args, desc, level)) return 0;
+  o.backends = split(backends);
+  return bench::run_idle(o);
+}
+
 void usage() {
   fmt::print(
       "usage: taskwire-bench SUBCOMMAND [options]\n\n"
       "subcommands:\n"
       "  latency    ping-pong round trips through the Comm interface vs raw baselines\n"
-      "  tasks      task throughput: independent map, dependent chain, submit-get round trip\n"
-      "  array      sum((X + X^T)^T) of a blocked random matrix over MPI and TCP (mpiexec -n 5)\n\n"
+      "  bandwidth  one-way stream rank 0 -> rank 1, GB/s, vs raw baselines (mpiexec -n 2)\n"
+      "  tasks      task throughput: independent map, dependent chain, fan-in, submit-get round trip\n"
+      "  array      sum((X + X^T)^T) of a blocked random matrix over MPI and TCP (mpiexec -n 5)\n"
+      "  idle       CPU per rank while a cluster is up and idle, MPI and TCP (mpiexec -n 4)\n\n"
       "`taskwire-bench SUBCOMMAND --help` shows a subcommand's options.\n");
 }
 
@@ -145,6 +209,8 @@ int main(int argc, char* argv[]) {
     if (sub == "latency") return latency_main(args);
     if (sub == "tasks") return tasks_main(args);
     if (sub == "array") return array_main(args);
+    if (sub == "bandwidth") return bandwidth_main(args);
+    if (sub == "idle") return idle_main(args);
     fmt::print(stderr, "taskwire-bench: unknown subcommand '{}'\n\n", sub);
     usage();
     return 2;

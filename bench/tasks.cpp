@@ -15,10 +15,14 @@
 namespace taskwire::bench {
 
 int noop(int x) { return x; }
+long long leaf(int x) { return x; }
+long long add(long long a, long long b) { return a + b; }
 
 }  // namespace taskwire::bench
 
 TASKWIRE_REGISTER(taskwire::bench::noop);
+TASKWIRE_REGISTER(taskwire::bench::leaf);
+TASKWIRE_REGISTER(taskwire::bench::add);
 
 namespace taskwire::bench {
 namespace {
@@ -83,6 +87,22 @@ struct LocalCluster {
   }
 };
 
+// Fan-in: `leaves` leaf tasks reduced pairwise by a binary tree of add tasks (leaves - 1 of
+// them); returns the root's value.
+long long tree_reduce(Client& client, int leaves) {
+  std::vector<int> inputs(leaves);
+  for (int i = 0; i < leaves; ++i) inputs[i] = i;
+  auto level = client.map(leaf, inputs);
+  while (level.size() > 1) {
+    std::vector<Future<long long>> next;
+    next.reserve(level.size() / 2 + 1);
+    for (std::size_t k = 0; k + 1 < level.size(); k += 2) next.push_back(client.submit(add, level[k], level[k + 1]));
+    if (level.size() % 2) next.push_back(level.back());
+    level = std::move(next);
+  }
+  return level.front().get();
+}
+
 struct Result {
   std::string workload;
   int tasks;
@@ -122,6 +142,18 @@ int run_tasks(const TasksOptions& o) {
       runs.push_back(seconds_since(t0));
     }
     results.push_back({"chain", o.chain, median(runs)});
+    runs.clear();
+    if (o.fan_in > 0) {
+      const long long expected = static_cast<long long>(o.fan_in) * (o.fan_in - 1) / 2;
+      for (int r = 0; r < o.repeats; ++r) {
+        auto t0 = Clock::now();
+        const long long got = tree_reduce(client, o.fan_in);
+        runs.push_back(seconds_since(t0));
+        if (got != expected)
+          throw std::runtime_error(fmt::format("fan-in: sum {} instead of {}", got, expected));
+      }
+      results.push_back({"fan-in", 2 * o.fan_in - 1, median(runs)});
+    }
     std::vector<double> rts;
     for (int i = 0; i < o.roundtrips; ++i) {
       auto t0 = Clock::now();

@@ -9,14 +9,17 @@ struct TasksOptions {
   int workers = 2;                           ///< single-thread workers
   int independent = 10'000;                  ///< tasks in the map workload
   int chain = 1'000;                         ///< links in the chain workload
+  int fan_in = 10'000;                       ///< leaves of the fan-in tree reduce (0: skip it)
   int roundtrips = 300;                      ///< submit(noop).get() repetitions
   int repeats = 3;                           ///< runs per workload; the median is reported
   std::string csv;
 };
 
 /// Scheduler, workers and client on one machine (each on its own io thread), running the
-/// independent-map, chain and submit-get round-trip workloads. Prints a table and appends CSV
-/// rows backend,workload,tasks,seconds,tasks_per_s,per_task_us. Returns an exit code.
+/// independent-map, chain, fan-in (leaves then a binary tree of adds, the sum checked) and
+/// submit-get round-trip workloads; a fan-in of L leaves counts as 2L - 1 tasks. Prints a
+/// table and appends CSV rows backend,workload,tasks,seconds,tasks_per_s,per_task_us.
+/// Returns an exit code.
 int run_tasks(const TasksOptions& options);
 
 }  // namespace taskwire::bench

@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# bench/report.sh: runs every taskwire-bench subcommand with --csv into one directory, then
+# writes OUTDIR/report.md: the tables, the MPI/TCP ratios, and PNG plots made with gnuplot
+# (latency and bandwidth vs message size, task throughput per workload).
+#
+#   bench/report.sh [--quick|--smoke] [--bench PATH] [OUTDIR]   (OUTDIR: ./benchmark-report)
+#
+# --quick: short time budgets and a smaller array (N = 4000), about two minutes in all.
+# --smoke: tiny sizes, only to prove the pipeline works (the `bench` ctest label runs it).
+# --bench: the taskwire-bench binary (default: $TASKWIRE_BENCH, build/release/bench/, then PATH).
+# Every MPI run goes through mpiexec.mpich with MPIEXEC_TIMEOUT (default 900 s, 240 s quick).
+# Exits non-zero when a benchmark fails or leaves no CSV rows. Needs gnuplot for the plots
+# (Debian: gnuplot-nox, in third_party/install-deps.sh); without it the report has no images.
+set -euo pipefail
+
+quick=0
+bench=""
+out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --smoke) quick=2 ;;
+    --bench) bench="$2"; shift ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "report.sh: unknown option $1" >&2; exit 2 ;;
+    *) out="$1" ;;
+  esac
+  shift
+done
+here="$(cd "$(dirname "$0")/.." && pwd)"
+out="${out:-benchmark-report}"
+if [ -z "$bench" ]; then
+  bench="${TASKWIRE_BENCH:-}"
+  [ -z "$bench" ] && [ -x "$here/build/release/bench/taskwire-bench" ] && bench="$here/build/release/bench/taskwire-bench"
+  [ -z "$bench" ] && bench="$(command -v taskwire-bench || true)"
+fi
+[ -x "$bench" ] || { echo "report.sh: taskwire-bench not found (use --bench PATH)" >&2; exit 2; }
+mkdir -p "$out"
+rm -f "$out"/*.csv "$out"/*.txt "$out"/*.dat "$out"/*.png "$out"/report.md
+export MPIEXEC_TIMEOUT="${MPIEXEC_TIMEOUT:-$([ $quick = 0 ] && echo 900 || echo 240)}"
+
+lat_sizes=8,64,512,4K,32K,256K,2M,16M,64M
+bw_sizes=64K,256K,1M,4M,16M,64M
+if [ $quick = 2 ]; then
+  lat_sizes=8,64K bw_sizes=64K,1M
+  lat_args=(--seconds-per-size 0.01 --iterations 20)
+  bw_args=(--seconds-per-size 0.01 --min-windows 1)
+  tasks_args=(--independent 200 --chain 50 --fan-in 500 --roundtrips 20 --repeats 1)
+  array_args=(--n 400 --blocks 4)
+  idle_args=(--seconds 0.3 --settle 0.1)
+elif [ $quick = 1 ]; then
+  lat_args=(--seconds-per-size 0.05 --iterations 500)
+  bw_args=(--seconds-per-size 0.1)
+  tasks_args=(--repeats 1 --roundtrips 100)
+  array_args=(--n 4000 --blocks 8)
+  idle_args=(--seconds 2 --settle 0.5)
+else
+  lat_args=(--seconds-per-size 0.4)
+  bw_args=(--seconds-per-size 0.5)
+  tasks_args=(--repeats 3)
+  array_args=(--n 20000 --blocks 8)
+  idle_args=(--seconds 5 --settle 1)
+fi
+
+commands=()
+# run NAME CMD...: runs CMD with its output in OUTDIR/NAME.txt (and on the terminal), then
+# checks that OUTDIR/NAME.csv has rows.
+run() {
+  local name="$1"; shift
+  commands+=("$*")
+  echo "== $name: $*"
+  if ! "$@" 2>&1 | tee "$out/$name.txt"; then echo "report.sh: $name failed" >&2; exit 1; fi
+  [ "$(wc -l < "$out/$name.csv" 2>/dev/null || echo 0)" -ge 2 ] || { echo "report.sh: $name wrote no CSV rows" >&2; exit 1; }
+}
+
+load_before="$(uptime)"
+started=$(date +%s)
+run latency mpiexec.mpich -n 2 "$bench" latency -b mpi,raw-mpi,tcp,raw-tcp \
+  --sizes "$lat_sizes" "${lat_args[@]}" --csv "$out/latency.csv"
+run bandwidth mpiexec.mpich -n 2 "$bench" bandwidth -b mpi,raw-mpi,tcp,raw-tcp --sizes "$bw_sizes" "${bw_args[@]}" --csv "$out/bandwidth.csv"
+run tasks "$bench" tasks -b tcp,inproc "${tasks_args[@]}" --csv "$out/tasks.csv"
+run array mpiexec.mpich -n 5 "$bench" array -b mpi,tcp "${array_args[@]}" --csv "$out/array.csv"
+run idle mpiexec.mpich -n 4 "$bench" idle -b mpi,tcp "${idle_args[@]}" --csv "$out/idle.csv"
+load_after="$(uptime)"
+elapsed=$(( $(date +%s) - started ))
+
+# ---- plots -------------------------------------------------------------------------------
+backends_of() { tail -n +2 "$1" | cut -d, -f1 | awk '!seen[$0]++'; }
+# per-backend data files: OUTDIR/NAME-BACKEND.dat with "x y" lines
+split_dat() {
+  local csv="$1" name="$2" xcol="$3" ycol="$4"
+  awk -F, -v out="$out" -v name="$name" -v x="$xcol" -v y="$ycol" \
+    'NR > 1 { print $x, $y > (out "/" name "-" $1 ".dat") }' "$csv"
+}
+plot_lines() {  # NAME TITLE YLABEL LOGY
+  local name="$1" title="$2" ylabel="$3" logy="$4" plots="" b
+  for b in $(backends_of "$out/$name.csv"); do
+    plots+="${plots:+, }'$out/$name-$b.dat' using 1:2 with linespoints lw 2 title '$b'"
+  done
+  gnuplot <<EOF
+set terminal $term size 900,560
+set output '$out/$name.png'
+set title '$title'
+set xlabel 'message size (bytes)'
+set ylabel '$ylabel'
+set logscale x 2
+$( [ "$logy" = 1 ] && echo "set logscale y 10" )
+set format x '%.0b%B'
+set grid
+set key top left
+plot $plots
+EOF
+}
+plots=0
+if command -v gnuplot >/dev/null; then
+  term=pngcairo
+  gnuplot -e 'set terminal pngcairo' 2>/dev/null || term=png
+  split_dat "$out/latency.csv" latency 2 4
+  split_dat "$out/bandwidth.csv" bandwidth 2 5
+  plot_lines latency "Round-trip latency (p50), rank 0 <-> rank 1" "p50 round trip (us)" 1
+  plot_lines bandwidth "One-way bandwidth, rank 0 -> rank 1" "GB/s" 0
+  # tasks: one cluster of bars per workload, one bar per backend (tasks per second)
+  tb=($(backends_of "$out/tasks.csv"))
+  awk -F, -v bs="${tb[*]}" 'NR > 1 { v[$2 "," $1] = $5; if (!($2 in seen)) { seen[$2]; order[++n] = $2 } }
+    END { split(bs, b, " "); printf "workload"; for (j = 1; j in b; ++j) printf " %s", b[j]; print "";
+          for (i = 1; i <= n; ++i) { printf "%s", order[i]; for (j = 1; j in b; ++j) printf " %s", v[order[i] "," b[j]]; print "" } }' \
+    "$out/tasks.csv" > "$out/tasks.dat"
+  gnuplot <<EOF
+set terminal $term size 900,560
+set output '$out/tasks.png'
+set title 'Task throughput (scheduler + 2 single-thread workers + client, one machine)'
+set ylabel 'tasks per second'
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set grid ytics
+set key top right autotitle columnhead
+set yrange [0:*]
+plot for [i=2:$(( ${#tb[@]} + 1 ))] '$out/tasks.dat' using i:xtic(1)
+EOF
+  rm -f "$out"/*.dat
+  for p in latency bandwidth tasks; do
+    [ -s "$out/$p.png" ] || { echo "report.sh: gnuplot made no $p.png" >&2; exit 1; }
+  done
+  plots=3
+fi
+
+# ---- report.md -----------------------------------------------------------------------------
+# pivot CSV KEYCOL LABEL VALCOL FMT COLS...: one row per key (first-seen order), one column
+# per backend, then ratio columns given as "a/b".
+pivot() {
+  local csv="$1" key="$2" label="$3" val="$4" fmt="$5"; shift 5
+  awk -F, -v key="$key" -v label="$label" -v val="$val" -v fmt="$fmt" -v cols="$*" '
+    function human(n) { if (label != "size") return n;
+      if (n >= 1048576 && n % 1048576 == 0) return (n / 1048576) " MiB";
+      if (n >= 1024 && n % 1024 == 0) return (n / 1024) " KiB"; return n " B" }
+    NR > 1 { v[$key "|" $1] = $val; if (!($key in seen)) { seen[$key]; order[++n] = $key } }
+    END { nc = split(cols, c, " "); printf "| %s |", label;
+      for (j = 1; j <= nc; ++j) printf " %s |", c[j]; print "";
+      printf "|---|"; for (j = 1; j <= nc; ++j) printf "---:|"; print "";
+      for (i = 1; i <= n; ++i) { k = order[i]; printf "| %s |", human(k);
+        for (j = 1; j <= nc; ++j) { if (split(c[j], ab, "/") == 2) {
+            a = v[k "|" ab[1]]; b = v[k "|" ab[2]];
+            if (a != "" && b != "" && b + 0 != 0) printf " %.2f |", a / b; else printf " - |" }
+          else if ((k "|" c[j]) in v) printf " " fmt " |", v[k "|" c[j]]; else printf " - |" }
+        print "" } }' "$csv"
+}
+csv_table() {  # the CSV as a Markdown table
+  awk -F, 'NR == 1 { h = "|"; s = "|"; for (i = 1; i <= NF; ++i) { h = h " " $i " |"; s = s "---|" } print h; print s; next }
+    { r = "|"; for (i = 1; i <= NF; ++i) r = r " " $i " |"; print r }' "$1"
+}
+ratio_line() {  # CSV KEYCOL VALCOL A B: "A/B = x" for a single-valued table
+  awk -F, -v k="$2" -v c="$3" -v a="$4" -v b="$5" 'NR > 1 && $k == a { x = $c } NR > 1 && $k == b { y = $c }
+    END { if (x != "" && y + 0 != 0) printf "%s / %s = %.2f", a, b, x / y }' "$1"
+}
+img() { [ $plots -gt 0 ] && printf '![%s](%s.png)\n\n' "$1" "$1" || true; }
+
+{
+  echo "# taskwire benchmark report"
+  echo
+  if [ $quick = 2 ]; then
+    echo "**Smoke run** (\`bench/report.sh --smoke\`): tiny sizes; the figures mean nothing."
+    echo
+  elif [ $quick = 1 ]; then
+    echo "**Quick run** (\`bench/report.sh --quick\`): short time budgets and a small array, so the"
+    echo "figures are indicative only; run \`bench/report.sh\` without \`--quick\` for the full one."
+    echo
+  fi
+  echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); commit $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$here" diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
+  echo "- Machine: $(nproc) cores, $(uname -sr); $(mpichversion 2>/dev/null | head -1 | tr -s '\t ' ' ' || echo MPICH)"
+  echo "- Load before: \`${load_before# }\`"
+  echo "- Load after: \`${load_after# }\` (took ${elapsed} s)"
+  echo
+  echo "The machine may be shared: compare ratios within this run rather than absolute figures."
+  echo "Ratios above 1 mean the first backend takes longer (latency, time) or moves more (bandwidth)."
+  echo
+  echo "## Latency (ping-pong between ranks 0 and 1, p50 round trip in microseconds)"
+  echo
+  img latency
+  pivot "$out/latency.csv" 2 size 4 "%.2f" mpi raw-mpi tcp raw-tcp mpi/tcp raw-mpi/raw-tcp mpi/raw-mpi tcp/raw-tcp
+  echo
+  echo "## Bandwidth (one-way stream rank 0 -> rank 1, GB/s)"
+  echo
+  img bandwidth
+  pivot "$out/bandwidth.csv" 2 size 5 "%.3f" mpi raw-mpi tcp raw-tcp mpi/tcp raw-mpi/raw-tcp mpi/raw-mpi tcp/raw-tcp
+  echo
+  echo "## Task throughput (local cluster: scheduler, 2 single-thread workers, client)"
+  echo
+  echo "independent: a map of no-op tasks; chain: each task depends on the previous one; fan-in:"
+  echo "leaves then a binary tree of add tasks (2L - 1 tasks, the sum checked); roundtrip: submit().get()."
+  echo
+  img tasks
+  csv_table "$out/tasks.csv"
+  echo
+  echo "## Blocked array: sum((X + X^T)^T) under mpiexec.mpich -n 5 (3 worker ranks)"
+  echo
+  csv_table "$out/array.csv"
+  echo
+  echo "Time ratio: $(ratio_line "$out/array.csv" 1 5 mpi tcp) (below 1: faster over MPI)."
+  echo
+  echo "## Idle CPU (mpiexec.mpich -n 4, cluster up and idle, % of one core per rank)"
+  echo
+  echo "Rank 0 runs the scheduler, rank 1 the client (asleep), ranks 2 and 3 workers."
+  echo
+  pivot "$out/idle.csv" 2 rank 6 "%.2f" mpi tcp
+  echo
+  echo "## Commands"
+  echo
+  echo '```sh'
+  echo "export MPIEXEC_TIMEOUT=$MPIEXEC_TIMEOUT"
+  for c in "${commands[@]}"; do echo "${c//"$bench"/taskwire-bench}"; done
+  echo '```'
+  echo
+  echo "Raw outputs: the \`.txt\` and \`.csv\` files next to this report."
+} > "$out/report.md"
+echo "report.sh: wrote $out/report.md, $plots plots"
