@@ -5,7 +5,7 @@
 #
 #   bench/report.sh [--quick|--smoke] [--bench PATH] [OUTDIR]   (OUTDIR: ./benchmark-report)
 #
-# --quick: short time budgets and a smaller array (N = 4000), about two minutes in all.
+# --quick: short time budgets and a smaller array (N = 4000), about a minute in all.
 # --smoke: tiny sizes, only to prove the pipeline works (the `bench` ctest label runs it).
 # --bench: the taskwire-bench binary (default: $TASKWIRE_BENCH, build/release/bench/, then PATH).
 # Every MPI run goes through mpiexec.mpich with MPIEXEC_TIMEOUT (default 900 s, 240 s quick).
