@@ -82,6 +82,14 @@ ClusterRank::~ClusterRank() {
   worker_.reset();
   scheduler_.reset();
   registry_.reset();
+  if (keep_context_) {
+    // The program's futures may outlive the cluster: the connection's comms go with the
+    // last of them, and their strands need the io_context (stopped, never run again) until
+    // then, so it is left for the process's end (one small io_context per cluster).
+    context_->stop();
+    static_cast<void>(context_.release());
+    return;
+  }
   context_.reset();
 }
 
@@ -195,6 +203,7 @@ int ClusterRank::finish_client() {
       rc = 1;
     }
     client_.reset();
+    keep_context_ = true;  // the program may still hold futures (see the destructor)
   }
   if (scheduler_) {
     if (scheduler_->finished().wait_for(10s) != std::future_status::ready) rc = 1;

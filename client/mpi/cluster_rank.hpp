@@ -67,6 +67,7 @@ class ClusterRank {
   std::string scheduler_address_;  // on the launch's transport
   std::string inproc_address_;     // pool mode: where the embedded client connects
   bool finished_ = false;
+  bool keep_context_ = false;  // the program's futures outlive the cluster (see the destructor)
   std::atomic<bool> stop_watch_{false};
   std::thread watchdog_;  // ends the job when a rank dies (MPI cannot go on without it)
 };
