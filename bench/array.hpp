@@ -15,7 +15,7 @@ struct ArrayOptions {
   int blocks = 8;                                   ///< blocks per side
   unsigned nthreads = 1;                            ///< threads per worker rank
   unsigned long long seed = 42;
-  int repeats = 1;  ///< runs per backend; the median is reported
+  int repeats = 3;  ///< runs per backend; the median is reported (the first pays for warm-up)
   bool check = true;  ///< compare with a direct computation on the client rank
   std::string csv;  ///< rows backend,n,blocks,workers,seconds,result
 };
