@@ -1,4 +1,5 @@
 #include "bench/array.hpp"
+#include "bench/cluster_ranks.hpp"
 #include "bench/stats.hpp"
 
 #include <taskwire/client/mpi/launch.hpp>
@@ -130,12 +131,7 @@ int run_array(const ArrayOptions& o) {
   if (o.n < 1 || o.blocks < 1 || o.blocks > o.n)
     throw std::invalid_argument("--n must be positive and --blocks between 1 and n");
   runtime::MpiEnvironment env;
-  if (env.size() < 3) {
-    if (env.rank() == 0)
-      fmt::print(stderr, "taskwire-bench array: needs at least 3 MPI ranks (scheduler, client, "
-                         "workers): run `mpiexec.mpich -n 5 taskwire-bench array`\n");
-    return 2;
-  }
+  if (!enough_ranks_for_cluster(env, "array", 5)) return 2;
   CsvWriter csv(env.rank() == 1 ? o.csv : "", "backend,n,blocks,workers,seconds,result");
   const int workers = env.size() - 2;
   std::map<std::string, double> median;

@@ -1,4 +1,5 @@
 #include "bench/idle.hpp"
+#include "bench/cluster_ranks.hpp"
 
 #include "bench/stats.hpp"
 
@@ -78,12 +79,7 @@ const char* role_of(int rank) {
 int run_idle(const IdleOptions& o) {
   if (o.seconds <= 0 || o.settle < 0) throw std::invalid_argument("--seconds must be positive, --settle not negative");
   runtime::MpiEnvironment env;
-  if (env.size() < 3) {
-    if (env.rank() == 0)
-      fmt::print(stderr, "taskwire-bench idle: needs at least 3 MPI ranks (scheduler, client, workers): "
-                         "run `mpiexec.mpich -n 4 taskwire-bench idle`\n");
-    return 2;
-  }
+  if (!enough_ranks_for_cluster(env, "idle", 4)) return 2;
   CsvWriter csv(env.rank() == kClientRank ? o.csv : "", "backend,rank,role,seconds,cpu_seconds,cpu_percent");
   bool ok = true;
   for (const auto& backend : o.backends) {

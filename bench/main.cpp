@@ -121,6 +121,7 @@ int tasks_main(const std::vector<std::string>& args) {
 int array_main(const std::vector<std::string>& args) {
   bench::ArrayOptions o;
   std::string backends = "mpi,tcp", level = "warn";
+  bool no_check = false;
   po::options_description desc(
       "taskwire-bench array: sum((X + X^T)^T) for a random N x N matrix in B x B blocks spread\n"
       "over the workers, once per transport in the same launch, checked against a direct\n"
@@ -132,13 +133,11 @@ int array_main(const std::vector<std::string>& args) {
       "blocks", po::value(&o.blocks)->default_value(o.blocks), "blocks per side B")(
       "nthreads", po::value(&o.nthreads)->default_value(o.nthreads), "threads per worker rank")(
       "repeats", po::value(&o.repeats)->default_value(o.repeats), "runs per backend (median reported)")(
-      "no-check", po::bool_switch(), "skip the direct computation")(
+      "no-check", po::bool_switch(&no_check), "skip the direct computation")(
       "csv", po::value(&o.csv), "append rows backend,n,blocks,workers,seconds,result")(
       "log-level", po::value(&level)->default_value(level), "trace .. off");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  o.check = !vm["no-check"].as<bool>();
   if (!parse_options(args, desc, level)) return 0;
+  o.check = !no_check;
   o.backends = split(backends);
   return bench::run_array(o);
 }

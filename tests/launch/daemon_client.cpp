@@ -4,6 +4,7 @@
 //   daemon_client sigkill FILE PID    SIGKILLs worker PID mid-graph; results must stay right
 // Prints "CHECKED <what>" / "FAILED <what>"; exits 0 only if every check passed.
 #include "tests/cluster/cluster_functions.hpp"
+#include "tests/launch/checks.hpp"
 
 #include <taskwire/client/client.hpp>
 
@@ -17,13 +18,8 @@ using namespace taskwire;
 
 namespace {
 
-int failures = 0;
-
-void check(bool ok, const std::string& what) {
-  fmt::print("{} {}\n", ok ? "CHECKED" : "FAILED", what);
-  std::fflush(stdout);
-  if (!ok) ++failures;
-}
+using launch_checks::check;
+using launch_checks::failures;
 
 void compute(Client& client) {
   std::vector<int> xs(1000);

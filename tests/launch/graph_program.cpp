@@ -3,6 +3,8 @@
 // process, the other ranks compute) and with initialize (scheduler, program, workers).
 //   graph_program pool|initialize mpi|tcp     checks; prints CHECKED/FAILED lines
 //   graph_program bench mpi|tcp               pool mode figures (not a test)
+#include "tests/launch/checks.hpp"
+
 #include <taskwire/client/mpi/launch.hpp>
 #include <taskwire/graph/execute.hpp>
 
@@ -30,13 +32,8 @@ TASKWIRE_REGISTER(graph_fns::noop);
 namespace {
 
 using namespace taskwire;
-int failures = 0;
-
-void check(bool ok, const std::string& what) {
-  fmt::print("{} {}\n", ok ? "CHECKED" : "FAILED", what);
-  std::fflush(stdout);
-  if (!ok) ++failures;
-}
+using launch_checks::check;
+using launch_checks::failures;
 
 std::vector<long> iota(long n) {
   std::vector<long> v(static_cast<std::size_t>(n));

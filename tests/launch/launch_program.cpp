@@ -8,6 +8,8 @@
 //   small                initialize with too few ranks (expects a clear error)
 //   quick mpi|tcp        initialize, one small computation (for repeated launches)
 // Prints "CHECKED <what>" for every check that passed and "FAILED <what>" otherwise.
+#include "tests/launch/checks.hpp"
+
 #include <taskwire/client/mpi/launch.hpp>
 #include <taskwire/runtime/function_registry.hpp>
 #include <taskwire/runtime/log.hpp>
@@ -60,13 +62,8 @@ namespace {
 
 using namespace taskwire;
 
-int failures = 0;
-
-void check(bool ok, const std::string& what) {
-  fmt::print("{} {}\n", ok ? "CHECKED" : "FAILED", what);
-  std::fflush(stdout);
-  if (!ok) ++failures;
-}
+using launch_checks::check;
+using launch_checks::failures;
 
 // The computations every launch mode runs: dependencies across workers, a diamond, a fan-in,
 // a 10 000-task map, a task error reaching get(), and work spread over every worker rank.
