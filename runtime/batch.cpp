@@ -2,14 +2,11 @@
 
 namespace taskwire::runtime {
 
-using SinkStream = boost::iostreams::stream<boost::iostreams::back_insert_device<std::vector<char>>>;
-
 void BatchWriter::reset() {
   ar_.reset();
-  buf_ = std::make_shared<std::vector<char>>();
-  auto stream = std::make_shared<SinkStream>(*buf_);
-  ar_ = std::make_unique<boost::archive::binary_oarchive>(*stream, kArchiveFlags);
-  stream_ = stream;
+  buf_ = std::make_unique<std::vector<char>>();
+  sink_ = std::make_unique<VectorWriteBuffer>(*buf_);
+  ar_ = std::make_unique<boost::archive::binary_oarchive>(*sink_, kArchiveFlags);
   payload_.clear();
   ops_ = 0;
 }
@@ -18,7 +15,6 @@ Message BatchWriter::take() {
   std::uint8_t end = 0;
   *ar_ << end;
   ar_.reset();
-  std::static_pointer_cast<SinkStream>(stream_)->flush();
   Message m;
   m.frames.reserve(1 + payload_.size());
   m.frames.emplace_back(std::move(*buf_));
@@ -32,8 +28,8 @@ void for_each_op(const Message& message, const std::function<void(OpReader&)>& v
   const Frame& head = message.frames[0];
   const std::span<const Frame> payload(message.frames.data() + 1, message.frames.size() - 1);
   try {
-    boost::iostreams::stream<boost::iostreams::array_source> is(head.data(), head.size());
-    boost::archive::binary_iarchive ar(is, kArchiveFlags);
+    ReadBuffer buf(head.data(), head.size());
+    boost::archive::binary_iarchive ar(buf, kArchiveFlags);
     for (;;) {
       std::uint8_t more = 0, code = 0;
       std::uint32_t first = 0, count = 0;

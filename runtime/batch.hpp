@@ -34,8 +34,8 @@ class BatchWriter {
 
  private:
   void reset();
-  std::shared_ptr<std::vector<char>> buf_;
-  std::shared_ptr<void> stream_;
+  std::unique_ptr<std::vector<char>> buf_;
+  std::unique_ptr<VectorWriteBuffer> sink_;
   std::unique_ptr<boost::archive::binary_oarchive> ar_;
   std::vector<Frame> payload_;
   std::size_t ops_ = 0;
