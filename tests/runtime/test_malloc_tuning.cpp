@@ -1,0 +1,53 @@
+// The start-up malloc policy (runtime/malloc_tuning.cpp): this test binary links libtaskwire,
+// so it was re-executed with glibc.malloc.hugetlb=1 before main, unless built with a sanitizer.
+#include <catch2/catch.hpp>
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+
+namespace {
+
+std::string thp_mode() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  std::getline(f, line);
+  const auto open = line.find('['), close = line.find(']');
+  return open == std::string::npos || close == std::string::npos ? "" : line.substr(open + 1, close - open - 1);
+}
+
+std::size_t anon_huge_kib() {
+  std::ifstream f("/proc/self/smaps_rollup");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("AnonHugePages:", 0) == 0) return std::stoul(line.substr(14));
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("the start-up re-execution leaves the environment as the caller set it", "[runtime][malloc]") {
+  CHECK(std::getenv("TASKWIRE_MALLOC_REEXEC") == nullptr);
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables) CHECK(std::strstr(tunables, "glibc.malloc.hugetlb") == nullptr);
+}
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+TEST_CASE("large allocations are backed by huge pages when the kernel offers them", "[runtime][malloc]") {
+  const std::string mode = thp_mode();
+  INFO("transparent_hugepage mode: " << mode);
+  if (std::getenv("TASKWIRE_MALLOC_TUNING") || std::getenv("GLIBC_TUNABLES") || mode == "never" || mode.empty()) {
+    WARN("huge pages not expected here (THP mode '" << mode << "' or a user malloc policy): checking nothing else");
+    return;
+  }
+  const std::size_t before = anon_huge_kib();
+  constexpr std::size_t bytes = std::size_t{64} << 20;
+  auto block = std::make_unique<char[]>(bytes);  // value-initialised: every page touched
+  const std::size_t after = anon_huge_kib();
+  CHECK(block[bytes - 1] == 0);
+  CHECK(after - before >= (bytes >> 10) / 2);  // at least half of it in 2 MiB pages
+}
+#endif
