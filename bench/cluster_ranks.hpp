@@ -4,9 +4,16 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <string_view>
 
 namespace taskwire::bench {
+
+/// True when started by mpiexec with more than one rank (hydra's PMI_SIZE), before MPI_Init.
+inline bool launched_on_several_ranks() {
+  const char* ranks = std::getenv("PMI_SIZE");
+  return ranks && std::atoi(ranks) > 1;
+}
 
 /// False (after rank 0 said how to launch it) when the job is too small for a cluster.
 inline bool enough_ranks_for_cluster(const runtime::MpiEnvironment& env, std::string_view subcommand,

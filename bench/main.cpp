@@ -2,6 +2,7 @@
 // baselines in the same run. `taskwire-bench --help` lists the subcommands.
 #include "bench/array.hpp"
 #include "bench/bandwidth.hpp"
+#include "bench/cluster_ranks.hpp"
 #include "bench/idle.hpp"
 #include "bench/latency.hpp"
 #include "bench/tasks.hpp"
@@ -96,15 +97,18 @@ int latency_main(const std::vector<std::string>& args) {
 
 int tasks_main(const std::vector<std::string>& args) {
   bench::TasksOptions o;
-  std::string backends = "tcp", level = "warn";
+  std::string backends, level = "warn";
   po::options_description desc(
-      "taskwire-bench tasks: scheduler + single-thread workers + client on this machine;\n"
-      "independent tasks via map, a chain of dependent submits, a fan-in tree reduce and\n"
-      "submit().get() round trips.\n\n"
+      "taskwire-bench tasks: scheduler + single-thread workers + client; independent tasks via\n"
+      "map, a chain of dependent submits, a fan-in tree reduce and submit().get() round trips.\n"
+      "Alone, all of them run in this process (backends tcp, inproc). Under mpiexec (for the\n"
+      "issue's shape: mpiexec.mpich -n 4 taskwire-bench tasks) rank 0 is the scheduler, rank 1\n"
+      "the client and the others workers, over mpi and tcp in the same launch.\n\n"
       "Options");
   desc.add_options()("help,h", "show this help")(
-      "backend,b", po::value(&backends)->default_value(backends), "comma-separated: tcp, inproc")(
-      "workers", po::value(&o.workers)->default_value(o.workers), "single-thread workers")(
+      "backend,b", po::value(&backends),
+      "comma-separated: tcp, inproc alone (default tcp); mpi, tcp under mpiexec (default both)")(
+      "workers", po::value(&o.workers)->default_value(o.workers), "single-thread workers (alone)")(
       "independent", po::value(&o.independent)->default_value(o.independent), "tasks in the map workload")(
       "chain", po::value(&o.chain)->default_value(o.chain), "links in the chain workload")(
       "fan-in", po::value(&o.fan_in)->default_value(o.fan_in),
@@ -114,6 +118,7 @@ int tasks_main(const std::vector<std::string>& args) {
       "csv", po::value(&o.csv), "append rows backend,workload,tasks,seconds,tasks_per_s,per_task_us")(
       "log-level", po::value(&level)->default_value(level), "trace .. off");
   if (!parse_options(args, desc, level)) return 0;
+  if (backends.empty()) backends = bench::launched_on_several_ranks() ? "mpi,tcp" : "tcp";
   o.backends = split(backends);
   return bench::run_tasks(o);
 }

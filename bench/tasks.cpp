@@ -1,6 +1,9 @@
 #include "bench/tasks.hpp"
 
+#include "bench/cluster_ranks.hpp"
 #include "bench/stats.hpp"
+
+#include <taskwire/client/mpi/launch.hpp>
 
 #include <taskwire/client/client.hpp>
 #include <taskwire/comm/backends.hpp>
@@ -11,6 +14,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <stdexcept>
 
 namespace taskwire::bench {
 
@@ -109,65 +114,105 @@ struct Result {
   double seconds;
 };
 
+// Every workload once per repeat on a connected client; medians.
+std::vector<Result> run_workloads(Client& client, const TasksOptions& o) {
+  std::vector<int> inputs(o.independent);
+  for (int i = 0; i < o.independent; ++i) inputs[i] = i;
+  client.submit(noop, 0).get();  // warm up connections between every component
+
+  std::vector<Result> results;
+  std::vector<double> runs;
+  for (int r = 0; r < o.repeats; ++r) {
+    auto t0 = Clock::now();
+    auto fs = client.map(noop, inputs);
+    auto out = client.gather(fs);
+    runs.push_back(seconds_since(t0));
+    if (out.back() != o.independent - 1) throw std::runtime_error("independent: wrong result");
+  }
+  results.push_back({"independent", o.independent, median(runs)});
+  runs.clear();
+  for (int r = 0; r < o.repeats; ++r) {
+    auto t0 = Clock::now();
+    auto f = client.submit(noop, 0);
+    for (int i = 1; i < o.chain; ++i) f = client.submit(noop, f);
+    f.get();
+    runs.push_back(seconds_since(t0));
+  }
+  results.push_back({"chain", o.chain, median(runs)});
+  runs.clear();
+  if (o.fan_in > 0) {
+    const long long expected = static_cast<long long>(o.fan_in) * (o.fan_in - 1) / 2;
+    for (int r = 0; r < o.repeats; ++r) {
+      auto t0 = Clock::now();
+      const long long got = tree_reduce(client, o.fan_in);
+      runs.push_back(seconds_since(t0));
+      if (got != expected) throw std::runtime_error(fmt::format("fan-in: sum {} instead of {}", got, expected));
+    }
+    results.push_back({"fan-in", 2 * o.fan_in - 1, median(runs)});
+  }
+  std::vector<double> rts;
+  for (int i = 0; i < o.roundtrips; ++i) {
+    auto t0 = Clock::now();
+    client.submit(noop, i).get();
+    rts.push_back(seconds_since(t0));
+  }
+  results.push_back({"roundtrip", 1, median(rts)});
+  return results;
+}
+
+void print_header() {
+  fmt::print("{:<8} {:<12} {:>7} {:>10} {:>12} {:>12}\n", "backend", "workload", "tasks", "seconds",
+             "tasks/s", "us/task");
+}
+
+void print_results(const std::string& backend, const std::vector<Result>& results, CsvWriter& csv) {
+  for (const auto& r : results) {
+    const double per = r.seconds / r.tasks;
+    fmt::print("{:<8} {:<12} {:>7} {:>10.4f} {:>12.0f} {:>12.1f}\n", backend, r.workload, r.tasks,
+               r.seconds, 1.0 / per, per * 1e6);
+    csv.row(fmt::format("{},{},{},{:.6f},{:.1f},{:.2f}", backend, r.workload, r.tasks, r.seconds,
+                        1.0 / per, per * 1e6));
+  }
+  std::fflush(stdout);
+}
+
+// Under mpiexec: rank 0 scheduler, rank 1 client, the other ranks single-thread workers, once
+// per transport in the same launch.
+int run_tasks_on_ranks(const TasksOptions& o) {
+  for (const auto& b : o.backends)
+    if (b != "mpi" && b != "tcp")
+      throw std::invalid_argument("under mpiexec the backends are mpi and tcp, not '" + b + "'");
+  runtime::MpiEnvironment env;
+  if (!enough_ranks_for_cluster(env, "tasks", 4)) return 2;
+  CsvWriter csv(env.rank() == 1 ? o.csv : "", "backend,workload,tasks,seconds,tasks_per_s,per_task_us");
+  if (env.rank() == 1) {
+    fmt::print("scheduler on rank 0, client on rank 1, {} single-thread worker ranks\n", env.size() - 2);
+    print_header();
+  }
+  int rc = 0;
+  for (const auto& backend : o.backends) {
+    mpi::LaunchOptions lo;
+    lo.transport = mpi::parse_transport(backend);
+    lo.nthreads = 1;
+    rc |= mpi::run_cluster(env, lo, mpi::Layout{0, 1}, [&](Client& client) {
+      print_results(backend, run_workloads(client, o), csv);
+    });
+  }
+  return rc;
+}
+
 }  // namespace
 
 int run_tasks(const TasksOptions& o) {
+  const bool mpi_wanted = std::find(o.backends.begin(), o.backends.end(), "mpi") != o.backends.end();
+  if (mpi_wanted || launched_on_several_ranks()) return run_tasks_on_ranks(o);
   CsvWriter csv(o.csv, "backend,workload,tasks,seconds,tasks_per_s,per_task_us");
-  fmt::print("{:<8} {:<12} {:>7} {:>10} {:>12} {:>12}\n", "backend", "workload", "tasks", "seconds",
-             "tasks/s", "us/task");
+  print_header();
   for (const auto& backend : o.backends) {
     LocalCluster cluster(backend, o.workers);
     auto& client_reg = cluster.make_registry("client");
     Client client(client_reg, cluster.address);
-    std::vector<int> inputs(o.independent);
-    for (int i = 0; i < o.independent; ++i) inputs[i] = i;
-    client.submit(noop, 0).get();  // warm up connections between every component
-
-    std::vector<Result> results;
-    std::vector<double> runs;
-    for (int r = 0; r < o.repeats; ++r) {
-      auto t0 = Clock::now();
-      auto fs = client.map(noop, inputs);
-      auto out = client.gather(fs);
-      runs.push_back(seconds_since(t0));
-      if (out.back() != o.independent - 1) throw std::runtime_error("independent: wrong result");
-    }
-    results.push_back({"independent", o.independent, median(runs)});
-    runs.clear();
-    for (int r = 0; r < o.repeats; ++r) {
-      auto t0 = Clock::now();
-      auto f = client.submit(noop, 0);
-      for (int i = 1; i < o.chain; ++i) f = client.submit(noop, f);
-      f.get();
-      runs.push_back(seconds_since(t0));
-    }
-    results.push_back({"chain", o.chain, median(runs)});
-    runs.clear();
-    if (o.fan_in > 0) {
-      const long long expected = static_cast<long long>(o.fan_in) * (o.fan_in - 1) / 2;
-      for (int r = 0; r < o.repeats; ++r) {
-        auto t0 = Clock::now();
-        const long long got = tree_reduce(client, o.fan_in);
-        runs.push_back(seconds_since(t0));
-        if (got != expected)
-          throw std::runtime_error(fmt::format("fan-in: sum {} instead of {}", got, expected));
-      }
-      results.push_back({"fan-in", 2 * o.fan_in - 1, median(runs)});
-    }
-    std::vector<double> rts;
-    for (int i = 0; i < o.roundtrips; ++i) {
-      auto t0 = Clock::now();
-      client.submit(noop, i).get();
-      rts.push_back(seconds_since(t0));
-    }
-    results.push_back({"roundtrip", 1, median(rts)});
-    for (const auto& r : results) {
-      const double per = r.seconds / r.tasks;
-      fmt::print("{:<8} {:<12} {:>7} {:>10.4f} {:>12.0f} {:>12.1f}\n", backend, r.workload, r.tasks,
-                 r.seconds, 1.0 / per, per * 1e6);
-      csv.row(fmt::format("{},{},{},{:.6f},{:.1f},{:.2f}", backend, r.workload, r.tasks, r.seconds,
-                          1.0 / per, per * 1e6));
-    }
+    print_results(backend, run_workloads(client, o), csv);
   }
   return 0;
 }

@@ -34,6 +34,11 @@ Config Config::from_env() {
   std::uint64_t cap = c.mpi.sleep_cap.count();
   overlay("TASKWIRE_MPI_SLEEP_CAP_US", cap);
   c.mpi.sleep_cap = std::chrono::microseconds(cap);
+  if (std::getenv("TASKWIRE_MPI_SPIN_US")) {
+    std::uint64_t spin = 0;
+    overlay("TASKWIRE_MPI_SPIN_US", spin);
+    c.mpi.spin_after_progress = std::chrono::microseconds(spin);
+  }
   overlay("TASKWIRE_MPI_MAX_CHUNK_BYTES", c.mpi.max_chunk_bytes);
   overlay("TASKWIRE_MAX_FRAME_BYTES", c.limits.max_frame_bytes);
   overlay("TASKWIRE_MAX_MESSAGE_BYTES", c.limits.max_message_bytes);

@@ -17,6 +17,10 @@ struct Limits {
 struct MpiPollConfig {
   int spin_polls = 64;                       ///< idle polls before the poller starts to sleep
   std::chrono::microseconds sleep_cap{1000}; ///< longest idle sleep (doubling from 1 us)
+  /// The comm layer's poller keeps polling (no sleep) this long after any progress. -1:
+  /// automatic, 100 us, or 0 when this host runs more ranks than it has cores and every
+  /// peer can wake this rank (spinning ranks would then take the cores the others need).
+  std::chrono::microseconds spin_after_progress{-1};
   std::uint64_t max_chunk_bytes = 1u << 30;  ///< messages above this are sent in chunks
 };
 

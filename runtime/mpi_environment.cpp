@@ -129,7 +129,11 @@ void MpiEnvironment::init(int* argc, char*** argv) {
   if (flag && ub) tag_ub_ = *ub;
   goodbye_from_ = std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(size_));
   lost_ = std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(size_));
+  wake_board_ = std::make_shared<WakeBoard>();  // before the peers learn our pid
   exchange_identities();
+  wake_board_->attach(peer_pids_, rank_);
+  barrier();  // every peer has mapped our word: its name can go
+  wake_board_->unlink_own();
   {
     std::lock_guard lock(g_mu);
     g_current = this;
@@ -325,6 +329,7 @@ void MpiEnvironment::drain_and_goodbye(Clock::time_point deadline) {
       const int rc = MPI_Isend(nullptr, 0, MPI_BYTE, r, kControlTag, comm_, &req);
       if (rc != MPI_SUCCESS) throw std::runtime_error("GOODBYE: " + error_string(rc));
       sends.push_back(req);
+      wake_board_->wake(r);  // its poller may be asleep
     }
   }
   auto missing = [&] {

@@ -20,6 +20,7 @@
 // cannot be initialised again after MPI_Finalize). Thread-safety: all members are safe to
 // call from any thread.
 #include <taskwire/runtime/config.hpp>
+#include <taskwire/runtime/mpi_wake.hpp>
 
 #include <mpi.h>
 
@@ -122,6 +123,10 @@ class MpiEnvironment {
   std::vector<int> check_peers();
   bool is_lost(int rank) const noexcept;
 
+  /// Cross-process wake-ups for the comm layer's poller (see mpi_wake.hpp). Shared so that
+  /// the poller may outlive the environment.
+  const std::shared_ptr<WakeBoard>& wake_board() const noexcept { return wake_board_; }
+
   /// The text of an MPI error code, for logs.
   static std::string error_string(int code);
 
@@ -144,6 +149,7 @@ class MpiEnvironment {
   std::unique_ptr<std::atomic<bool>[]> lost_;          // per rank
   std::vector<long> peer_pids_;  // pid per rank on this host, 0 on other hosts
   std::vector<int> peer_fds_;    // pidfd per rank on this host, -1 if none
+  std::shared_ptr<WakeBoard> wake_board_;
   std::mutex check_mu_;
   Clock::time_point next_check_{};
   std::mutex hooks_mu_;

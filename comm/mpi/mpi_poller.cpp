@@ -43,7 +43,8 @@ const char* MpiPoller::no_environment_text() noexcept {
 }
 
 MpiPoller::MpiPoller(runtime::MpiEnvironment& env)
-    : env_(&env), mutex_(env.mutex()), comm_(env.comm()), rank_(env.rank()),
+    : env_(&env), board_(env.wake_board()),
+      mutex_(env.mutex()), comm_(env.comm()), rank_(env.rank()),
       size_(env.size()),
       max_id_(static_cast<std::uint32_t>((env.tag_ub() - kFirstTag - 1) / 2)) {}
 
@@ -426,6 +427,7 @@ bool MpiPoller::post_send(const ConnectionPtr& c, OutMessage& m, const char* dat
   }
   int done = 0;
   MPI_Test(&req, &done, MPI_STATUS_IGNORE);  // eager sends complete at once
+  if (board_) board_->wake(c->peer);  // the peer's poller may be asleep: the message is there to find
   if (!done) {
     ++m.outstanding;
     track(req, Pending{c, nullptr, Pending::send, nullptr});

@@ -23,7 +23,7 @@
 // on the driver's own io_context are dispatched right after the turn (inline when their
 // strand is free) and so are the completions of writes those handlers start; async_read
 // from the comm's own strand arms the read without a post; polling goes on for
-// kSpinAfterProgress after any progress; Frame::allocate no longer zero-fills.
+// config.mpi.spin_after_progress (100 us) after any progress; Frame::allocate no longer zero-fills.
 // Measured with `mpiexec.mpich -n 2 taskwire-bench latency -b mpi,raw-mpi,tcp` (p50, us) on
 // this 2-core VM with other agents' builds running (load average 7-10): whenever a third
 // process competes for the two cores, every polling rank (raw MPI too) falls into
@@ -85,13 +85,14 @@ class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
   using Clock = std::chrono::steady_clock;
   static constexpr std::chrono::microseconds kBusySleepCap{50};
   static constexpr std::chrono::microseconds kBusySpin{2000};
-  /// Polling goes on (no sleep) this long after any progress or local send.
-  static constexpr std::chrono::microseconds kSpinAfterProgress{100};
   /// Longest run of back-to-back polls inside one handler of the driver.
   static constexpr std::chrono::microseconds kBurst{20};
   /// After this long without progress the idle sleep may grow to kDeepIdleFactor x the cap.
   static constexpr std::chrono::milliseconds kDeepIdleAfter{1000};
   static constexpr int kDeepIdleFactor = 3;
+  /// Idle sleep when every other rank can wake this one (runtime::WakeBoard): a sender
+  /// wakes it at once, so the timer only bounds how long a missed wake-up could cost.
+  static constexpr std::chrono::milliseconds kWakeableIdleSleep{50};
 
   /// The process's poller, created on first use; null when no MpiEnvironment is alive.
   static std::shared_ptr<MpiPoller> instance();
@@ -132,6 +133,8 @@ class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
   /// lock is released, so they run inline when their strand is free; so are completions
   /// of what those handlers start (a write's). The rest are posted.
   TurnResult turn(const asio::execution_context* here = nullptr);
+  /// Cross-process wake-ups (never null; possibly unusable).
+  const std::shared_ptr<runtime::WakeBoard>& board() const noexcept { return board_; }
   void attach(PollDriver* driver);
   void detach(PollDriver* driver) noexcept;
 
@@ -215,6 +218,7 @@ class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
   bool track(MPI_Request req, Pending p);
 
   runtime::MpiEnvironment* env_;
+  std::shared_ptr<runtime::WakeBoard> board_;  ///< wakes sleeping peers on this host
   std::shared_ptr<std::mutex> mutex_;
   MPI_Comm comm_;
   int rank_, size_;
@@ -256,15 +260,21 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
 
  private:
   void run();
+  void sleep(std::chrono::microseconds wait);
+  void woken(std::uint64_t id);
   void thread_loop();
   std::chrono::microseconds next_wait(const TurnResult& r);
 
   std::shared_ptr<MpiPoller> poller_;
   asio::strand<asio::any_io_executor> strand_;
   asio::steady_timer timer_;
+  std::shared_ptr<runtime::WakeBoard> board_;
+  std::unique_ptr<asio::posix::stream_descriptor> wake_fd_;  ///< board's socket, when usable
+  std::uint64_t sleep_id_ = 0;  ///< the current sleep; stale wake-ups carry an older one
   const asio::execution_context* context_;  ///< the io_context the driver runs on
   runtime::MpiBackoff backoff_;
   std::chrono::microseconds deep_sleep_;
+  std::chrono::microseconds spin_after_progress_;
   MpiPoller::Clock::time_point last_progress_{};
   std::atomic<bool> stopped_{false}, sleeping_{false}, kicked_{false};
   bool own_thread_;

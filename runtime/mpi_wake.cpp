@@ -1,0 +1,119 @@
+#include <taskwire/runtime/mpi_wake.hpp>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+namespace taskwire::runtime {
+namespace {
+
+constexpr std::size_t kWordBytes = 4096;
+
+std::string shm_name(long pid) { return "/taskwire-wake-" + std::to_string(pid); }
+
+// Abstract-namespace address (leading NUL): vanishes with the socket.
+socklen_t socket_address(long pid, sockaddr_un& a) {
+  std::memset(&a, 0, sizeof a);
+  a.sun_family = AF_UNIX;
+  const std::string name = "taskwire-wake-" + std::to_string(pid);
+  std::memcpy(a.sun_path + 1, name.data(), name.size());
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+}
+
+std::atomic<std::uint32_t>* map_word(int fd) {
+  void* p = ::mmap(nullptr, kWordBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<std::atomic<std::uint32_t>*>(p);
+}
+
+}  // namespace
+
+WakeBoard::WakeBoard() {
+  static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+  const long pid = ::getpid();
+  own_name_ = shm_name(pid);
+  // A stale name from a dead process with the same pid is simply reused.
+  const int shm = ::shm_open(own_name_.c_str(), O_CREAT | O_RDWR | O_TRUNC | O_CLOEXEC, 0600);
+  if (shm < 0 || ::ftruncate(shm, kWordBytes) != 0) {
+    spdlog::debug("wake board: no shared memory ({}): idle MPI ranks are not woken", std::strerror(errno));
+    if (shm >= 0) ::close(shm);
+    own_name_.clear();
+    return;
+  }
+  own_ = map_word(shm);
+  ::close(shm);
+  if (!own_) return;
+  new (own_) std::atomic<std::uint32_t>(kAwake);
+  fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  sockaddr_un a;
+  const socklen_t len = socket_address(pid, a);
+  if (fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&a), len) != 0) {
+    spdlog::debug("wake board: cannot bind its socket ({})", std::strerror(errno));
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+WakeBoard::~WakeBoard() {
+  unlink_own();
+  if (fd_ >= 0) ::close(fd_);
+  for (auto* w : words_)
+    if (w && w != own_) ::munmap(w, kWordBytes);
+  if (own_) ::munmap(own_, kWordBytes);
+}
+
+void WakeBoard::attach(const std::vector<long>& pids, int own_rank) {
+  pids_ = pids;
+  words_.assign(pids.size(), nullptr);
+  all_attached_ = usable();
+  local_ranks_ = 1;
+  for (std::size_t r = 0; r < pids.size(); ++r) {
+    if (static_cast<int>(r) == own_rank) continue;
+    if (pids[r]) {  // 0: another host
+      ++local_ranks_;
+      const int shm = ::shm_open(shm_name(pids[r]).c_str(), O_RDWR | O_CLOEXEC, 0);
+      if (shm >= 0) {
+        words_[r] = map_word(shm);
+        ::close(shm);
+      }
+    }
+    if (!words_[r]) all_attached_ = false;
+  }
+}
+
+void WakeBoard::unlink_own() noexcept {
+  if (!own_name_.empty()) ::shm_unlink(own_name_.c_str());
+  own_name_.clear();
+}
+
+bool WakeBoard::reaches(int rank) const noexcept {
+  return fd_ >= 0 && rank >= 0 && static_cast<std::size_t>(rank) < words_.size() && words_[rank];
+}
+
+void WakeBoard::drain() noexcept {
+  if (fd_ < 0) return;
+  char buf[64];
+  while (::recv(fd_, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+  }
+}
+
+void WakeBoard::wake(int rank) noexcept {
+  if (!reaches(rank)) return;
+  auto* w = words_[static_cast<std::size_t>(rank)];
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // the MPI_Isend before, the load after
+  if (w->load(std::memory_order_seq_cst) != kSleeping) return;
+  if (w->exchange(kAwake, std::memory_order_seq_cst) != kSleeping) return;  // someone else woke it
+  sockaddr_un a;
+  const socklen_t len = socket_address(pids_[static_cast<std::size_t>(rank)], a);
+  const char byte = 'w';
+  ::sendto(fd_, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&a), len);
+}
+
+}  // namespace taskwire::runtime

@@ -1,0 +1,69 @@
+#pragma once
+// runtime::WakeBoard: lets a rank wake another rank on the same host whose MPI poller sleeps.
+//
+// MPI gives an event loop no file descriptor to wait on, so an idle rank polls with a
+// growing sleep, and a message to a sleeping rank waited for the end of its sleep: a
+// millisecond per hop in a cluster whose ranks take turns (client -> scheduler -> worker ->
+// scheduler -> client), and a CPU cost for every idle wake-up. The board gives each rank
+//   - a state word in shared memory (POSIX shm, one page per rank, mapped by every rank on
+//     its host): kAwake or kSleeping, published by the rank's poller before it sleeps;
+//   - a UNIX datagram socket in the abstract namespace (nothing left on disk), readable
+//     when someone woke the rank: the poller's event loop waits on it with its timer.
+// A sender, after MPI_Isend to a peer on its host, calls wake(peer): a shared-memory load
+// when the peer is awake, one datagram when it sleeps (the word flips to kAwake first, so
+// one wake-up per sleep). Lost wake-ups are excluded as in a futex: the sleeper publishes
+// kSleeping, then polls once more before it sleeps; the sender's MPI_Isend precedes its
+// load of the word (both sequentially consistent).
+// Peers on other hosts, or where shm or sockets are unavailable, are simply not woken: their
+// pollers fall back to the timed sleep.
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace taskwire::runtime {
+
+class WakeBoard {
+ public:
+  static constexpr std::uint32_t kAwake = 0, kSleeping = 1;
+
+  /// Creates this process's word and socket (named after its pid). Call before the peers
+  /// learn the pid; never throws (a failure leaves the board without wake-ups).
+  WakeBoard();
+  ~WakeBoard();
+  WakeBoard(const WakeBoard&) = delete;
+  WakeBoard& operator=(const WakeBoard&) = delete;
+
+  /// Maps the words of the other ranks, by pid (0: not on this host).
+  void attach(const std::vector<long>& pids, int own_rank);
+  /// Removes this process's shm name once every peer mapped it (the mapping stays).
+  void unlink_own() noexcept;
+
+  bool usable() const noexcept { return own_ != nullptr && fd_ >= 0; }
+  /// Whether wake(rank) can reach `rank` (it is on this host and attached).
+  bool reaches(int rank) const noexcept;
+  /// Whether every other rank can wake this one (all on this host): sleeps may be long.
+  bool all_peers_reach_me() const noexcept { return all_attached_; }
+  /// Ranks of this job on this host, this one included (1 before attach()).
+  int local_ranks() const noexcept { return local_ranks_; }
+
+  /// This rank's word (kSleeping while its poller sleeps). Null when unusable.
+  std::atomic<std::uint32_t>* own_word() const noexcept { return own_; }
+  /// Readable after a wake-up; drain() empties it. -1 when unusable.
+  int fd() const noexcept { return fd_; }
+  void drain() noexcept;
+
+  /// Wakes `rank` if it sleeps. Cheap when it is awake; safe from any thread.
+  void wake(int rank) noexcept;
+
+ private:
+  std::atomic<std::uint32_t>* own_ = nullptr;
+  std::string own_name_;
+  int fd_ = -1;
+  std::vector<std::atomic<std::uint32_t>*> words_;  // per rank, null if not reachable
+  std::vector<long> pids_;
+  bool all_attached_ = false;
+  int local_ranks_ = 1;
+};
+
+}  // namespace taskwire::runtime
