@@ -78,7 +78,7 @@ started=$(date +%s)
 run latency mpiexec.mpich -n 2 "$bench" latency -b mpi,raw-mpi,tcp,raw-tcp \
   --sizes "$lat_sizes" "${lat_args[@]}" --csv "$out/latency.csv"
 run bandwidth mpiexec.mpich -n 2 "$bench" bandwidth -b mpi,raw-mpi,tcp,raw-tcp --sizes "$bw_sizes" "${bw_args[@]}" --csv "$out/bandwidth.csv"
-run tasks "$bench" tasks -b tcp,inproc "${tasks_args[@]}" --csv "$out/tasks.csv"
+run tasks mpiexec.mpich -n 4 "$bench" tasks -b mpi,tcp "${tasks_args[@]}" --csv "$out/tasks.csv"
 run array mpiexec.mpich -n 5 "$bench" array -b mpi,tcp "${array_args[@]}" --csv "$out/array.csv"
 run idle mpiexec.mpich -n 4 "$bench" idle -b mpi,tcp "${idle_args[@]}" --csv "$out/idle.csv"
 load_after="$(uptime)"
