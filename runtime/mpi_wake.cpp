@@ -17,13 +17,13 @@ namespace {
 
 constexpr std::size_t kWordBytes = 4096;
 
-std::string shm_name(long pid) { return "/taskwire-wake-" + std::to_string(pid); }
+std::string shm_name(long key) { return "/taskwire-wake-" + std::to_string(key); }
 
 // Abstract-namespace address (leading NUL): vanishes with the socket.
-socklen_t socket_address(long pid, sockaddr_un& a) {
+socklen_t socket_address(long key, sockaddr_un& a) {
   std::memset(&a, 0, sizeof a);
   a.sun_family = AF_UNIX;
-  const std::string name = "taskwire-wake-" + std::to_string(pid);
+  const std::string name = "taskwire-wake-" + std::to_string(key);
   std::memcpy(a.sun_path + 1, name.data(), name.size());
   return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
 }
@@ -35,10 +35,11 @@ std::atomic<std::uint32_t>* map_word(int fd) {
 
 }  // namespace
 
-WakeBoard::WakeBoard() {
+long WakeBoard::current_pid() noexcept { return ::getpid(); }
+
+WakeBoard::WakeBoard(long key) {
   static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
-  const long pid = ::getpid();
-  own_name_ = shm_name(pid);
+  own_name_ = shm_name(key);
   // A stale name from a dead process with the same pid is simply reused.
   const int shm = ::shm_open(own_name_.c_str(), O_CREAT | O_RDWR | O_TRUNC | O_CLOEXEC, 0600);
   if (shm < 0 || ::ftruncate(shm, kWordBytes) != 0) {
@@ -53,7 +54,7 @@ WakeBoard::WakeBoard() {
   new (own_) std::atomic<std::uint32_t>(kAwake);
   fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   sockaddr_un a;
-  const socklen_t len = socket_address(pid, a);
+  const socklen_t len = socket_address(key, a);
   if (fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&a), len) != 0) {
     spdlog::debug("wake board: cannot bind its socket ({})", std::strerror(errno));
     ::close(fd_);
@@ -69,16 +70,16 @@ WakeBoard::~WakeBoard() {
   if (own_) ::munmap(own_, kWordBytes);
 }
 
-void WakeBoard::attach(const std::vector<long>& pids, int own_rank) {
-  pids_ = pids;
-  words_.assign(pids.size(), nullptr);
+void WakeBoard::attach(const std::vector<long>& keys, int own_rank) {
+  keys_ = keys;
+  words_.assign(keys.size(), nullptr);
   all_attached_ = usable();
   local_ranks_ = 1;
-  for (std::size_t r = 0; r < pids.size(); ++r) {
+  for (std::size_t r = 0; r < keys.size(); ++r) {
     if (static_cast<int>(r) == own_rank) continue;
-    if (pids[r]) {  // 0: another host
+    if (keys[r]) {  // 0: another host
       ++local_ranks_;
-      const int shm = ::shm_open(shm_name(pids[r]).c_str(), O_RDWR | O_CLOEXEC, 0);
+      const int shm = ::shm_open(shm_name(keys[r]).c_str(), O_RDWR | O_CLOEXEC, 0);
       if (shm >= 0) {
         words_[r] = map_word(shm);
         ::close(shm);
@@ -111,7 +112,7 @@ void WakeBoard::wake(int rank) noexcept {
   if (w->load(std::memory_order_seq_cst) != kSleeping) return;
   if (w->exchange(kAwake, std::memory_order_seq_cst) != kSleeping) return;  // someone else woke it
   sockaddr_un a;
-  const socklen_t len = socket_address(pids_[static_cast<std::size_t>(rank)], a);
+  const socklen_t len = socket_address(keys_[static_cast<std::size_t>(rank)], a);
   const char byte = 'w';
   ::sendto(fd_, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&a), len);
 }

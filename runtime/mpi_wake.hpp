@@ -26,16 +26,18 @@ namespace taskwire::runtime {
 class WakeBoard {
  public:
   static constexpr std::uint32_t kAwake = 0, kSleeping = 1;
+  static long current_pid() noexcept;
 
-  /// Creates this process's word and socket (named after its pid). Call before the peers
-  /// learn the pid; never throws (a failure leaves the board without wake-ups).
-  WakeBoard();
+  /// Creates this rank's word and socket, named after `key` (the process id; tests use
+  /// others). Call before the peers learn the key; never throws (a failure leaves the board
+  /// without wake-ups).
+  explicit WakeBoard(long key = current_pid());
   ~WakeBoard();
   WakeBoard(const WakeBoard&) = delete;
   WakeBoard& operator=(const WakeBoard&) = delete;
 
-  /// Maps the words of the other ranks, by pid (0: not on this host).
-  void attach(const std::vector<long>& pids, int own_rank);
+  /// Maps the words of the other ranks, by key (0: not on this host).
+  void attach(const std::vector<long>& keys, int own_rank);
   /// Removes this process's shm name once every peer mapped it (the mapping stays).
   void unlink_own() noexcept;
 
@@ -61,7 +63,7 @@ class WakeBoard {
   std::string own_name_;
   int fd_ = -1;
   std::vector<std::atomic<std::uint32_t>*> words_;  // per rank, null if not reachable
-  std::vector<long> pids_;
+  std::vector<long> keys_;
   bool all_attached_ = false;
   int local_ranks_ = 1;
 };

@@ -1,0 +1,69 @@
+// runtime::WakeBoard (mpi_wake.hpp) without MPI: two boards in this process stand for two
+// ranks on one host (keys other than the pid keep them apart from the process's own).
+#include <taskwire/runtime/mpi_wake.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <poll.h>
+#include <unistd.h>
+
+namespace {
+
+using taskwire::runtime::WakeBoard;
+
+bool readable(int fd, int timeout_ms) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, timeout_ms) == 1;
+}
+
+long key(int n) { return static_cast<long>(::getpid()) * 1000 + 900 + n; }
+
+}  // namespace
+
+TEST_CASE("a rank wakes a sleeping peer once per sleep, and never an awake one", "[runtime][wake]") {
+  WakeBoard a(key(1)), b(key(2));
+  REQUIRE(a.usable());
+  REQUIRE(b.usable());
+  const std::vector<long> keys{key(1), key(2)};
+  a.attach(keys, 0);
+  b.attach(keys, 1);
+  a.unlink_own();  // both mapped each other: the names can go, the mappings stay
+  b.unlink_own();
+  CHECK(a.reaches(1));
+  CHECK_FALSE(a.reaches(0));
+  CHECK_FALSE(a.reaches(2));
+  CHECK(a.local_ranks() == 2);
+  CHECK(a.all_peers_reach_me());
+  CHECK(b.all_peers_reach_me());
+
+  a.wake(1);  // b is awake: nothing sent
+  CHECK_FALSE(readable(b.fd(), 50));
+
+  b.own_word()->store(WakeBoard::kSleeping);
+  a.wake(1);
+  CHECK(b.own_word()->load() == WakeBoard::kAwake);
+  CHECK(readable(b.fd(), 5000));
+  b.drain();
+  CHECK_FALSE(readable(b.fd(), 0));
+
+  a.wake(1);  // woken already, not asleep again: no second datagram
+  CHECK_FALSE(readable(b.fd(), 50));
+
+  a.own_word()->store(WakeBoard::kSleeping);  // and the other way round
+  b.wake(0);
+  CHECK(readable(a.fd(), 5000));
+  CHECK(a.own_word()->load() == WakeBoard::kAwake);
+}
+
+TEST_CASE("a peer that is not on this host (or gone) is not reachable", "[runtime][wake]") {
+  WakeBoard a(key(3));
+  REQUIRE(a.usable());
+  a.attach({key(3), 0, key(4)}, 0);  // rank 1 on another host; rank 2 never created its word
+  CHECK_FALSE(a.reaches(1));
+  CHECK_FALSE(a.reaches(2));
+  CHECK(a.local_ranks() == 2);
+  CHECK_FALSE(a.all_peers_reach_me());
+  a.wake(1);  // harmless
+  a.wake(2);
+  a.wake(-1);
+}
