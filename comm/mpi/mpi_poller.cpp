@@ -497,7 +497,7 @@ void MpiPoller::run_outbox(const ConnectionPtr& c) {
     Locked lock(*this);
     c->outbox.insert(c->outbox.begin(), std::make_move_iterator(batch.begin() + i + 1),
                      std::make_move_iterator(batch.end()));
-    if (!c->outbox.empty() && !c->outbox_scheduled) {
+    if (!c->outbox.empty() && !c->outbox_scheduled && c->strand) {
       c->outbox_scheduled = true;
       asio::post(*c->strand, [self = shared_from_this(), c] { self->run_outbox(c); });
     }
@@ -518,6 +518,10 @@ void MpiPoller::detach_owner(const std::shared_ptr<bool>& owner) noexcept {
       // comm, which holds the connection).
       for (auto& f : c->outbox) graveyard_.push_back(std::move(f));
       c->outbox.clear();
+      // The owner's io_context may be destroyed next, taking the strand service with it,
+      // while the connection itself stays here until its close is sent (or the drain at
+      // shutdown): a strand destroyed then is a use after free (ASan, 20-cycle test).
+      c->strand.reset();
       if (c->state == Connection::State::connecting) fail_connect(c, make_error_code(errc::aborted));
       if (c->aborted || drained_) continue;
       c->aborted = true;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 namespace {
 
 std::string thp_mode() {
@@ -28,6 +29,7 @@ std::size_t anon_huge_kib() {
 }
 
 }  // namespace
+#endif
 
 TEST_CASE("the start-up re-execution leaves the environment as the caller set it", "[runtime][malloc]") {
   CHECK(std::getenv("TASKWIRE_MALLOC_REEXEC") == nullptr);
