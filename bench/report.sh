@@ -204,7 +204,7 @@ img() { [ $plots -gt 0 ] && printf '![%s](%s.png)\n\n' "$1" "$1" || true; }
   img bandwidth
   pivot "$out/bandwidth.csv" 2 size 5 "%.3f" mpi raw-mpi tcp raw-tcp mpi/tcp raw-mpi/raw-tcp mpi/raw-mpi tcp/raw-tcp
   echo
-  echo "## Task throughput (local cluster: scheduler, 2 single-thread workers, client)"
+  echo "## Task throughput (mpiexec.mpich -n 4: scheduler on rank 0, client on rank 1, two single-thread worker ranks)"
   echo
   echo "independent: a map of no-op tasks; chain: each task depends on the previous one; fan-in:"
   echo "leaves then a binary tree of add tasks (2L - 1 tasks, the sum checked); roundtrip: submit().get()."
