@@ -128,7 +128,7 @@ if command -v gnuplot >/dev/null; then
   gnuplot <<EOF
 set terminal $term size 900,560
 set output '$out/tasks.png'
-set title 'Task throughput (scheduler + 2 single-thread workers + client, one machine)'
+set title 'Task throughput (mpiexec.mpich -n 4: scheduler, client, 2 single-thread workers)'
 set ylabel 'tasks per second'
 set style data histograms
 set style histogram clustered gap 1
