@@ -83,7 +83,13 @@ bool program_links_taskwire() {
         if (!dyn) return 1;
         const char* strtab = nullptr;
         for (auto* d = dyn; d->d_tag != DT_NULL; ++d)
-          if (d->d_tag == DT_STRTAB) strtab = reinterpret_cast<const char*>(d->d_un.d_ptr);
+          if (d->d_tag == DT_STRTAB) {
+            // ld.so relocates these in place on x86-64; where it does not (read-only
+            // dynamic sections), the value is still relative to the load address.
+            auto at = d->d_un.d_ptr;
+            if (at < info->dlpi_addr) at += info->dlpi_addr;
+            strtab = reinterpret_cast<const char*>(at);
+          }
         if (!strtab) return 1;
         for (auto* d = dyn; d->d_tag != DT_NULL; ++d)
           if (d->d_tag == DT_NEEDED && std::strstr(strtab + d->d_un.d_val, "libtaskwire"))
