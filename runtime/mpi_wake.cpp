@@ -65,8 +65,8 @@ WakeBoard::WakeBoard(long key) {
 WakeBoard::~WakeBoard() {
   unlink_own();
   if (fd_ >= 0) ::close(fd_);
-  for (auto* w : words_)
-    if (w && w != own_) ::munmap(w, kWordBytes);
+  for (auto* w : words_)  // peers' words only: attach() skips this rank
+    if (w) ::munmap(w, kWordBytes);
   if (own_) ::munmap(own_, kWordBytes);
 }
 

@@ -161,26 +161,22 @@ void PollDriver::run() {
 void PollDriver::sleep(std::chrono::microseconds wait) {
   auto self = shared_from_this();
   auto* word = wake_fd_ ? board_->own_word() : nullptr;
+  auto stay_awake = [&] {
+    sleeping_ = false;
+    if (word) word->store(runtime::WakeBoard::kAwake, std::memory_order_seq_cst);
+    asio::post(strand_, [self] { self->run(); });
+  };
   if (word) {
     // Publish "asleep", then look once more: a sender that sent before it saw the word
     // (its MPI_Isend precedes its load) left a message this turn finds.
     word->store(runtime::WakeBoard::kSleeping, std::memory_order_seq_cst);
     const TurnResult r = poller_->turn(context_);
     if (r.finished) return;
-    if (r.progress || r.deferred || kicked_.load() || stopped_) {
-      word->store(runtime::WakeBoard::kAwake, std::memory_order_seq_cst);
-      if (r.progress) last_progress_ = MpiPoller::Clock::now();
-      asio::post(strand_, [self] { self->run(); });
-      return;
-    }
+    if (r.progress) last_progress_ = MpiPoller::Clock::now();
+    if (r.progress || r.deferred || stopped_) return stay_awake();
   }
   sleeping_ = true;
-  if (kicked_.load()) {  // a wake() raced with the decision to sleep
-    sleeping_ = false;
-    if (word) word->store(runtime::WakeBoard::kAwake, std::memory_order_seq_cst);
-    asio::post(strand_, [self] { self->run(); });
-    return;
-  }
+  if (kicked_.load()) return stay_awake();  // a wake() raced with the decision to sleep
   const std::uint64_t id = ++sleep_id_;
   timer_.expires_after(wait);
   timer_.async_wait([self, id](error_code) { self->woken(id); });
