@@ -88,7 +88,7 @@ void ClientCore::read_loop() {
 }
 
 void ClientCore::on_batch(const runtime::Message& m) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   runtime::for_each_op(m, [&](runtime::OpReader& r) {
     switch (r.op()) {
       case Op::key_in_memory: {
@@ -125,6 +125,7 @@ void ClientCore::on_batch(const runtime::Message& m) {
             fmt::format("unexpected operation {} from the scheduler", static_cast<int>(r.op())));
     }
   });
+  lock.unlock();  // a woken waiter would only block on mu_ again
   cv_.notify_all();
 }
 

@@ -69,7 +69,9 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   void read(const PeerPtr& peer) {
     auto self = shared_from_this();
     peer->comm->async_read([self, peer](error_code ec, runtime::Message m) {
-      asio::post(self->strand, [self, peer, ec, m = std::move(m)] {
+      // dispatch: inline when the scheduler's strand is free (a post would cost the event
+      // loop one more pass, an epoll_wait system call, per message).
+      asio::dispatch(self->strand, [self, peer, ec, m = std::move(m)] {
         if (ec) return self->peer_gone(peer, ec.message());
         try {
           self->handle_message(peer, m);

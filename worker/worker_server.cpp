@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <stdexcept>
+#include <utility>
 
 namespace taskwire::worker {
 namespace {
@@ -234,7 +235,8 @@ void Worker::Impl::read_scheduler() {
   scheduler_->async_read([weak](error_code ec, runtime::Message m) {
     auto self = weak.lock();
     if (!self) return;
-    asio::post(self->strand_, [self, ec, m = std::move(m)]() mutable {
+    // dispatch: inline when the strand is free (a post costs the event loop another pass).
+    asio::dispatch(self->strand_, [self, ec, m = std::move(m)]() mutable {
       self->on_scheduler_message(ec, std::move(m));
     });
   });
@@ -291,7 +293,7 @@ void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message)
 template <class T>
 void Worker::Impl::to_scheduler(protocol::Op op, const T& body, std::vector<runtime::Frame> payload) {
   if (closing_) return;
-  if (!flush_posted_) {
+  if (!handling_ && !flush_posted_) {  // handle() flushes when it is done
     flush_posted_ = true;
     asio::post(strand_, [self = shared_from_this()] { self->flush(); });
   }
@@ -318,7 +320,22 @@ void Worker::Impl::schedule_heartbeat() {
 
 void Worker::Impl::handle(std::vector<Event> events) {
   if (closing_) return;
+  inline_deadline_ = std::chrono::steady_clock::now() + kInlineBudget;
+  handling_ = true;
+  struct EndHandling {
+    bool& flag;
+    ~EndHandling() { flag = false; }
+  } end_handling{handling_};
   run(state_->handle(std::move(events)));
+  // Tasks run inline (task_execution.cpp) leave their results here: feed them back in a loop
+  // (each may make the next ready task run inline), not by recursion.
+  while (!inline_done_.empty() && !closing_) {
+    auto done = std::exchange(inline_done_, {});
+    run(state_->handle(std::move(done)));
+  }
+  inline_done_.clear();
+  handling_ = false;
+  flush();  // everything the events caused, as one message
 }
 
 void Worker::Impl::run(Instructions instructions) {
@@ -346,41 +363,6 @@ void Worker::Impl::run(Instructions instructions) {
         },
         instruction);
   }
-}
-
-void Worker::Impl::execute(Execute task) {
-  const auto priority = task.priority;
-  const auto key = task.key;
-  auto job = [self = shared_from_this(), task = std::move(task)]() mutable {
-    using Clock = std::chrono::steady_clock;
-    Event result;
-    const auto* fn = runtime::FunctionRegistry::global().find(task.function);
-    const auto t0 = Clock::now();
-    auto seconds = [&t0] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
-    if (!fn) {
-      result = ExecuteFailure{task.key,
-                              unknown_function_message(task.function, self->name_, self->address_),
-                              0, ""};
-    } else {
-      try {
-        auto frame = fn->invoke(task.args);
-        result = ExecuteSuccess{task.key, std::move(frame), seconds(), ""};
-      } catch (const std::exception& e) {
-        result = ExecuteFailure{task.key, e.what(), seconds(), ""};
-      } catch (...) {
-        result = ExecuteFailure{task.key, "the task threw an exception not derived from std::exception",
-                                seconds(), ""};
-      }
-    }
-    task.args.clear();  // release argument frames on this thread
-    asio::post(self->strand_, [self, result = std::move(result)]() mutable {
-      std::vector<Event> events;
-      events.push_back(std::move(result));
-      self->handle(std::move(events));
-    });
-  };
-  if (!executor_.submit(priority, std::move(job)))
-    spdlog::debug("worker {}: task '{}' not run: the worker is closing", name_, key);
 }
 
 }  // namespace taskwire::worker

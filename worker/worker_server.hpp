@@ -46,6 +46,10 @@ struct WorkerOptions {
   /// forwards them to the clients that want them, saving their get_data round trip);
   /// larger ones stay here until fetched. 0 sends none inline.
   std::size_t inline_result_bytes = 64 * 1024;
+  /// Tasks of a function whose runs averaged at most this long run on the worker's event
+  /// loop instead of a pool thread (while a thread slot is free), saving two thread
+  /// hand-overs per task; 0 always uses the pool. See worker/task_execution.cpp.
+  double inline_task_seconds = 20e-6;
 };
 
 /// How the worker ended.

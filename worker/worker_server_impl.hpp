@@ -1,7 +1,7 @@
 #pragma once
-// Internals of the worker server, shared by worker_server.cpp (lifecycle, scheduler link,
-// execution) and peer_transfers.cpp (fetching from peers, serving get_data). Not installed
-// API: include worker_server.hpp.
+// Internals of the worker server, shared by worker_server.cpp (lifecycle, scheduler link),
+// task_execution.cpp (running tasks) and peer_transfers.cpp (fetching from peers, serving
+// get_data). Not installed API: include worker_server.hpp.
 #include <taskwire/comm/core/connect.hpp>
 #include <taskwire/runtime/batch.hpp>
 #include <taskwire/worker/executor.hpp>
@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,11 @@ struct PeerLink {
 };
 
 inline constexpr std::chrono::milliseconds kGoodbyeTimeout{5000};
+/// Longest stretch of inline task runs in one handler of the strand (see task_execution.cpp).
+inline constexpr std::chrono::microseconds kInlineBudget{1000};
+/// An inline run longer than this many times WorkerOptions::inline_task_seconds sends the
+/// function back to the thread pool for good.
+inline constexpr double kInlineBanFactor = 10;
 
 class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
  public:
@@ -54,7 +60,13 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   void on_scheduler_message(error_code ec, runtime::Message message);
   void handle(std::vector<Event> events);
   void run(Instructions instructions);
+  // task_execution.cpp
   void execute(Execute task);
+  Event run_task(Execute& task, double& seconds);
+  bool runs_inline(const std::string& function) const;
+  void record_duration(const std::string& function, double seconds, bool ran_inline);
+  void on_executed(std::string function, double seconds, Event result);
+  void drain_executed();
   template <class T>
   void to_scheduler(protocol::Op op, const T& body, std::vector<runtime::Frame> payload = {});
   void flush();
@@ -90,10 +102,29 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   // On the strand.
   runtime::BatchWriter outbox_;  // to the scheduler, flushed once per event-loop turn
   bool flush_posted_ = false;
+  bool handling_ = false;  // inside handle(), which flushes the outbox at its end
   asio::steady_timer heartbeat_;
   asio::steady_timer goodbye_timer_;  // bounds the wait for worker_closing to be sent
   std::map<std::string, std::shared_ptr<PeerLink>> peers_;
   std::uint64_t next_request_id_ = 0;
+  struct FunctionTiming {
+    double mean_seconds = 0;  ///< moving average of recent runs
+    std::uint64_t runs = 0;
+    bool banned = false;  ///< once ran too long inline: pool only
+  };
+  std::unordered_map<std::string, FunctionTiming> timings_;
+  std::vector<Event> inline_done_;  ///< results of tasks run inline, for handle()
+  std::chrono::steady_clock::time_point inline_deadline_{};
+
+  // Results from pool threads, waiting for the strand (drain_executed).
+  struct Executed {
+    std::string function;
+    double seconds;
+    Event result;
+  };
+  std::mutex executed_mu_;
+  std::vector<Executed> executed_;
+  bool executed_posted_ = false;
   bool closing_ = false;  // begin_close() ran: no new work, no new messages
   bool closed_ = false;   // finish_close() ran: status_ says closed
   std::atomic<bool> started_{false};  // start() got past its checks

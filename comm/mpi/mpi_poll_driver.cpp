@@ -22,11 +22,13 @@ int available_cores() {
 PollDriver::PollDriver(std::shared_ptr<MpiPoller> poller, asio::any_io_executor executor,
                        runtime::MpiPollConfig config, bool own_thread)
     : poller_(std::move(poller)), strand_(asio::make_strand(executor)), timer_(strand_),
-      board_(poller_->board()), context_(&asio::query(executor, asio::execution::context)),
+      guard_timer_(strand_), board_(poller_->board()),
+      context_(&asio::query(executor, asio::execution::context)),
       backoff_(config), deep_sleep_(config.sleep_cap * MpiPoller::kDeepIdleFactor),
       spin_after_progress_(config.spin_after_progress), own_thread_(own_thread) {
   // Each driver waits on its own duplicate of the board's socket (drivers may run on
-  // different io_contexts); whichever wakes first drains it.
+  // different io_contexts); whichever reads a datagram wakes, and its turn serves every
+  // connection of the process.
   if (!own_thread_ && board_ && board_->usable())
     if (const int fd = ::dup(board_->fd()); fd >= 0)
       wake_fd_ = std::make_unique<asio::posix::stream_descriptor>(strand_, fd);
@@ -55,7 +57,11 @@ void PollDriver::start() {
     thread_ = std::thread([this] { thread_loop(); });
     return;
   }
-  asio::post(strand_, [self = shared_from_this()] { self->run(); });
+  auto self = shared_from_this();
+  asio::post(strand_, [self] {
+    if (self->wake_fd_) self->guard();
+    self->run();
+  });
 }
 
 void PollDriver::stop() noexcept {
@@ -72,6 +78,7 @@ void PollDriver::stop() noexcept {
     }
     asio::post(strand_, [self = shared_from_this()] {
       self->timer_.cancel();
+      self->guard_timer_.cancel();
       error_code ignored;
       if (self->wake_fd_) self->wake_fd_->close(ignored);
     });
@@ -90,13 +97,14 @@ void PollDriver::wake() noexcept {
         sleep_cv_.notify_one();
         return;
       }
-      asio::post(strand_, [self = shared_from_this()] { self->timer_.cancel(); });
+      asio::post(strand_, [self = shared_from_this()] { self->woken(self->sleep_id_); });
     } catch (...) {
     }
   }
 }
 
 std::chrono::microseconds PollDriver::next_wait(const TurnResult& r) {
+  untimed_ = false;
   const auto now = MpiPoller::Clock::now();
   if (r.progress || kicked_.exchange(false)) {
     backoff_.reset();
@@ -113,7 +121,10 @@ std::chrono::microseconds PollDriver::next_wait(const TurnResult& r) {
   if (r.busy) return std::min(wait, MpiPoller::kBusySleepCap);
   // Every peer can wake this rank when it sends: sleep until then (the timer only bounds
   // what a wake-up lost to a sender's delayed MPI_Isend could cost).
-  if (wake_fd_ && board_->all_peers_reach_me()) return MpiPoller::kWakeableIdleSleep;
+  if (wake_fd_ && board_->all_peers_reach_me()) {
+    untimed_ = true;
+    return MpiPoller::kWakeableIdleSleep;
+  }
   // Long silence: each timer wake-up costs ~30 us of CPU on this VM (the task switch), so
   // 1000 a second alone would be 3 % of a core.
   if (now - last_progress_ >= MpiPoller::kDeepIdleAfter) wait = std::max(wait, deep_sleep_);
@@ -156,8 +167,11 @@ void PollDriver::run() {
   sleep(wait);
 }
 
-// Sleeps until the timer, a local wake() (which cancels the timer) or, with the wake board, a
-// datagram from a peer that sent to this rank.
+// Sleeps until the timer, a local wake() or, with the wake board, a datagram from a peer that
+// sent to this rank. An untimed sleep (every peer can wake this rank) sets no timer: the
+// guard timer bounds it. Each sleep costs as few system calls as asio allows (measured with
+// strace on the scheduler rank of `taskwire-bench tasks`: 8 per forwarded message before,
+// when each sleep set and cancelled a timer, re-armed the socket's wait and drained it).
 void PollDriver::sleep(std::chrono::microseconds wait) {
   auto self = shared_from_this();
   auto* word = wake_fd_ ? board_->own_word() : nullptr;
@@ -178,24 +192,43 @@ void PollDriver::sleep(std::chrono::microseconds wait) {
   sleeping_ = true;
   if (kicked_.load()) return stay_awake();  // a wake() raced with the decision to sleep
   const std::uint64_t id = ++sleep_id_;
+  in_sleep_ = true;
+  if (word) read_wake_socket();
+  if (word && untimed_) return;
   timer_.expires_after(wait);
-  timer_.async_wait([self, id](error_code) { self->woken(id); });
-  if (word && wake_fd_->is_open()) wake_fd_->async_wait(asio::posix::stream_descriptor::wait_read, [self, id](error_code ec) {
+  timer_.async_wait([self, id](error_code ec) {
     if (!ec) self->woken(id);
   });
 }
 
+// One read of the wake socket stays pending while the driver sleeps (and after, until a
+// datagram comes): it consumes the datagram that wakes this rank, with no separate drain.
+void PollDriver::read_wake_socket() {
+  if (reading_ || !wake_fd_->is_open()) return;
+  reading_ = true;
+  wake_fd_->async_read_some(asio::buffer(wake_buf_), [self = shared_from_this()](error_code ec, std::size_t) {
+    self->reading_ = false;
+    if (!ec && !self->stopped_) self->woken(self->sleep_id_);
+  });
+}
+
+// Wakes an untimed sleep that a wake-up lost (see kWakeableIdleSleep), every so often.
+void PollDriver::guard() {
+  guard_timer_.expires_after(MpiPoller::kWakeableIdleSleep);
+  guard_timer_.async_wait([self = shared_from_this()](error_code ec) {
+    if (ec || self->stopped_) return;
+    self->woken(self->sleep_id_);
+    self->guard();
+  });
+}
+
 void PollDriver::woken(std::uint64_t id) {
-  if (id != sleep_id_) return;  // the other half of a sleep that already ended
+  if (!in_sleep_ || id != sleep_id_) return;  // not asleep, or a sleep that already ended
+  in_sleep_ = false;
   ++sleep_id_;
   sleeping_ = false;
-  if (wake_fd_) {
-    board_->own_word()->store(runtime::WakeBoard::kAwake, std::memory_order_seq_cst);
-    board_->drain();
-    timer_.cancel();
-    error_code ignored;
-    wake_fd_->cancel(ignored);
-  }
+  if (wake_fd_) board_->own_word()->store(runtime::WakeBoard::kAwake, std::memory_order_seq_cst);
+  if (!untimed_) timer_.cancel();
   run();
 }
 

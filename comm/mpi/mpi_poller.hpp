@@ -268,14 +268,21 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   void run();
   void sleep(std::chrono::microseconds wait);
   void woken(std::uint64_t id);
+  void read_wake_socket();
+  void guard();
   void thread_loop();
   std::chrono::microseconds next_wait(const TurnResult& r);
 
   std::shared_ptr<MpiPoller> poller_;
   asio::strand<asio::any_io_executor> strand_;
   asio::steady_timer timer_;
+  asio::steady_timer guard_timer_;  ///< bounds untimed sleeps (see guard())
   std::shared_ptr<runtime::WakeBoard> board_;
   std::unique_ptr<asio::posix::stream_descriptor> wake_fd_;  ///< board's socket, when usable
+  char wake_buf_[16];
+  bool reading_ = false;   ///< a read of wake_fd_ is pending
+  bool untimed_ = false;   ///< the coming sleep waits for a wake-up, not for the timer
+  bool in_sleep_ = false;  ///< a sleep is set up and not yet ended (strand-confined)
   std::uint64_t sleep_id_ = 0;  ///< the current sleep; stale wake-ups carry an older one
   const asio::execution_context* context_;  ///< the io_context the driver runs on
   runtime::MpiBackoff backoff_;

@@ -1,0 +1,111 @@
+// Running tasks: on the worker's thread pool, or inline on its event loop for functions
+// measured to be very short, and handing results back to the state machine in batches.
+//
+// Why inline (measured, `taskwire-bench tasks`, 2-core VM): each hand-over between threads
+// (event loop -> pool thread -> event loop) costs a futex or epoll wake-up of ~20 us here,
+// far more than a no-op task. A function whose runs on the pool averaged at most
+// WorkerOptions::inline_task_seconds runs on the event loop while a thread slot is free (so
+// no more than nthreads tasks ever run at once), for at most kInlineBudget per handler; a
+// function that once runs inline for more than kInlineBanFactor times that limit goes back
+// to the pool for good, so a mis-judged function costs the event loop one slow run.
+#include <taskwire/worker/worker_server_impl.hpp>
+
+#include <taskwire/runtime/function_registry.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <utility>
+
+namespace taskwire::worker {
+
+Event Worker::Impl::run_task(Execute& task, double& seconds) {
+  using Clock = std::chrono::steady_clock;
+  const auto* fn = runtime::FunctionRegistry::global().find(task.function);
+  const auto t0 = Clock::now();
+  auto elapsed = [&t0] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  Event result;
+  if (!fn) {
+    result = ExecuteFailure{task.key, unknown_function_message(task.function, name_, address_), 0,
+                            ""};
+  } else {
+    try {
+      auto frame = fn->invoke(task.args);
+      result = ExecuteSuccess{task.key, std::move(frame), elapsed(), ""};
+    } catch (const std::exception& e) {
+      result = ExecuteFailure{task.key, e.what(), elapsed(), ""};
+    } catch (...) {
+      result = ExecuteFailure{task.key, "the task threw an exception not derived from std::exception",
+                              elapsed(), ""};
+    }
+  }
+  seconds = elapsed();
+  task.args.clear();  // release argument frames on the thread that ran the task
+  return result;
+}
+
+bool Worker::Impl::runs_inline(const std::string& function) const {
+  if (options_.inline_task_seconds <= 0) return false;
+  auto it = timings_.find(function);
+  return it != timings_.end() && !it->second.banned &&
+         it->second.mean_seconds <= options_.inline_task_seconds &&
+         std::chrono::steady_clock::now() < inline_deadline_;
+}
+
+void Worker::Impl::record_duration(const std::string& function, double seconds, bool ran_inline) {
+  auto& t = timings_[function];
+  t.mean_seconds = t.runs == 0 ? seconds : 0.8 * t.mean_seconds + 0.2 * seconds;
+  ++t.runs;
+  if (ran_inline && !t.banned && seconds > kInlineBanFactor * options_.inline_task_seconds) {
+    t.banned = true;
+    spdlog::debug("worker {}: '{}' ran {:.0f} us inline; it runs on the thread pool from now on",
+                  name_, function, seconds * 1e6);
+  }
+}
+
+void Worker::Impl::execute(Execute task) {
+  if (runs_inline(task.function)) {
+    double seconds = 0;
+    inline_done_.push_back(run_task(task, seconds));
+    record_duration(task.function, seconds, true);
+    return;
+  }
+  const auto priority = task.priority;
+  const auto key = task.key;
+  auto job = [self = shared_from_this(), task = std::move(task)]() mutable {
+    double seconds = 0;
+    Event result = self->run_task(task, seconds);
+    self->on_executed(std::move(task.function), seconds, std::move(result));
+  };
+  if (!executor_.submit(priority, std::move(job)))
+    spdlog::debug("worker {}: task '{}' not run: the worker is closing", name_, key);
+}
+
+// On a pool thread: results queue up and reach the strand together, one post for all that
+// finished before the strand got to them (each post to a sleeping event loop is a wake-up).
+void Worker::Impl::on_executed(std::string function, double seconds, Event result) {
+  {
+    std::lock_guard lock(executed_mu_);
+    executed_.push_back(Executed{std::move(function), seconds, std::move(result)});
+    if (executed_posted_) return;
+    executed_posted_ = true;
+  }
+  asio::post(strand_, [self = shared_from_this()] { self->drain_executed(); });
+}
+
+void Worker::Impl::drain_executed() {
+  std::vector<Executed> done;
+  {
+    std::lock_guard lock(executed_mu_);
+    done.swap(executed_);
+    executed_posted_ = false;
+  }
+  std::vector<Event> events;
+  events.reserve(done.size());
+  for (auto& d : done) {
+    record_duration(d.function, d.seconds, false);
+    events.push_back(std::move(d.result));
+  }
+  handle(std::move(events));
+}
+
+}  // namespace taskwire::worker
