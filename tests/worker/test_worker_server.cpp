@@ -8,6 +8,8 @@
 #include <taskwire/runtime/function_registry.hpp>
 #include <taskwire/worker/worker_server.hpp>
 
+#include <cstdint>
+#include <functional>
 #include <future>
 #include <stdexcept>
 #include <thread>
@@ -22,6 +24,15 @@ TASKWIRE_REGISTER(worker_test_inc);
 TASKWIRE_REGISTER(worker_test_add);
 TASKWIRE_REGISTER(worker_test_fail);
 TASKWIRE_REGISTER(worker_test_concat);
+
+// Busy for `us` microseconds, then says which thread ran it.
+std::uint64_t worker_test_where(int us) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+  return std::hash<std::thread::id>{}(std::this_thread::get_id());
+}
+TASKWIRE_REGISTER(worker_test_where);
 
 }  // namespace
 
@@ -49,8 +60,8 @@ struct Cluster {
   /// Starts a worker and returns it with the scheduler's side of its comm, after checking
   /// its register_worker.
   std::pair<Worker*, std::shared_ptr<Mailbox>> start_worker(const std::string& name,
-                                                            unsigned nthreads = 1) {
-    WorkerOptions o;
+                                                            unsigned nthreads = 1,
+                                                            WorkerOptions o = {}) {
     o.scheduler_address = scheduler->address();
     o.name = name;
     o.nthreads = nthreads;
@@ -299,4 +310,48 @@ TEST_CASE("worker server: start() fails with a clear error when no scheduler lis
   CHECK(w.wait_closed(std::chrono::seconds(1)) == false);
   w.request_stop();
   CHECK(w.wait_closed(std::chrono::seconds(1)));
+}
+
+TEST_CASE("worker server: tasks measured very short run inline; one that runs long inline goes "
+          "back to the pool; inline_task_seconds 0 keeps every task on the pool",
+          "[worker][server]") {
+  Cluster cluster("inproc");
+  WorkerOptions o;
+  o.inline_task_seconds = GENERATE(0.0, 0.002);
+  INFO("inline_task_seconds " << o.inline_task_seconds);
+  auto [w, s] = cluster.start_worker("w", 1, o);
+  int n = 0;
+  auto where = [&, &s = s](int us) {
+    const auto key = "where-" + std::to_string(++n);
+    s->send(compute(key, "worker_test_where", {frame_arg(0)}, {runtime::to_frame(us)}));
+    auto fin = s->next(Op::task_finished);
+    REQUIRE(fin);
+    REQUIRE(fin->finished.key == key);
+    REQUIRE(fin->frames.size() == 1);
+    return runtime::from_frame<std::uint64_t>(fin->frames[0]);
+  };
+  const auto pool = where(0);  // never measured: the pool's one thread
+  const auto second = where(0);
+  const auto third = where(0);
+  if (o.inline_task_seconds == 0) {
+    CHECK(second == pool);
+    CHECK(third == pool);
+    return;
+  }
+  CHECK(second != pool);  // the event loop's thread
+  CHECK(third != pool);
+  // Far longer than 10 x the limit: it still ran inline (it was judged short), but the
+  // function runs on the pool from now on.
+  CHECK(where(100'000) != pool);
+  CHECK(where(0) == pool);
+  CHECK(where(0) == pool);
+  // A task that throws inline reports its error like one on the pool.
+  s->send(compute("bad-a", "worker_test_fail", {frame_arg(0)}, {runtime::to_frame(1)}));
+  REQUIRE(s->next(Op::task_erred));
+  s->send(compute("bad-b", "worker_test_fail", {frame_arg(0)}, {runtime::to_frame(1)}));
+  auto err = s->next(Op::task_erred);
+  REQUIRE(err);
+  CHECK(err->erred.key == "bad-b");
+  CHECK(err->erred.message == "worker_test_fail: deliberate failure");
+  CHECK(s->malformed().empty());
 }
