@@ -5,9 +5,13 @@
 // (event loop -> pool thread -> event loop) costs a futex or epoll wake-up of ~20 us here,
 // far more than a no-op task. A function whose runs on the pool averaged at most
 // WorkerOptions::inline_task_seconds runs on the event loop while a thread slot is free (so
-// no more than nthreads tasks ever run at once), for at most kInlineBudget per handler; a
-// function that once runs inline for more than kInlineBanFactor times that limit goes back
-// to the pool for good, so a mis-judged function costs the event loop one slow run.
+// no more than nthreads tasks ever run at once), for at most kInlineBudget per handler. Every
+// run feeds the average, so one slow inline run sends the function back to the pool until
+// its pool runs are short again; a run inline for more than kInlineBanFactor times the limit
+// is a strike, and kInlineStrikes of them send the function to the pool for good. Strikes
+// fade slowly (one per kInlineStrikeFade short inline runs): on a machine with more busy
+// threads than cores a 1 us task is now and then preempted for milliseconds, which says
+// nothing about the function.
 #include <taskwire/worker/worker_server_impl.hpp>
 
 #include <taskwire/runtime/function_registry.hpp>
@@ -55,11 +59,21 @@ void Worker::Impl::record_duration(const std::string& function, double seconds, 
   auto& t = timings_[function];
   t.mean_seconds = t.runs == 0 ? seconds : 0.8 * t.mean_seconds + 0.2 * seconds;
   ++t.runs;
-  if (ran_inline && !t.banned && seconds > kInlineBanFactor * options_.inline_task_seconds) {
-    t.banned = true;
-    spdlog::debug("worker {}: '{}' ran {:.0f} us inline; it runs on the thread pool from now on",
-                  name_, function, seconds * 1e6);
+  if (!ran_inline || t.banned) return;
+  if (seconds <= kInlineBanFactor * options_.inline_task_seconds) {
+    if (t.strikes > 0 && ++t.short_runs == kInlineStrikeFade) {
+      --t.strikes;
+      t.short_runs = 0;
+    }
+    return;
   }
+  ++t.strikes;
+  t.short_runs = 0;
+  if (t.strikes < kInlineStrikes) return;
+  t.banned = true;
+  spdlog::debug("worker {}: '{}' ran {:.0f} us inline, the {}th long inline run; it runs on the "
+                "thread pool from now on",
+                name_, function, seconds * 1e6, kInlineStrikes);
 }
 
 void Worker::Impl::execute(Execute task) {

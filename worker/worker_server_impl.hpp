@@ -36,9 +36,12 @@ struct PeerLink {
 inline constexpr std::chrono::milliseconds kGoodbyeTimeout{5000};
 /// Longest stretch of inline task runs in one handler of the strand (see task_execution.cpp).
 inline constexpr std::chrono::microseconds kInlineBudget{1000};
-/// An inline run longer than this many times WorkerOptions::inline_task_seconds sends the
-/// function back to the thread pool for good.
+/// An inline run longer than this many times WorkerOptions::inline_task_seconds is a strike;
+/// kInlineStrikes of them send the function to the thread pool for good; a strike fades
+/// after kInlineStrikeFade short inline runs.
 inline constexpr double kInlineBanFactor = 10;
+inline constexpr int kInlineStrikes = 3;
+inline constexpr int kInlineStrikeFade = 1000;
 
 class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
  public:
@@ -110,7 +113,9 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   struct FunctionTiming {
     double mean_seconds = 0;  ///< moving average of recent runs
     std::uint64_t runs = 0;
-    bool banned = false;  ///< once ran too long inline: pool only
+    int strikes = 0;      ///< long inline runs, fading
+    int short_runs = 0;   ///< short inline runs since the last strike came or went
+    bool banned = false;  ///< kInlineStrikes long inline runs: pool only
   };
   std::unordered_map<std::string, FunctionTiming> timings_;
   std::vector<Event> inline_done_;  ///< results of tasks run inline, for handle()
