@@ -11,6 +11,26 @@ namespace taskwire::client {
 
 using protocol::Op;
 
+namespace {
+// Wraps a handler for the io thread so that it never holds the last reference to the core.
+// With its own io thread (own_thread), a handler holding one could outlive the user's last
+// Client and run ~ClientCore there, which would join that very thread (a crash seen as
+// "Resource deadlock avoided" at the end of a program): so it only checks the core is
+// alive, and ~ClientCore joins the io thread before any member goes, so the core outlives a
+// handler that found it alive. With a context the core does not own (no join), the handler
+// holds the core for its duration.
+template <class F>
+auto guarded(ClientCore& core, bool own_thread, F f) {
+  return [weak = core.weak_from_this(), own_thread, f = std::move(f)](auto&&... args) mutable {
+    if (own_thread) {
+      if (!weak.expired()) f(std::forward<decltype(args)>(args)...);
+      return;
+    }
+    if (auto keep = weak.lock()) f(std::forward<decltype(args)>(args)...);
+  };
+}
+}  // namespace
+
 KeyRef::KeyRef(std::shared_ptr<ClientCore> core, std::string key)
     : core_(std::move(core)), key_(std::move(key)) {}
 
@@ -71,20 +91,17 @@ void ClientCore::start(comm::CommPtr scheduler) {
 }
 
 void ClientCore::read_loop() {
-  auto self = weak_from_this();
-  scheduler_->async_read([self](error_code ec, runtime::Message m) {
-    auto me = self.lock();
-    if (!me) return;
-    if (ec) return me->fail_all("lost the connection to the scheduler: " + ec.message());
+  scheduler_->async_read(guarded(*this, own_context_ != nullptr, [this](error_code ec, runtime::Message m) {
+    if (ec) return fail_all("lost the connection to the scheduler: " + ec.message());
     try {
-      me->on_batch(m);
+      on_batch(m);
     } catch (const std::exception& e) {
       spdlog::error("client: malformed message from the scheduler: {}", e.what());
-      me->scheduler_->abort();
-      return me->fail_all(std::string("malformed message from the scheduler: ") + e.what());
+      scheduler_->abort();
+      return fail_all(std::string("malformed message from the scheduler: ") + e.what());
     }
-    me->read_loop();
-  });
+    read_loop();
+  }));
 }
 
 void ClientCore::on_batch(const runtime::Message& m) {
@@ -146,7 +163,8 @@ void ClientCore::send(std::function<void(runtime::BatchWriter&)> add) {
   if (flush_posted_) return;
   flush_posted_ = true;
   // Coalesce everything queued before the io thread gets to it into one message.
-  asio::post(scheduler_->executor(), [self = shared_from_this()] { self->flush(); });
+  // (~ClientCore flushes what is left.)
+  asio::post(scheduler_->executor(), guarded(*this, own_context_ != nullptr, [this] { flush(); }));
 }
 
 void ClientCore::flush() {
