@@ -28,6 +28,7 @@ int main(int argc, char* argv[]) {
   std::vector<std::string> libraries;
   unsigned nthreads = 1;
   long heartbeat_ms = 500, connect_timeout_ms = 0;
+  double inline_task_us = 20;
   po::options_description desc(
       "taskwire-worker: a taskwire worker daemon. It connects to the scheduler, runs the tasks\n"
       "it is given on a thread pool and serves its results to other workers and clients.\n\n"
@@ -39,6 +40,9 @@ int main(int argc, char* argv[]) {
       "scheduler-file", po::value(&scheduler_file),
       "read the scheduler's address from this file (written by taskwire-scheduler)")(
       "nthreads", po::value(&nthreads)->default_value(nthreads), "threads running tasks")(
+      "inline-task-us", po::value(&inline_task_us)->default_value(inline_task_us),
+      "a function whose runs average at most this many microseconds runs on the event loop "
+      "instead of a pool thread (saves two thread hand-overs per task); 0: always the pool")(
       "preload", po::value(&libraries)->composing(),
       "shared library whose TASKWIRE_REGISTER'ed functions this worker can run; repeatable")(
       "name", po::value(&name), "this worker's name (default: its contact address)")(
@@ -69,6 +73,7 @@ int main(int argc, char* argv[]) {
     if (!scheduler.empty() && !scheduler_file.empty())
       throw po::error("give SCHEDULER_ADDR or --scheduler-file, not both");
     if (nthreads == 0) throw po::error("--nthreads must be at least 1");
+    if (!(inline_task_us >= 0)) throw po::error("--inline-task-us must not be negative");
     if (heartbeat_ms <= 0) throw po::error("--heartbeat-ms must be positive");
     if (connect_timeout_ms < 0) throw po::error("--connect-timeout-ms must not be negative");
   } catch (const po::error& e) {
@@ -95,6 +100,7 @@ int main(int argc, char* argv[]) {
     options.scheduler_address = scheduler;
     options.name = name;
     options.nthreads = nthreads;
+    options.inline_task_seconds = inline_task_us * 1e-6;
     options.listen_address = listen;
     options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
     options.connect_timeout = std::chrono::milliseconds(connect_timeout_ms);

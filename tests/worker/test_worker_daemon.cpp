@@ -195,6 +195,13 @@ TEST_CASE("worker daemon: bad command lines exit 2 and --help exits 0", "[worker
     CHECK_THAT(d.stderr_text(), Contains("--nthreads"));
   }
   {
+    Daemon d({"--inline-task-us=-1", "tcp://127.0.0.1:1"});
+    auto status = d.wait();
+    REQUIRE(status);
+    CHECK(*status == 2);
+    CHECK_THAT(d.stderr_text(), Contains("--inline-task-us"));
+  }
+  {
     Daemon d({});
     auto status = d.wait();
     REQUIRE(status);
