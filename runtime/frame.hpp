@@ -27,15 +27,10 @@ class Frame {
 
   /// Allocates an uninitialised buffer of `n` bytes (not zero-filled: a receiver overwrites
   /// it, and zero-filling 16 MiB costs milliseconds); fill it through `mutable_data()` before
-  /// sharing the frame. Used by receivers that read straight into the frame.
-  static Frame allocate(std::size_t n) {
-    Frame f;
-    auto p = std::make_shared_for_overwrite<char[]>(n);
-    f.mut_ = p.get();
-    f.data_ = std::shared_ptr<const char>(std::move(p), f.mut_);
-    f.size_ = n;
-    return f;
-  }
+  /// sharing the frame. Used by receivers that read straight into the frame. Buffers of
+  /// kCachedFrameBytes and more are reused once freed (see frame.cpp).
+  static Frame allocate(std::size_t n);
+  static constexpr std::size_t kCachedFrameBytes = std::size_t{16} << 20;
   static Frame copy_of(const void* p, std::size_t n) {
     auto f = allocate(n);
     if (n) std::memcpy(f.mutable_data(), p, n);

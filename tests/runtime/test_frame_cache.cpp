@@ -1,0 +1,66 @@
+// Frame::allocate keeps large buffers once freed (runtime/frame.cpp): a pool thread that
+// receives one big message after another must not fault in fresh memory for each.
+#include <taskwire/runtime/frame.hpp>
+
+#include <catch2/catch.hpp>
+#include <sys/resource.h>
+
+#include <cstring>
+#include <thread>
+
+using taskwire::runtime::Frame;
+
+namespace {
+
+long minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return u.ru_minflt;
+}
+
+// Allocates a frame of `n` bytes, writes every byte, and returns the page faults that took.
+long faults_to_fill(std::size_t n) {
+  const long before = minor_faults();
+  auto f = Frame::allocate(n);
+  std::memset(f.mutable_data(), 0x5a, n);
+  REQUIRE(f.size() == n);
+  REQUIRE(f.data()[n - 1] == 0x5a);
+  return minor_faults() - before;
+}
+
+}  // namespace
+
+TEST_CASE("frames: a large buffer freed on a thread is reused there, without new page faults",
+          "[runtime][frame]") {
+  const std::size_t n = (std::size_t{64} << 20) + 12345;  // above what a thread's arena holds
+  long first = 0, again = 0, smaller = 0;
+  std::thread t([&] {
+    first = faults_to_fill(n);
+    again = faults_to_fill(n);
+    smaller = faults_to_fill(n - (std::size_t{4} << 20));  // within a quarter: same buffer
+  });
+  t.join();
+  INFO("faults: first " << first << ", again " << again << ", smaller " << smaller);
+  CHECK(first >= 16);  // fresh memory: at least one fault per 2 MiB huge page
+  CHECK(again <= first / 8);
+  CHECK(smaller <= first / 8);
+}
+
+TEST_CASE("frames: small and large frames hold their bytes and share them on copy",
+          "[runtime][frame]") {
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{4096},
+                        Frame::kCachedFrameBytes - 1, Frame::kCachedFrameBytes,
+                        Frame::kCachedFrameBytes + 3}) {
+    INFO("bytes " << n);
+    auto f = Frame::allocate(n);
+    if (n) {
+      f.mutable_data()[n - 1] = 'z';
+      f.mutable_data()[0] = 'a';
+    }
+    Frame copy = f;
+    CHECK(copy.size() == n);
+    CHECK(copy.data() == f.data());
+    if (n) CHECK(copy.data()[0] == 'a');
+    if (n > 1) CHECK(copy.data()[n - 1] == 'z');
+  }
+}
