@@ -91,7 +91,8 @@ void ClientCore::start(comm::CommPtr scheduler) {
 }
 
 void ClientCore::read_loop() {
-  scheduler_->async_read(guarded(*this, own_context_ != nullptr, [this](error_code ec, runtime::Message m) {
+  const bool own_thread = own_context_ != nullptr;
+  scheduler_->async_read(guarded(*this, own_thread, [this](error_code ec, runtime::Message m) {
     if (ec) return fail_all("lost the connection to the scheduler: " + ec.message());
     try {
       on_batch(m);

@@ -84,8 +84,9 @@ Frame Frame::allocate(std::size_t n) {
   std::size_t capacity = 0;
   char* p = cache.take(want, capacity);
   try {
-    f.data_ = std::shared_ptr<const char>(
-        p, [capacity](const char* q) { LargeBufferCache::instance().give(const_cast<char*>(q), capacity); });
+    f.data_ = std::shared_ptr<const char>(p, [capacity](const char* q) {
+      LargeBufferCache::instance().give(const_cast<char*>(q), capacity);
+    });
   } catch (...) {
     cache.give(p, capacity);
     throw;

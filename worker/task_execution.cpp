@@ -38,7 +38,8 @@ Event Worker::Impl::run_task(Execute& task, double& seconds) {
     } catch (const std::exception& e) {
       result = ExecuteFailure{task.key, e.what(), elapsed(), ""};
     } catch (...) {
-      result = ExecuteFailure{task.key, "the task threw an exception not derived from std::exception",
+      result = ExecuteFailure{task.key,
+                              "the task threw an exception not derived from std::exception",
                               elapsed(), ""};
     }
   }

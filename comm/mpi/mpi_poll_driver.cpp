@@ -206,10 +206,11 @@ void PollDriver::sleep(std::chrono::microseconds wait) {
 void PollDriver::read_wake_socket() {
   if (reading_ || !wake_fd_->is_open()) return;
   reading_ = true;
-  wake_fd_->async_read_some(asio::buffer(wake_buf_), [self = shared_from_this()](error_code ec, std::size_t) {
-    self->reading_ = false;
-    if (!ec && !self->stopped_) self->woken(self->sleep_id_);
-  });
+  wake_fd_->async_read_some(asio::buffer(wake_buf_),
+                            [self = shared_from_this()](error_code ec, std::size_t) {
+                              self->reading_ = false;
+                              if (!ec && !self->stopped_) self->woken(self->sleep_id_);
+                            });
 }
 
 // Wakes an untimed sleep that a wake-up lost (see kWakeableIdleSleep), every so often.
