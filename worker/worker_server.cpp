@@ -321,6 +321,7 @@ void Worker::Impl::schedule_heartbeat() {
 void Worker::Impl::handle(std::vector<Event> events) {
   if (closing_) return;
   inline_deadline_ = std::chrono::steady_clock::now() + kInlineBudget;
+  inline_cpu_start_ = -1;
   handling_ = true;
   struct EndHandling {
     bool& flag;

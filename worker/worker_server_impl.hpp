@@ -120,6 +120,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   std::unordered_map<std::string, FunctionTiming> timings_;
   std::vector<Event> inline_done_;  ///< results of tasks run inline, for handle()
   std::chrono::steady_clock::time_point inline_deadline_{};
+  double inline_cpu_start_ = -1;  ///< thread CPU seconds when handle()'s first inline run began
 
   // Results from pool threads, waiting for the strand (drain_executed).
   struct Executed {

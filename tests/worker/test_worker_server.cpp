@@ -34,6 +34,14 @@ std::uint64_t worker_test_where(int us) {
 }
 TASKWIRE_REGISTER(worker_test_where);
 
+// Sleeps for `ms` milliseconds (long in wall-clock time, no CPU: as a preempted task), then
+// says which thread ran it.
+std::uint64_t worker_test_nap(int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return std::hash<std::thread::id>{}(std::this_thread::get_id());
+}
+TASKWIRE_REGISTER(worker_test_nap);
+
 }  // namespace
 
 using namespace taskwire;
@@ -321,15 +329,16 @@ TEST_CASE("worker server: tasks measured very short run inline; one that runs lo
   INFO("inline_task_seconds " << o.inline_task_seconds);
   auto [w, s] = cluster.start_worker("w", 1, o);
   int n = 0;
-  auto where = [&, &s = s](int us) {
-    const auto key = "where-" + std::to_string(++n);
-    s->send(compute(key, "worker_test_where", {frame_arg(0)}, {runtime::to_frame(us)}));
+  auto run = [&, &s = s](const std::string& function, int arg) {
+    const auto key = function + "-" + std::to_string(++n);
+    s->send(compute(key, function, {frame_arg(0)}, {runtime::to_frame(arg)}));
     auto fin = s->next(Op::task_finished);
     REQUIRE(fin);
     REQUIRE(fin->finished.key == key);
     REQUIRE(fin->frames.size() == 1);
     return runtime::from_frame<std::uint64_t>(fin->frames[0]);
   };
+  auto where = [&](int us) { return run("worker_test_where", us); };
   const auto pool = where(0);  // never measured: the pool's one thread
   const auto second = where(0);
   const auto third = where(0);
@@ -354,6 +363,16 @@ TEST_CASE("worker server: tasks measured very short run inline; one that runs lo
     CHECK(where(100'000) != pool);
   }
   for (int i = 0; i < 100; ++i) REQUIRE(where(0) == pool);
+  // Long in wall-clock time but not on the CPU (what preemption looks like): no strike, so
+  // after three of them the function still comes back to the event loop.
+  for (int nap = 1; nap <= 4; ++nap) {
+    INFO("nap " << nap);
+    int tries = 0;
+    while (run("worker_test_nap", 0) == pool && ++tries < 200) {
+    }
+    REQUIRE(tries < 200);
+    CHECK(run("worker_test_nap", 60) != pool);  // 60 ms > 10 x the limit, inline
+  }
   // A task that throws inline reports its error like one on the pool.
   s->send(compute("bad-a", "worker_test_fail", {frame_arg(0)}, {runtime::to_frame(1)}));
   REQUIRE(s->next(Op::task_erred));
