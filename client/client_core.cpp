@@ -7,11 +7,15 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <future>
+
 namespace taskwire::client {
 
 using protocol::Op;
 
 namespace {
+constexpr std::chrono::milliseconds kFinalWriteWait{2000};
+
 // Wraps a handler for the io thread so that it never holds the last reference to the core.
 // With its own io thread (own_thread), a handler holding one could outlive the user's last
 // Client and run ~ClientCore there, which would join that very thread (a crash seen as
@@ -67,6 +71,25 @@ std::shared_ptr<ClientCore> ClientCore::connect(comm::Registry& registry, const 
 }
 
 ClientCore::~ClientCore() {
+  if (own_context_) {
+    // Stopping the io thread drops what it has not run yet: hand what is queued (releases,
+    // cancels, submissions) to the transport first, waiting a bounded time for it to leave.
+    auto sent = std::make_shared<std::promise<void>>();
+    auto left = sent->get_future();
+    bool writing = false;
+    try {
+      std::lock_guard lock(out_mu_);
+      if (!out_.empty() && scheduler_ && !scheduler_->closed()) {
+        scheduler_->async_write(out_.take(), [sent](error_code) { sent->set_value(); });
+        writing = true;
+      }
+    } catch (const std::exception& e) {
+      spdlog::debug("client: final write to the scheduler failed: {}", e.what());
+    }
+    if (writing && left.wait_for(kFinalWriteWait) != std::future_status::ready)
+      spdlog::warn("client: the last messages to the scheduler were not sent within {} ms",
+                   kFinalWriteWait.count());
+  }
   close();
   if (own_context_) own_context_->stop();
 }
@@ -164,7 +187,7 @@ void ClientCore::send(std::function<void(runtime::BatchWriter&)> add) {
   if (flush_posted_) return;
   flush_posted_ = true;
   // Coalesce everything queued before the io thread gets to it into one message.
-  // (~ClientCore flushes what is left.)
+  // (Should the core be gone first, ~ClientCore sent what was left.)
   asio::post(scheduler_->executor(), guarded(*this, own_context_ != nullptr, [this] { flush(); }));
 }
 

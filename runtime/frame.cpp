@@ -83,14 +83,10 @@ Frame Frame::allocate(std::size_t n) {
                            LargeBufferCache::kGranule;
   std::size_t capacity = 0;
   char* p = cache.take(want, capacity);
-  try {
-    f.data_ = std::shared_ptr<const char>(p, [capacity](const char* q) {
-      LargeBufferCache::instance().give(const_cast<char*>(q), capacity);
-    });
-  } catch (...) {
-    cache.give(p, capacity);
-    throw;
-  }
+  // (Should the control block's allocation throw, the constructor calls the deleter itself.)
+  f.data_ = std::shared_ptr<const char>(p, [capacity](const char* q) {
+    LargeBufferCache::instance().give(const_cast<char*>(q), capacity);
+  });
   f.mut_ = p;
   return f;
 }

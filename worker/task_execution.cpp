@@ -9,10 +9,12 @@
 // run feeds the average, so one slow inline run sends the function back to the pool until
 // its pool runs are short again; a run inline for more than kInlineBanFactor times the limit
 // is a strike, and kInlineStrikes of them send the function to the pool for good. Strikes
-// fade slowly (one per kInlineStrikeFade short inline runs), and a run is no strike when the
-// thread's CPU time shows it was preempted: with more busy threads than cores a 1 us task is
-// now and then preempted for milliseconds (measured: that banned the no-op function of
-// `taskwire-bench tasks` on 1-2 of 2 workers in every run, halving throughput).
+// fade slowly (one per kInlineStrikeFade short inline runs), and a run during which the
+// thread was off the CPU counts a tenth of a strike (kInlineStrikeWeight): with more busy
+// threads than cores a 1 us task is now and then preempted for milliseconds (measured: full
+// strikes for those banned the no-op function of `taskwire-bench tasks` on 1-2 of 2 workers
+// in every run, halving throughput), while a function that blocks (sleep, I/O) still goes
+// to the pool after 30 such runs.
 #include <taskwire/worker/worker_server_impl.hpp>
 
 #include <taskwire/runtime/function_registry.hpp>
@@ -21,6 +23,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace taskwire::worker {
@@ -74,22 +77,24 @@ void Worker::Impl::record_duration(const std::string& function, double seconds, 
   if (!ran_inline || t.banned) return;
   if (seconds <= kInlineBanFactor * options_.inline_task_seconds) {
     if (t.strikes > 0 && ++t.short_runs == kInlineStrikeFade) {
-      --t.strikes;
+      t.strikes = std::max(0, t.strikes - kInlineStrikeWeight);
       t.short_runs = 0;
     }
     return;
   }
-  // Long in wall-clock time; but if this thread has used less CPU than that since the batch
-  // began, it was preempted (frequent with more busy threads than cores), not slow.
-  if (thread_cpu_seconds() - inline_cpu_start_ <= kInlineBanFactor * options_.inline_task_seconds)
-    return;
-  ++t.strikes;
+  // Long in wall-clock time. If the thread used that much CPU since the batch began (an upper
+  // bound of this run's), it was slow: a strike. If not, it was off the CPU: preempted
+  // (frequent with more busy threads than cores, and no fault of the function) or blocked
+  // (sleep, I/O, a lock: the event loop waited all the same), which counts for less.
+  const double cpu = thread_cpu_seconds() - inline_cpu_start_;
+  const bool on_cpu = cpu > kInlineBanFactor * options_.inline_task_seconds && cpu >= 0.5 * seconds;
+  t.strikes += on_cpu ? kInlineStrikeWeight : 1;
   t.short_runs = 0;
-  if (t.strikes < kInlineStrikes) return;
+  if (t.strikes < kInlineStrikes * kInlineStrikeWeight) return;
   t.banned = true;
-  spdlog::debug("worker {}: '{}' ran {:.0f} us inline, the {}th long inline run; it runs on the "
-                "thread pool from now on",
-                name_, function, seconds * 1e6, kInlineStrikes);
+  spdlog::debug("worker {}: '{}' ran {:.0f} us inline, one long inline run too many; it runs on "
+                "the thread pool from now on",
+                name_, function, seconds * 1e6);
 }
 
 void Worker::Impl::execute(Execute task) {

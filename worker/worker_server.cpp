@@ -323,10 +323,17 @@ void Worker::Impl::handle(std::vector<Event> events) {
   inline_deadline_ = std::chrono::steady_clock::now() + kInlineBudget;
   inline_cpu_start_ = -1;
   handling_ = true;
-  struct EndHandling {
-    bool& flag;
-    ~EndHandling() { flag = false; }
-  } end_handling{handling_};
+  struct EndHandling {  // also when something below throws: nothing queued waits
+    Impl& w;
+    ~EndHandling() {
+      w.handling_ = false;
+      try {
+        w.flush();  // everything the events caused, as one message
+      } catch (const std::exception& e) {
+        spdlog::error("worker {}: sending to the scheduler failed: {}", w.name_, e.what());
+      }
+    }
+  } end_handling{*this};
   run(state_->handle(std::move(events)));
   // Tasks run inline (task_execution.cpp) leave their results here: feed them back in a loop
   // (each may make the next ready task run inline), not by recursion.
@@ -335,8 +342,6 @@ void Worker::Impl::handle(std::vector<Event> events) {
     run(state_->handle(std::move(done)));
   }
   inline_done_.clear();
-  handling_ = false;
-  flush();  // everything the events caused, as one message
 }
 
 void Worker::Impl::run(Instructions instructions) {

@@ -41,6 +41,9 @@ inline constexpr std::chrono::microseconds kInlineBudget{1000};
 /// after kInlineStrikeFade short inline runs.
 inline constexpr double kInlineBanFactor = 10;
 inline constexpr int kInlineStrikes = 3;
+/// A long inline run spent on the CPU counts this much, one spent off it (preempted or
+/// blocked) 1: kInlineStrikes * kInlineStrikeWeight send the function to the pool.
+inline constexpr int kInlineStrikeWeight = 10;
 inline constexpr int kInlineStrikeFade = 1000;
 
 class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
@@ -113,7 +116,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   struct FunctionTiming {
     double mean_seconds = 0;  ///< moving average of recent runs
     std::uint64_t runs = 0;
-    int strikes = 0;      ///< long inline runs, fading
+    int strikes = 0;      ///< long inline runs, weighted (see kInlineStrikeWeight), fading
     int short_runs = 0;   ///< short inline runs since the last strike came or went
     bool banned = false;  ///< kInlineStrikes long inline runs: pool only
   };

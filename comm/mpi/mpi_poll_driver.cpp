@@ -146,6 +146,25 @@ void PollDriver::thread_loop() {
 
 void PollDriver::run() {
   if (stopped_) return;
+  // Handlers run inside turns (a comm's, and what it dispatches inline: a scheduler's or a
+  // worker's). One that throws must not end polling: whatever sleep was being set up is
+  // void, the chain goes on from a fresh post, and the exception reaches the io_context
+  // (the Context logs it and keeps serving).
+  try {
+    run_turns();
+  } catch (...) {
+    if (in_sleep_) {
+      in_sleep_ = false;
+      ++sleep_id_;
+    }
+    sleeping_ = false;
+    if (wake_fd_) board_->own_word()->store(runtime::WakeBoard::kAwake, std::memory_order_seq_cst);
+    asio::post(strand_, [self = shared_from_this()] { self->run(); });
+    throw;
+  }
+}
+
+void PollDriver::run_turns() {
   // Poll back to back, without a pass through the io_context (each pass costs an epoll_wait
   // system call, 1.8 us here), delivering inline, until a delivery found its strand busy
   // (it runs once the io_context gets its pass), the backoff says sleep, or kBurst is over:

@@ -266,6 +266,7 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
 
  private:
   void run();
+  void run_turns();
   void sleep(std::chrono::microseconds wait);
   void woken(std::uint64_t id);
   void read_wake_socket();
