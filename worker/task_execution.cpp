@@ -28,7 +28,7 @@
 
 namespace taskwire::worker {
 
-Event Worker::Impl::run_task(Execute& task, double& seconds) {
+Event Worker::Impl::run_task(Execute& task) {
   using Clock = std::chrono::steady_clock;
   const auto* fn = runtime::FunctionRegistry::global().find(task.function);
   const auto t0 = Clock::now();
@@ -49,10 +49,18 @@ Event Worker::Impl::run_task(Execute& task, double& seconds) {
                               elapsed(), ""};
     }
   }
-  seconds = elapsed();
   task.args.clear();  // release argument frames on the thread that ran the task
   return result;
 }
+
+namespace {
+/// How long the task behind an execution result ran (0 if it never started).
+double duration_of(const Event& e) {
+  if (const auto* s = std::get_if<ExecuteSuccess>(&e)) return s->duration_s;
+  if (const auto* f = std::get_if<ExecuteFailure>(&e)) return f->duration_s;
+  return 0;
+}
+}  // namespace
 
 bool Worker::Impl::runs_inline(const std::string& function) const {
   if (options_.inline_task_seconds <= 0) return false;
@@ -70,7 +78,9 @@ double thread_cpu_seconds() noexcept {
 }
 }  // namespace
 
-void Worker::Impl::record_duration(const std::string& function, double seconds, bool ran_inline) {
+void Worker::Impl::record_duration(const std::string& function, const Event& result,
+                                   bool ran_inline) {
+  const double seconds = duration_of(result);
   auto& t = timings_[function];
   t.mean_seconds = t.runs == 0 ? seconds : 0.8 * t.mean_seconds + 0.2 * seconds;
   ++t.runs;
@@ -101,17 +111,15 @@ void Worker::Impl::execute(Execute task) {
   if (runs_inline(task.function)) {
     // The thread's CPU time, read once per batch of inline runs (a system call here).
     if (inline_cpu_start_ < 0) inline_cpu_start_ = thread_cpu_seconds();
-    double seconds = 0;
-    inline_done_.push_back(run_task(task, seconds));
-    record_duration(task.function, seconds, true);
+    inline_done_.push_back(run_task(task));
+    record_duration(task.function, inline_done_.back(), true);
     return;
   }
   const auto priority = task.priority;
   const auto key = task.key;
   auto job = [self = shared_from_this(), task = std::move(task)]() mutable {
-    double seconds = 0;
-    Event result = self->run_task(task, seconds);
-    self->on_executed(std::move(task.function), seconds, std::move(result));
+    Event result = self->run_task(task);
+    self->on_executed(std::move(task.function), std::move(result));
   };
   if (!executor_.submit(priority, std::move(job)))
     spdlog::debug("worker {}: task '{}' not run: the worker is closing", name_, key);
@@ -119,10 +127,10 @@ void Worker::Impl::execute(Execute task) {
 
 // On a pool thread: results queue up and reach the strand together, one post for all that
 // finished before the strand got to them (each post to a sleeping event loop is a wake-up).
-void Worker::Impl::on_executed(std::string function, double seconds, Event result) {
+void Worker::Impl::on_executed(std::string function, Event result) {
   {
     std::lock_guard lock(executed_mu_);
-    executed_.push_back(Executed{std::move(function), seconds, std::move(result)});
+    executed_.push_back(Executed{std::move(function), std::move(result)});
     if (executed_posted_) return;
     executed_posted_ = true;
   }
@@ -139,7 +147,7 @@ void Worker::Impl::drain_executed() {
   std::vector<Event> events;
   events.reserve(done.size());
   for (auto& d : done) {
-    record_duration(d.function, d.seconds, false);
+    record_duration(d.function, d.result, false);
     events.push_back(std::move(d.result));
   }
   handle(std::move(events));

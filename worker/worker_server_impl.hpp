@@ -68,10 +68,10 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   void run(Instructions instructions);
   // task_execution.cpp
   void execute(Execute task);
-  Event run_task(Execute& task, double& seconds);
+  Event run_task(Execute& task);
   bool runs_inline(const std::string& function) const;
-  void record_duration(const std::string& function, double seconds, bool ran_inline);
-  void on_executed(std::string function, double seconds, Event result);
+  void record_duration(const std::string& function, const Event& result, bool ran_inline);
+  void on_executed(std::string function, Event result);
   void drain_executed();
   template <class T>
   void to_scheduler(protocol::Op op, const T& body, std::vector<runtime::Frame> payload = {});
@@ -128,7 +128,6 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   // Results from pool threads, waiting for the strand (drain_executed).
   struct Executed {
     std::string function;
-    double seconds;
     Event result;
   };
   std::mutex executed_mu_;

@@ -157,9 +157,7 @@ void PollDriver::run() {
       in_sleep_ = false;
       ++sleep_id_;
     }
-    sleeping_ = false;
-    if (wake_fd_) board_->own_word()->store(runtime::WakeBoard::kAwake, std::memory_order_seq_cst);
-    asio::post(strand_, [self = shared_from_this()] { self->run(); });
+    stay_awake();
     throw;
   }
 }
@@ -194,11 +192,6 @@ void PollDriver::run_turns() {
 void PollDriver::sleep(std::chrono::microseconds wait) {
   auto self = shared_from_this();
   auto* word = wake_fd_ ? board_->own_word() : nullptr;
-  auto stay_awake = [&] {
-    sleeping_ = false;
-    if (word) word->store(runtime::WakeBoard::kAwake, std::memory_order_seq_cst);
-    asio::post(strand_, [self] { self->run(); });
-  };
   if (word) {
     // Publish "asleep", then look once more: a sender that sent before it saw the word
     // (its MPI_Isend precedes its load) left a message this turn finds.
@@ -248,8 +241,15 @@ void PollDriver::woken(std::uint64_t id) {
   ++sleep_id_;
   sleeping_ = false;
   if (wake_fd_) board_->own_word()->store(runtime::WakeBoard::kAwake, std::memory_order_seq_cst);
-  if (!untimed_) timer_.cancel();
+  timer_.cancel();  // a no-op (no system call) when no wait is pending
   run();
+}
+
+// Not sleeping after all: says so on the board and polls again from a fresh handler.
+void PollDriver::stay_awake() {
+  sleeping_ = false;
+  if (wake_fd_) board_->own_word()->store(runtime::WakeBoard::kAwake, std::memory_order_seq_cst);
+  asio::post(strand_, [self = shared_from_this()] { self->run(); });
 }
 
 }  // namespace taskwire::comm::mpi

@@ -269,6 +269,7 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   void run_turns();
   void sleep(std::chrono::microseconds wait);
   void woken(std::uint64_t id);
+  void stay_awake();
   void read_wake_socket();
   void guard();
   void thread_loop();
