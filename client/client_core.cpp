@@ -48,6 +48,7 @@ KeyRef::~KeyRef() {
 std::shared_ptr<ClientCore> ClientCore::connect(const std::string& address, ClientOptions options) {
   std::shared_ptr<ClientCore> core(new ClientCore());
   options.config.role = "client";
+  options.config.mpi.yield_unchecked = true;
   core->name_ = options.name.empty() ? fmt::format("client-{}", ::getpid()) : options.name;
   options.config.name = core->name_;
   core->own_context_ = std::make_unique<runtime::Context>(options.config, 1);

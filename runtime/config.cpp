@@ -39,6 +39,9 @@ Config Config::from_env() {
     overlay("TASKWIRE_MPI_SPIN_US", spin);
     c.mpi.spin_after_progress = std::chrono::microseconds(spin);
   }
+  std::uint64_t yield = c.mpi.yield_after_progress.count();
+  overlay("TASKWIRE_MPI_YIELD_US", yield);
+  c.mpi.yield_after_progress = std::chrono::microseconds(yield);
   overlay("TASKWIRE_MPI_MAX_CHUNK_BYTES", c.mpi.max_chunk_bytes);
   overlay("TASKWIRE_MAX_FRAME_BYTES", c.limits.max_frame_bytes);
   overlay("TASKWIRE_MAX_MESSAGE_BYTES", c.limits.max_message_bytes);

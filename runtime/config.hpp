@@ -21,6 +21,14 @@ struct MpiPollConfig {
   /// automatic, 100 us, or 0 when this host runs more ranks than it has cores and every
   /// peer can wake this rank (spinning ranks would then take the cores the others need).
   std::chrono::microseconds spin_after_progress{-1};
+  /// Past spin_after_progress, the poller still polls this long after progress while the
+  /// host has a free core (no more runnable tasks, per /proc/loadavg, than the cores this
+  /// process may use), giving up its core between polls (sched_yield): a reply that comes
+  /// meanwhile needs no wake-up. 0: sleep at once.
+  std::chrono::microseconds yield_after_progress{200};
+  /// Poll-and-yield without checking for a free core: for clients, whose own thread that is
+  /// about to wait for a result still counts as runnable when the poller checks.
+  bool yield_unchecked = false;
   std::uint64_t max_chunk_bytes = 1u << 30;  ///< messages above this are sent in chunks
 };
 
@@ -37,8 +45,8 @@ struct Config {
   MpiPollConfig mpi;
 
   /// Defaults overlaid with TASKWIRE_AUTH_TOKEN, TASKWIRE_CONNECT_TIMEOUT_MS,
-  /// TASKWIRE_MPI_SPIN_POLLS, TASKWIRE_MPI_SLEEP_CAP_US, TASKWIRE_MPI_MAX_CHUNK_BYTES,
-  /// TASKWIRE_MAX_FRAME_BYTES, TASKWIRE_MAX_MESSAGE_BYTES. A malformed value throws
+  /// TASKWIRE_MPI_SPIN_POLLS, TASKWIRE_MPI_SLEEP_CAP_US, TASKWIRE_MPI_YIELD_US,
+  /// TASKWIRE_MPI_MAX_CHUNK_BYTES, TASKWIRE_MAX_FRAME_BYTES, TASKWIRE_MAX_MESSAGE_BYTES. A malformed value throws
   /// std::invalid_argument naming the variable.
   static Config from_env();
 };

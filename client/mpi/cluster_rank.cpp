@@ -67,6 +67,7 @@ ClusterRank::ClusterRank(runtime::MpiEnvironment& env, LaunchOptions options, La
 
   auto config = runtime::Config::from_env();
   config.role = is_scheduler() ? "scheduler" : is_client() ? "client" : "worker";
+  config.mpi.yield_unchecked = is_client();
   config.name = fmt::format("rank-{}", env_.rank());
   context_ = std::make_unique<runtime::Context>(config, 1);
   registry_ = std::make_unique<comm::Registry>(*context_);

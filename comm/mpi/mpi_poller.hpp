@@ -93,6 +93,8 @@ class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
   static constexpr std::chrono::microseconds kBusySpin{2000};
   /// Longest run of back-to-back polls inside one handler of the driver.
   static constexpr std::chrono::microseconds kBurst{20};
+  /// How long a free-core check (yield_after_progress) stays good.
+  static constexpr std::chrono::microseconds kLoadCheckEvery{30};
   /// After this long without progress the idle sleep may grow to kDeepIdleFactor x the cap.
   static constexpr std::chrono::milliseconds kDeepIdleAfter{1000};
   static constexpr int kDeepIdleFactor = 3;
@@ -274,6 +276,7 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   void guard();
   void thread_loop();
   std::chrono::microseconds next_wait(const TurnResult& r);
+  bool core_free(MpiPoller::Clock::time_point now);
 
   std::shared_ptr<MpiPoller> poller_;
   asio::strand<asio::any_io_executor> strand_;
@@ -290,6 +293,12 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   runtime::MpiBackoff backoff_;
   std::chrono::microseconds deep_sleep_;
   std::chrono::microseconds spin_after_progress_;
+  std::chrono::microseconds yield_after_progress_;
+  bool yield_unchecked_;
+  bool yield_next_ = false;  ///< give up the core before the next turn (see next_wait)
+  bool core_free_ = false;   ///< the last free-core check's answer, taken at load_checked_
+  int cores_;
+  MpiPoller::Clock::time_point load_checked_{};
   MpiPoller::Clock::time_point last_progress_{};
   std::atomic<bool> stopped_{false}, sleeping_{false}, kicked_{false};
   bool own_thread_;
