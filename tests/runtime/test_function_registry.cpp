@@ -13,12 +13,35 @@ int add(int a, int b) { return a + b; }
 std::string shout(const std::string& s) { return s + "!"; }
 double total(std::vector<double> v) { return std::accumulate(v.begin(), v.end(), 0.0); }
 int fails(int) { throw std::runtime_error("deliberate failure"); }
+
+// Counts its copies: a decoded argument must be moved into a by-value parameter.
+int copies = 0;
+struct Counted {
+  std::vector<int> data;
+  Counted() = default;
+  Counted(const Counted& o) : data(o.data) { ++copies; }
+  Counted(Counted&&) noexcept = default;
+  Counted& operator=(const Counted& o) {
+    data = o.data;
+    ++copies;
+    return *this;
+  }
+  Counted& operator=(Counted&&) noexcept = default;
+  template <class Archive>
+  void serialize(Archive& ar, unsigned) {
+    ar & data;
+  }
+};
+std::size_t by_value(Counted a, Counted b) { return a.data.size() + b.data.size(); }
+std::size_t by_ref(const Counted& a) { return a.data.size(); }
 }  // namespace demo
 
 TASKWIRE_REGISTER(demo::add);
 TASKWIRE_REGISTER(demo::shout);
 TASKWIRE_REGISTER(demo::total);
 TASKWIRE_REGISTER(demo::fails);
+TASKWIRE_REGISTER(demo::by_value);
+TASKWIRE_REGISTER(demo::by_ref);
 
 TEST_CASE("registry: registered functions run by name on serialized arguments", "[runtime]") {
   auto& reg = FunctionRegistry::global();
@@ -30,6 +53,17 @@ TEST_CASE("registry: registered functions run by name on serialized arguments", 
   CHECK(from_frame<std::string>(reg.find("demo::shout")->invoke({to_frame(std::string("hi"))})) == "hi!");
   std::vector<double> v{1.5, 2.5};
   CHECK(from_frame<double>(reg.find("demo::total")->invoke({to_frame(v)})) == 4.0);
+}
+
+TEST_CASE("registry: decoded arguments are moved into by-value parameters, never copied", "[runtime]") {
+  auto& reg = FunctionRegistry::global();
+  demo::Counted c;
+  c.data.assign(1000, 7);
+  const auto frame = to_frame(c);
+  demo::copies = 0;
+  CHECK(from_frame<std::size_t>(reg.find("demo::by_value")->invoke({frame, frame})) == 2000);
+  CHECK(from_frame<std::size_t>(reg.find("demo::by_ref")->invoke({frame})) == 1000);
+  CHECK(demo::copies == 0);
 }
 
 TEST_CASE("registry: wrong arity, bad arguments and unknown names are clear errors", "[runtime]") {
