@@ -4,6 +4,7 @@
 
 #include <taskwire/client/mpi/launch.hpp>
 #include <taskwire/runtime/function_registry.hpp>
+#include <taskwire/runtime/large_buffer.hpp>
 
 #include <boost/serialization/vector.hpp>
 #include <fmt/format.h>
@@ -13,39 +14,17 @@
 #include <cstdint>
 #include <map>
 #include <stdexcept>
-#include <type_traits>
-#include <utility>
 #include <vector>
 
 namespace array_fns {
 
-// Leaves new elements uninitialised: a block's doubles are always written before they are
-// read (generated, or loaded by its deserialization), and zero-filling 50 MB first was a
-// tenth of a worker's time in this benchmark (perf, mpiexec.mpich -n 5 taskwire-bench array).
-template <class T>
-struct UninitAllocator : std::allocator<T> {
-  using value_type = T;
-  template <class U>
-  struct rebind {
-    using other = UninitAllocator<U>;
-  };
-  UninitAllocator() = default;
-  template <class U>
-  UninitAllocator(const UninitAllocator<U>&) noexcept {}
-  template <class U>
-  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
-    ::new (static_cast<void*>(p)) U;
-  }
-  template <class U, class... A>
-  void construct(U* p, A&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<A>(args)...);
-  }
-};
-
-// One block of the matrix, row-major.
+// One block of the matrix, row-major. Its doubles come from the runtime's reusable large
+// buffers, left uninitialised until written (generated, or loaded by its deserialization):
+// zero-filling 50 MB first was a tenth of a worker's time, and fresh pages for each decoded
+// or generated block 40 % (perf, mpiexec.mpich -n 5 taskwire-bench array).
 struct Block {
   int rows = 0, cols = 0;
-  std::vector<double, UninitAllocator<double>> data;
+  std::vector<double, taskwire::runtime::BufferAllocator<double>> data;
   template <class Archive>
   void serialize(Archive& ar, unsigned) {
     ar & rows & cols & data;

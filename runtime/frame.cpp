@@ -6,8 +6,10 @@
 // free, so every 64 MiB message paid for faulting in and clearing 64 MiB: 20.9 ms per round
 // trip against raw MPI's 12.3 ms (MALLOC_ARENA_MAX=1, one heap for all threads, gave 13.0 ms
 // but serialises every thread's allocations). Large frames are rare and big, so a small
-// cache in front of malloc for them costs nothing measurable and keeps their pages.
+// cache in front of malloc for them costs nothing measurable and keeps their pages. The same
+// cache backs allocate_buffer (large_buffer.hpp), for the big arrays tasks build and decode.
 #include <taskwire/runtime/frame.hpp>
+#include <taskwire/runtime/large_buffer.hpp>
 
 #include <cstdlib>
 #include <map>
@@ -21,6 +23,10 @@ class LargeBufferCache {
  public:
   static constexpr std::size_t kMaxBytes = std::size_t{256} << 20;  ///< kept at most
   static constexpr std::size_t kGranule = std::size_t{1} << 20;      ///< sizes round up to this
+
+  static std::size_t rounded(std::size_t bytes) {
+    return (bytes + kGranule - 1) / kGranule * kGranule;
+  }
 
   static LargeBufferCache& instance() {
     static auto* cache = new LargeBufferCache();  // never destroyed: frames may outlive statics
@@ -78,17 +84,35 @@ Frame Frame::allocate(std::size_t n) {
     f.data_ = std::shared_ptr<const char>(std::move(p), f.mut_);
     return f;
   }
-  auto& cache = LargeBufferCache::instance();
-  const std::size_t want = (n + LargeBufferCache::kGranule - 1) / LargeBufferCache::kGranule *
-                           LargeBufferCache::kGranule;
+  static_assert(kCachedFrameBytes == kLargeBufferBytes);
   std::size_t capacity = 0;
-  char* p = cache.take(want, capacity);
+  char* p = LargeBufferCache::instance().take(LargeBufferCache::rounded(n), capacity);
   // (Should the control block's allocation throw, the constructor calls the deleter itself.)
   f.data_ = std::shared_ptr<const char>(p, [capacity](const char* q) {
     LargeBufferCache::instance().give(const_cast<char*>(q), capacity);
   });
   f.mut_ = p;
   return f;
+}
+
+// A buffer taken here may be up to a quarter larger than asked; it goes back under the
+// rounded size asked for (deallocate does not know more), which is safe, as a later take of
+// that size gets at least as much as it asks for.
+void* allocate_buffer(std::size_t bytes) {
+  if (bytes >= kLargeBufferBytes) {
+    std::size_t capacity = 0;
+    return LargeBufferCache::instance().take(LargeBufferCache::rounded(bytes), capacity);
+  }
+  void* p = std::malloc(bytes ? bytes : 1);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
+void deallocate_buffer(void* p, std::size_t bytes) noexcept {
+  if (!p) return;
+  if (bytes >= kLargeBufferBytes)
+    LargeBufferCache::instance().give(static_cast<char*>(p), LargeBufferCache::rounded(bytes));
+  else std::free(p);
 }
 
 }  // namespace taskwire::runtime

@@ -1,12 +1,14 @@
 // Frame::allocate keeps large buffers once freed (runtime/frame.cpp): a pool thread that
 // receives one big message after another must not fault in fresh memory for each.
 #include <taskwire/runtime/frame.hpp>
+#include <taskwire/runtime/large_buffer.hpp>
 
 #include <catch2/catch.hpp>
 #include <sys/resource.h>
 
 #include <cstring>
 #include <thread>
+#include <vector>
 
 using taskwire::runtime::Frame;
 
@@ -63,4 +65,30 @@ TEST_CASE("frames: small and large frames hold their bytes and share them on cop
     if (n) CHECK(copy.data()[0] == 'a');
     if (n > 1) CHECK(copy.data()[n - 1] == 'z');
   }
+}
+
+TEST_CASE("buffers: a task's big array reuses freed memory, small ones work as usual",
+          "[runtime][frame]") {
+  using Vec = std::vector<double, taskwire::runtime::BufferAllocator<double>>;
+  const std::size_t n = (std::size_t{48} << 20) / sizeof(double);  // 48 MiB
+  auto faults_to_build = [](std::size_t count) {
+    const long before = minor_faults();
+    Vec v(count);  // default-initialised: no pass over the memory
+    for (std::size_t i = 0; i < count; ++i) v[i] = static_cast<double>(i);
+    REQUIRE(v[count - 1] == static_cast<double>(count - 1));
+    return minor_faults() - before;
+  };
+  long first = 0, again = 0;
+  std::thread t([&] {
+    first = faults_to_build(n);
+    again = faults_to_build(n);
+  });
+  t.join();
+  INFO("faults: first " << first << ", again " << again);
+  CHECK(first >= 16);
+  CHECK(again <= first / 8);
+  Vec small{1.0, 2.0, 3.0};
+  small.push_back(4.0);
+  CHECK(small.size() == 4);
+  CHECK(small.back() == 4.0);
 }
