@@ -117,7 +117,7 @@ R execute(const ReduceGraph<R, P>& g, Client& client, const ExecuteOptions& opti
   const auto plan = plan_reduce(leaves, ro.mode, ro.n_batch, job.chunked);
   R result{};
   if (options.reduce_in_pool) {
-    job.plan = plan;
+    job.plan = fuse_levels(plan, options.reduce_fuse_levels);
     job.combine = runtime::FunctionRegistry::global().name_of(g.combine);
     job.params = g.params;
     if (ro.initial)

@@ -14,6 +14,10 @@ namespace taskwire::graph {
 struct ReducePlan {
   struct Node {
     std::vector<std::size_t> parts;
+    /// Empty: one combine call over `parts`. Else (fuse_levels) the node runs several calls in
+    /// one task, in this order: a step lists its parts as indices, below parts.size() into
+    /// `parts`, from there on into the results of earlier steps; the last step's is the node's.
+    std::vector<std::vector<std::size_t>> steps;
   };
   std::size_t leaves = 0;
   std::vector<Node> nodes;
@@ -26,5 +30,12 @@ struct ReducePlan {
 /// Throws std::invalid_argument for no leaves, an unknown mode or n_batch < 2.
 ReducePlan plan_reduce(std::size_t leaves, ReduceMode mode, std::size_t n_batch,
                        bool leaves_are_batches);
+
+/// The same combine calls (same batches, same order within each subtree) grouped into fewer
+/// tasks: every node of the result runs the calls of one subtree spanning up to `levels`
+/// levels of `plan` (counted from the leaves: a call `levels` levels above them, or the root,
+/// ends a group), so a binary tree's tasks each make up to 2^levels - 1 calls. levels 1 gives
+/// `plan` back. Throws std::invalid_argument for levels 0.
+ReducePlan fuse_levels(const ReducePlan& plan, std::size_t levels);
 
 }  // namespace taskwire::graph

@@ -137,13 +137,18 @@ class Runner {
       if (!std::all_of(parts.begin(), parts.end(), [&](auto p) { return slots_[p].submitted; }))
         break;
       const auto s = leaves_ + next_node_;
+      const auto& steps = job_.plan->nodes[next_node_].steps;
       protocol::TaskSpec spec;
-      spec.function = kCombine;
+      spec.function = steps.empty() ? kCombine : kCombineSteps;
       spec.key = core_.new_key(job_.combine);
       spec.priority = base_ + priority_[s];
       std::vector<std::uint8_t> batch;
       for (auto p : parts) batch.push_back(job_.chunked && p < leaves_ ? 1 : 0);
       spec.args.push_back({protocol::ArgSpec::frame, frame_for(combine_name(), frames, at), {}});
+      if (!steps.empty()) {
+        frames.push_back(runtime::to_frame(steps));
+        spec.args.push_back({protocol::ArgSpec::frame, static_cast<std::uint32_t>(frames.size() - 1), {}});
+      }
       frames.push_back(runtime::to_frame(batch));
       spec.args.push_back({protocol::ArgSpec::frame, static_cast<std::uint32_t>(frames.size() - 1), {}});
       for (const auto& p : job_.params)
@@ -262,6 +267,9 @@ std::vector<runtime::Frame> run(Client& client, const Job& job, const ExecuteOpt
 void validate(const ExecuteOptions& options) {
   if (options.chunksize < 1)
     throw std::invalid_argument("execute: chunksize must be at least 1 (inputs per map task)");
+  if (options.reduce_fuse_levels < 1)
+    throw std::invalid_argument("execute: reduce_fuse_levels must be at least 1 (levels of "
+                                "combine calls per reduce task; 1: one call per task)");
   if (!(options.exit_after_seconds >= 0))
     throw std::invalid_argument("execute: exit_after_seconds must be >= 0 (0: off)");
 }

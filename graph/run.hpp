@@ -19,6 +19,9 @@ namespace taskwire::graph::detail {
 inline constexpr const char* kMapChunk = "taskwire::graph::map_chunk";
 /// combine(combine name, batch flags, params..., parts...) -> one result (see GatherInvoker).
 inline constexpr const char* kCombine = "taskwire::graph::combine";
+/// combine_steps(combine name, steps, batch flags, params..., parts...) -> the last step's
+/// result: a fused reduce node (ReducePlan::Node::steps), one combine call per step.
+inline constexpr const char* kCombineSteps = "taskwire::graph::combine_steps";
 
 struct MapTask {
   std::vector<std::uint32_t> args;  ///< indices into Job::frames

@@ -24,6 +24,14 @@ const runtime::RegisteredFunction& registered(const runtime::Frame& name_frame) 
   return *fn;
 }
 
+const runtime::RegisteredFunction& combiner(const runtime::Frame& name_frame) {
+  const auto& fn = registered(name_frame);
+  if (!fn.invoke_gathered)
+    throw std::invalid_argument(fmt::format(
+        "'{}' cannot combine results: its first parameter must be a std::vector", fn.name));
+  return fn;
+}
+
 runtime::Frame map_chunk(const std::vector<runtime::Frame>& args) {
   if (args.size() != 3) throw std::invalid_argument("map_chunk: expects 3 arguments");
   const auto& fn = registered(args[0]);
@@ -41,21 +49,53 @@ runtime::Frame map_chunk(const std::vector<runtime::Frame>& args) {
 
 runtime::Frame combine(const std::vector<runtime::Frame>& args) {
   if (args.size() < 2) throw std::invalid_argument("combine: expects at least 2 arguments");
-  const auto& fn = registered(args[0]);
+  const auto& fn = combiner(args[0]);
   const auto batch = runtime::from_frame<std::vector<std::uint8_t>>(args[1]);
   if (args.size() < 2 + batch.size())
     throw std::invalid_argument("combine: fewer parts than batch flags");
-  if (!fn.invoke_gathered)
-    throw std::invalid_argument(fmt::format(
-        "'{}' cannot combine results: its first parameter must be a std::vector", fn.name));
   const auto rest_end = args.end() - static_cast<std::ptrdiff_t>(batch.size());
   return fn.invoke_gathered({rest_end, args.end()}, batch, {args.begin() + 2, rest_end});
+}
+
+// A fused reduce node: its steps' combine calls in order, each over some of the node's parts
+// and earlier steps' results (ReducePlan::Node::steps).
+runtime::Frame combine_steps(const std::vector<runtime::Frame>& args) {
+  if (args.size() < 3) throw std::invalid_argument("combine_steps: expects at least 3 arguments");
+  const auto& fn = combiner(args[0]);
+  const auto steps = runtime::from_frame<std::vector<std::vector<std::size_t>>>(args[1]);
+  const auto batch = runtime::from_frame<std::vector<std::uint8_t>>(args[2]);
+  if (args.size() < 3 + batch.size())
+    throw std::invalid_argument("combine_steps: fewer parts than batch flags");
+  if (steps.empty()) throw std::invalid_argument("combine_steps: no steps");
+  const auto parts = args.end() - static_cast<std::ptrdiff_t>(batch.size());
+  const std::vector<runtime::Frame> params(args.begin() + 3, parts);
+  std::vector<runtime::Frame> done;  // each step's result
+  std::vector<runtime::Frame> frames;
+  std::vector<std::uint8_t> flags;
+  for (const auto& step : steps) {
+    frames.clear();
+    flags.clear();
+    for (auto ref : step) {
+      if (ref < batch.size()) {
+        frames.push_back(parts[static_cast<std::ptrdiff_t>(ref)]);
+        flags.push_back(batch[ref]);
+      } else if (ref - batch.size() < done.size()) {
+        frames.push_back(done[ref - batch.size()]);
+        flags.push_back(0);
+      } else {
+        throw std::invalid_argument("combine_steps: a step uses a result not yet computed");
+      }
+    }
+    done.push_back(fn.invoke_gathered(frames, flags, params));
+  }
+  return done.back();
 }
 
 [[maybe_unused]] const bool registered_runners = [] {
   auto& registry = runtime::FunctionRegistry::global();
   registry.add(kMapChunk, reinterpret_cast<const void*>(&map_chunk), 3, map_chunk);
   registry.add(kCombine, reinterpret_cast<const void*>(&combine), 2, combine);  // 2 or more
+  registry.add(kCombineSteps, reinterpret_cast<const void*>(&combine_steps), 3, combine_steps);
   return true;
 }();
 

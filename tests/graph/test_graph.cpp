@@ -109,6 +109,41 @@ TEST_CASE("graph: every reduce mode equals a sequential reduction, in the pool a
   CHECK(graph::execute(squares, *cl.client) == 999L * 1000 * 1999 / 6);
 }
 
+TEST_CASE("graph: fused reduce tasks make the same combine calls in the same order",
+          "[graph]") {
+  GraphCluster cl;
+  for (int n : {2, 9, 100}) {
+    for (auto mode : {ReduceMode::tree, ReduceMode::tree_n}) {
+      for (std::size_t levels : {1, 2, 3, 5}) {
+        for (std::size_t chunksize : {1, 3}) {
+          INFO("n " << n << " mode " << graph::to_string(mode) << " levels " << levels
+                    << " chunksize " << chunksize);
+          auto g = graph::reduce(graph::map(graph_fns::tag, iota(n)), graph_fns::concat,
+                                 {.mode = mode, .n_batch = 3});
+          graph_fns::reset_concat_threads();
+          CHECK(graph::execute(g, *cl.client,
+                               {.chunksize = chunksize, .reduce_fuse_levels = levels}) == tags(n));
+          const auto calls = graph_fns::concat_threads().size();
+          graph_fns::reset_concat_threads();
+          CHECK(graph::execute(g, *cl.client,
+                               {.chunksize = chunksize, .reduce_in_pool = false}) == tags(n));
+          CHECK(calls == graph_fns::concat_threads().size());  // as many calls as the plan's
+        }
+      }
+    }
+  }
+  auto with_param = graph::reduce(graph::map(graph_fns::tag, iota(20)), graph_fns::join_with,
+                                  std::string("|"));
+  std::string expected;
+  for (int i = 0; i < 20; ++i) {
+    if (i) expected += "|";
+    expected += graph_fns::tag(i);
+  }
+  CHECK(graph::execute(with_param, *cl.client, {.reduce_fuse_levels = 4}) == expected);
+  CHECK_THROWS_WITH(graph::execute(with_param, *cl.client, {.reduce_fuse_levels = 0}),
+                    Catch::Contains("reduce_fuse_levels"));
+}
+
 TEST_CASE("graph: reduce parameters and the initial value reach combine", "[graph]") {
   GraphCluster cl;
   for (bool in_pool : {true, false}) {
@@ -179,11 +214,19 @@ TEST_CASE("graph: progress reaches the callback and counts every task", "[graph]
   eo.progress.log_every = 10;
   eo.progress.bar = true;  // drawn only on a terminal: harmless here
   auto g = graph::reduce(graph::map(graph_fns::tag, iota(16)), graph_fns::concat);
-  CHECK(graph::execute(g, *cl.client, eo) == tags(16));
-  REQUIRE_FALSE(seen.empty());
-  CHECK(seen.back().done == 16 + 15);  // map tasks and the binary tree's nodes
-  CHECK(seen.back().total == 16 + 15);
-  for (std::size_t i = 1; i < seen.size(); ++i) CHECK(seen[i].done > seen[i - 1].done);
+  // Reduce tasks of 3 levels (the default): two of 7 calls (over 8 leaves each), then the
+  // root's; of 1 level: a task per call, 15.
+  for (std::size_t levels : {3, 1}) {
+    INFO("reduce_fuse_levels " << levels);
+    seen.clear();
+    eo.reduce_fuse_levels = levels;
+    CHECK(graph::execute(g, *cl.client, eo) == tags(16));
+    REQUIRE_FALSE(seen.empty());
+    const std::size_t reduce_tasks = levels == 3 ? 3 : 15;
+    CHECK(seen.back().done == 16 + reduce_tasks);  // map tasks and the reduce tasks
+    CHECK(seen.back().total == 16 + reduce_tasks);
+    for (std::size_t i = 1; i < seen.size(); ++i) CHECK(seen[i].done > seen[i - 1].done);
+  }
 }
 
 TEST_CASE("graph: a failing map task names its input and message", "[graph][errors]") {

@@ -79,3 +79,71 @@ TEST_CASE("plan: bad requests are std::invalid_argument", "[graph][plan]") {
   CHECK_THROWS_AS(plan_reduce(3, ReduceMode::tree_n, 1, false), std::invalid_argument);
   CHECK_THROWS_AS(plan_reduce(3, static_cast<ReduceMode>(9), 2, false), std::invalid_argument);
 }
+
+namespace {
+
+// Evaluates a fused plan with string concatenation, one step at a time; also counts the calls.
+std::string evaluate_fused(const ReducePlan& p, std::size_t& calls) {
+  std::vector<std::string> slot(p.slots());
+  for (std::size_t i = 0; i < p.leaves; ++i) slot[i] = std::to_string(i) + ",";
+  for (std::size_t k = 0; k < p.nodes.size(); ++k) {
+    const auto& node = p.nodes[k];
+    for (auto part : node.parts) REQUIRE(part < p.leaves + k);
+    if (node.steps.empty()) {
+      for (auto part : node.parts) slot[p.leaves + k] += slot[part];
+      ++calls;
+      continue;
+    }
+    std::vector<std::string> done;
+    for (const auto& step : node.steps) {
+      std::string r;
+      for (auto ref : step) {
+        REQUIRE(ref < node.parts.size() + done.size());
+        r += ref < node.parts.size() ? slot[node.parts[ref]] : done[ref - node.parts.size()];
+      }
+      done.push_back(r);
+      ++calls;
+    }
+    slot[p.leaves + k] = done.back();
+  }
+  return slot.at(p.root);
+}
+
+}  // namespace
+
+TEST_CASE("plan: fusing levels keeps every combine call and the order, in fewer nodes",
+          "[graph][plan]") {
+  for (std::size_t leaves : {1, 2, 5, 8, 16, 17, 100, 10000}) {
+    for (auto mode : {ReduceMode::single_node, ReduceMode::tree, ReduceMode::tree_n}) {
+      for (bool batches : {false, true}) {
+        const auto plan = plan_reduce(leaves, mode, 3, batches);
+        std::size_t plain_calls = 0;
+        const auto expected = evaluate_fused(plan, plain_calls);
+        CHECK(plain_calls == plan.nodes.size());
+        for (std::size_t levels : {1, 2, 3, 4}) {
+          INFO("leaves " << leaves << " mode " << to_string(mode) << " levels " << levels);
+          const auto fused = fuse_levels(plan, levels);
+          std::size_t calls = 0;
+          CHECK(evaluate_fused(fused, calls) == expected);
+          CHECK(calls == plan.nodes.size());
+          CHECK(fused.nodes.size() <= plan.nodes.size());
+          if (levels == 1) CHECK(parts_of(fused) == parts_of(plan));
+        }
+      }
+    }
+  }
+  // 16 leaves, 3 levels: the 7 calls over leaves 0-7, those over 8-15, then the root's call.
+  const auto fused = fuse_levels(plan_reduce(16, ReduceMode::tree, 2, false), 3);
+  REQUIRE(fused.nodes.size() == 3);
+  CHECK(fused.nodes[0].parts == Parts{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(fused.nodes[0].steps == std::vector<Parts>{{0, 1}, {2, 3}, {4, 5}, {6, 7},
+                                                   {8, 9}, {10, 11}, {12, 13}});
+  CHECK(fused.nodes[1].steps.size() == 7);
+  CHECK(fused.nodes[2].parts == Parts{16, 17});
+  CHECK(fused.nodes[2].steps.empty());
+  CHECK(fused.root == 18);
+  // 10 000 leaves: about an eighth of the binary tree's 9 999 tasks.
+  CHECK(fuse_levels(plan_reduce(10000, ReduceMode::tree, 2, false), 3).nodes.size() < 1500);
+  CHECK_THROWS_WITH(fuse_levels(plan_reduce(4, ReduceMode::tree, 2, false), 0),
+                    Catch::Contains("reduce_fuse_levels"));
+}
