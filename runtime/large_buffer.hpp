@@ -16,7 +16,7 @@
 
 namespace taskwire::runtime {
 
-/// Buffers this large and larger are kept once freed (up to 256 MiB in all, per process).
+/// Buffers this large and larger are kept once freed (up to 512 MiB in all, per process).
 inline constexpr std::size_t kLargeBufferBytes = std::size_t{16} << 20;
 
 /// At least `bytes` of uninitialised memory, aligned for any fundamental type: a kept buffer
