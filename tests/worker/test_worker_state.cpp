@@ -75,6 +75,34 @@ TEST_CASE("worker state: missing dependencies are fetched, batched per peer",
   CHECK(ws.data().keys() == std::vector<std::string>{"c"});
 }
 
+TEST_CASE("worker state: a task over many results fetches each dependency once",
+          "[worker][state]") {
+  for (int n : {3, 40}) {  // below and above where duplicates are found by hashing
+    INFO(n << " dependencies");
+    std::vector<std::pair<std::string, std::vector<std::string>>> deps;
+    std::vector<std::string> keys;
+    for (int i = 0; i < n; ++i) {
+      keys.emplace_back("d");
+      keys.back() += std::to_string(i);
+      deps.push_back({keys.back(), {"tcp://p:1"}});
+    }
+    auto e = compute("sum", 0, deps);
+    // Arguments may name a dependency again, or a key the dependency list left out.
+    e.spec.args.push_back({protocol::ArgSpec::dependency, 0, "d1"});
+    e.spec.args.push_back({protocol::ArgSpec::dependency, 0, "extra"});
+    e.who_has["extra"] = {"tcp://p:1"};
+    WorkerState ws(options());
+    auto gathers = only<GatherDep>(step(ws, std::move(e)));
+    REQUIRE(gathers.size() == 1);
+    keys.push_back("extra");
+    CHECK(gathers[0].keys == keys);
+    auto out = step(ws, done("tcp://p:1", keys));
+    auto exec = only<Execute>(out);
+    REQUIRE(exec.size() == 1);
+    CHECK(exec[0].args.size() == static_cast<std::size_t>(1 + n + 2));
+  }
+}
+
 TEST_CASE("worker state: one GatherDep per peer at a time; keys queued meanwhile go together",
           "[worker][state]") {
   WorkerState ws(options(4));
