@@ -29,6 +29,8 @@ while [ $# -gt 0 ]; do
 done
 here="$(cd "$(dirname "$0")/.." && pwd)"
 out="${out:-benchmark-report}"
+# The tree's state before this run writes anything (OUTDIR may be tracked, as docs/ is).
+source_state="commit $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$here" diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
 if [ -z "$bench" ]; then
   bench="${TASKWIRE_BENCH:-}"
   [ -z "$bench" ] && [ -x "$here/build/release/bench/taskwire-bench" ] && bench="$here/build/release/bench/taskwire-bench"
@@ -186,7 +188,7 @@ img() { [ $plots -gt 0 ] && printf '![%s](%s.png)\n\n' "$1" "$1" || true; }
     echo "figures are indicative only; run \`bench/report.sh\` without \`--quick\` for the full one."
     echo
   fi
-  echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); commit $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$here" diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
+  echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); $source_state"
   echo "- Machine: $(nproc) cores, $(uname -sr); $(mpichversion 2>/dev/null | head -1 | tr -s '\t ' ' ' || echo MPICH)"
   echo "- Load before: \`${load_before# }\`"
   echo "- Load after: \`${load_after# }\` (took ${elapsed} s)"
