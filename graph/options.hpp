@@ -32,8 +32,8 @@ struct ExecuteOptions {
   /// true (default): reduce nodes run as cluster tasks, where the data already is; false: every
   /// map result is gathered to the client and combined there (same combine calls, same order).
   bool reduce_in_pool = true;
-  /// In the pool, each reduce task runs the combine calls of a subtree this many levels high
-  /// (default 3: up to 7 calls over 8 results of a binary tree), the same calls in the same
+  /// In the pool, each reduce task runs the combine calls of a subtree at most this many levels
+  /// high (default 3: up to 7 calls over 8 results of a binary tree), the same calls in the same
   /// order as one task per call, with far fewer tasks to schedule and results to move: cheap
   /// combines want it (measured: 10 000-leaf tree of integer sums, 4 ranks over MPI, see
   /// README). 1: one task per combine call, the most parallel, for costly combines. >= 1.

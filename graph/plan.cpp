@@ -86,12 +86,15 @@ ReducePlan fuse_levels(const ReducePlan& plan, std::size_t levels) {
       }
     ++height[k];
   }
-  // A group ends at a node `levels` levels up, or at the root; every other node joins the
-  // group of the node it feeds. Consumers come later in the plan, so walk it backwards.
+  // Heights fall into bands of `levels` (1..levels, levels+1..2*levels, ...). A group ends at
+  // a node whose consumer is in a higher band, or at the root; every other node joins the
+  // group of the node it feeds, so a group's calls span one band. Consumers come later in the
+  // plan, so walk it backwards.
+  auto band = [&](std::size_t k) { return (height[k] - 1) / levels; };
   std::vector<std::size_t> group(n);
   std::vector<bool> top(n);
   for (std::size_t k = n; k-- > 0;) {
-    top[k] = consumer[k] == none || height[k] % levels == 0;
+    top[k] = consumer[k] == none || band(k) != band(consumer[k]);
     group[k] = top[k] ? k : group[consumer[k]];
   }
   // Fused nodes in the order of their tops: a group's inputs are leaves or lower groups' tops,

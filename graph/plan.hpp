@@ -32,10 +32,10 @@ ReducePlan plan_reduce(std::size_t leaves, ReduceMode mode, std::size_t n_batch,
                        bool leaves_are_batches);
 
 /// The same combine calls (same batches, same order within each subtree) grouped into fewer
-/// tasks: every node of the result runs the calls of one subtree spanning up to `levels`
-/// levels of `plan` (counted from the leaves: a call `levels` levels above them, or the root,
-/// ends a group), so a binary tree's tasks each make up to 2^levels - 1 calls. levels 1 gives
-/// `plan` back. Throws std::invalid_argument for levels 0.
+/// tasks: every node of the result runs the calls of one subtree whose heights above the
+/// leaves lie in one band of `levels` (1..levels, levels+1..2*levels, ...), so a binary
+/// tree's tasks each make at most 2^levels - 1 calls, and the many at the bottom that many.
+/// levels 1 gives `plan` back. Throws std::invalid_argument for levels 0.
 ReducePlan fuse_levels(const ReducePlan& plan, std::size_t levels);
 
 }  // namespace taskwire::graph

@@ -69,7 +69,12 @@ runtime::Frame combine_steps(const std::vector<runtime::Frame>& args) {
   if (steps.empty()) throw std::invalid_argument("combine_steps: no steps");
   const auto parts = args.end() - static_cast<std::ptrdiff_t>(batch.size());
   const std::vector<runtime::Frame> params(args.begin() + 3, parts);
-  std::vector<runtime::Frame> done;  // each step's result
+  // Each step's result, dropped after its last use (a step's result feeds one later step).
+  std::vector<runtime::Frame> done;
+  std::vector<std::size_t> uses_left(steps.size(), 0);
+  for (const auto& step : steps)
+    for (auto ref : step)
+      if (ref >= batch.size() && ref - batch.size() < steps.size()) ++uses_left[ref - batch.size()];
   std::vector<runtime::Frame> frames;
   std::vector<std::uint8_t> flags;
   for (const auto& step : steps) {
@@ -79,11 +84,13 @@ runtime::Frame combine_steps(const std::vector<runtime::Frame>& args) {
       if (ref < batch.size()) {
         frames.push_back(parts[static_cast<std::ptrdiff_t>(ref)]);
         flags.push_back(batch[ref]);
-      } else if (ref - batch.size() < done.size()) {
-        frames.push_back(done[ref - batch.size()]);
+      } else if (const auto i = ref - batch.size(); i < done.size() && uses_left[i] > 0) {
+        frames.push_back(done[i]);
         flags.push_back(0);
+        if (--uses_left[i] == 0) done[i] = {};
       } else {
-        throw std::invalid_argument("combine_steps: a step uses a result not yet computed");
+        throw std::invalid_argument(
+            "combine_steps: a step uses a result not yet computed, or one already used");
       }
     }
     done.push_back(fn.invoke_gathered(frames, flags, params));

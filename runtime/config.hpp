@@ -26,8 +26,9 @@ struct MpiPollConfig {
   /// process may use), giving up its core between polls (sched_yield): a reply that comes
   /// meanwhile needs no wake-up. 0: sleep at once.
   std::chrono::microseconds yield_after_progress{200};
-  /// Poll-and-yield without checking for a free core: for clients, whose own thread that is
-  /// about to wait for a result still counts as runnable when the poller checks.
+  /// Poll-and-yield without checking for a free core: for client processes (not one that is
+  /// also the scheduler), whose own thread that is about to wait for a result still counts as
+  /// runnable when the poller checks.
   bool yield_unchecked = false;
   std::uint64_t max_chunk_bytes = 1u << 30;  ///< messages above this are sent in chunks
 };

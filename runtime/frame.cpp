@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <unordered_map>
 
 namespace taskwire::runtime {
 namespace {
@@ -55,6 +56,33 @@ class LargeBufferCache {
     return p;
   }
 
+  /// For allocate_buffer: take(), remembering the buffer's real capacity (up to a quarter more
+  /// than asked), so that it goes back under that, not under what its user knows.
+  char* lend(std::size_t bytes) {
+    std::size_t got = 0;
+    char* p = take(rounded(bytes), got);
+    try {
+      std::lock_guard lock(mu_);
+      lent_.emplace(p, got);
+    } catch (...) {
+      give(p, got);
+      throw;
+    }
+    return p;
+  }
+
+  void give_back(char* p, std::size_t bytes) noexcept {
+    std::size_t capacity = rounded(bytes);
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = lent_.find(p); it != lent_.end()) {
+        capacity = it->second;
+        lent_.erase(it);
+      }
+    }
+    give(p, capacity);
+  }
+
   void give(char* p, std::size_t capacity) noexcept {
     {
       std::lock_guard lock(mu_);
@@ -73,6 +101,7 @@ class LargeBufferCache {
  private:
   std::mutex mu_;
   std::multimap<std::size_t, char*> free_;  // capacity -> buffer
+  std::unordered_map<char*, std::size_t> lent_;  // allocate_buffer's buffers -> capacity
   std::size_t bytes_ = 0;
 };
 
@@ -98,14 +127,8 @@ Frame Frame::allocate(std::size_t n) {
   return f;
 }
 
-// A buffer taken here may be up to a quarter larger than asked; it goes back under the
-// rounded size asked for (deallocate does not know more), which is safe, as a later take of
-// that size gets at least as much as it asks for.
 void* allocate_buffer(std::size_t bytes) {
-  if (bytes >= kLargeBufferBytes) {
-    std::size_t capacity = 0;
-    return LargeBufferCache::instance().take(LargeBufferCache::rounded(bytes), capacity);
-  }
+  if (bytes >= kLargeBufferBytes) return LargeBufferCache::instance().lend(bytes);
   void* p = std::malloc(bytes ? bytes : 1);
   if (!p) throw std::bad_alloc();
   return p;
@@ -114,7 +137,7 @@ void* allocate_buffer(std::size_t bytes) {
 void deallocate_buffer(void* p, std::size_t bytes) noexcept {
   if (!p) return;
   if (bytes >= kLargeBufferBytes)
-    LargeBufferCache::instance().give(static_cast<char*>(p), LargeBufferCache::rounded(bytes));
+    LargeBufferCache::instance().give_back(static_cast<char*>(p), bytes);
   else std::free(p);
 }
 

@@ -135,7 +135,10 @@ EachInvoker make_each_invoker(R (*fn)(A...)) {
       std::vector<std::remove_cvref_t<R>> out;
       out.reserve(inputs.size());
       using A0 = std::tuple_element_t<0, std::tuple<A...>>;
-      for (at = 0; at < inputs.size(); ++at) out.push_back(fn(std::forward<A0>(inputs[at])));
+      for (at = 0; at < inputs.size(); ++at) {
+        if constexpr (std::is_lvalue_reference_v<A0>) out.push_back(fn(inputs[at]));
+        else out.push_back(fn(std::move(inputs[at])));
+      }
       return to_frame(out);
     };
   }

@@ -67,7 +67,9 @@ ClusterRank::ClusterRank(runtime::MpiEnvironment& env, LaunchOptions options, La
 
   auto config = runtime::Config::from_env();
   config.role = is_scheduler() ? "scheduler" : is_client() ? "client" : "worker";
-  config.mpi.yield_unchecked = is_client();
+  // A client's own waiting thread counts as runnable when it checks for a free core; a rank
+  // that is also the scheduler (pool mode) is busy, and checks like any other.
+  config.mpi.yield_unchecked = is_client() && !is_scheduler();
   config.name = fmt::format("rank-{}", env_.rank());
   context_ = std::make_unique<runtime::Context>(config, 1);
   registry_ = std::make_unique<comm::Registry>(*context_);

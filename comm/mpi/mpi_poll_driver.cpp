@@ -125,6 +125,7 @@ void PollDriver::wake() noexcept {
 
 std::chrono::microseconds PollDriver::next_wait(const TurnResult& r) {
   untimed_ = false;
+  yield_next_ = false;
   const auto now = MpiPoller::Clock::now();
   if (r.progress || kicked_.exchange(false)) {
     backoff_.reset();

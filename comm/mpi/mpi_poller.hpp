@@ -39,7 +39,9 @@
 // Wake-ups (runtime::WakeBoard, this session): a rank that sends to a sleeping peer on its
 // host wakes it with one datagram on a socket its driver waits on next to its timer, so the
 // idle sleep is kWakeableIdleSleep (50 ms) when every peer can wake this rank, and polling
-// after progress stops at once when the host has more ranks than cores. Measured with
+// after progress stops at once when the host has more ranks than cores (since session 5: it
+// goes on for yield_after_progress, yielding the core, while the host has a free core; see
+// PollDriver::next_wait). Measured with
 // `mpiexec.mpich -n 4 taskwire-bench tasks -b mpi` (scheduler, client, 2 workers, 2 cores):
 // submit-get round trip 7.8 ms -> 203 us (TCP 222 us), idle rank 2-3.7 % -> 0.3 % of a core.
 // TASKWIRE_MPI_POLL_THREAD=1 selects the poller-thread variant for comparison (timed sleeps).

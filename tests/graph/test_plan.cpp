@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 
 using namespace taskwire::graph;
@@ -113,7 +114,7 @@ std::string evaluate_fused(const ReducePlan& p, std::size_t& calls) {
 
 TEST_CASE("plan: fusing levels keeps every combine call and the order, in fewer nodes",
           "[graph][plan]") {
-  for (std::size_t leaves : {1, 2, 5, 8, 16, 17, 100, 10000}) {
+  for (std::size_t leaves : {1, 2, 5, 8, 16, 17, 100, 3414, 3804, 10000}) {
     for (auto mode : {ReduceMode::single_node, ReduceMode::tree, ReduceMode::tree_n}) {
       for (bool batches : {false, true}) {
         const auto plan = plan_reduce(leaves, mode, 3, batches);
@@ -127,6 +128,9 @@ TEST_CASE("plan: fusing levels keeps every combine call and the order, in fewer 
           CHECK(evaluate_fused(fused, calls) == expected);
           CHECK(calls == plan.nodes.size());
           CHECK(fused.nodes.size() <= plan.nodes.size());
+          if (mode == ReduceMode::tree)  // a subtree at most `levels` high: 2^levels - 1 calls
+            for (const auto& node : fused.nodes)
+              CHECK(std::max<std::size_t>(node.steps.size(), 1) <= (std::size_t{1} << levels) - 1);
           if (levels == 1) CHECK(parts_of(fused) == parts_of(plan));
         }
       }
@@ -143,7 +147,7 @@ TEST_CASE("plan: fusing levels keeps every combine call and the order, in fewer 
   CHECK(fused.nodes[2].steps.empty());
   CHECK(fused.root == 18);
   // 10 000 leaves: about an eighth of the binary tree's 9 999 tasks.
-  CHECK(fuse_levels(plan_reduce(10000, ReduceMode::tree, 2, false), 3).nodes.size() < 1500);
+  CHECK(fuse_levels(plan_reduce(10000, ReduceMode::tree, 2, false), 3).nodes.size() == 1431);
   CHECK_THROWS_WITH(fuse_levels(plan_reduce(4, ReduceMode::tree, 2, false), 0),
                     Catch::Contains("reduce_fuse_levels"));
 }

@@ -70,7 +70,9 @@ TEST_CASE("frames: small and large frames hold their bytes and share them on cop
 TEST_CASE("buffers: a task's big array reuses freed memory, small ones work as usual",
           "[runtime][frame]") {
   using Vec = std::vector<double, taskwire::runtime::BufferAllocator<double>>;
-  const std::size_t n = (std::size_t{48} << 20) / sizeof(double);  // 48 MiB
+  // Above what a thread's glibc arena holds (64 MiB), where malloc alone gives fresh pages.
+  // (72 MiB: no other test here leaves a buffer that size in the cache.)
+  const std::size_t n = ((std::size_t{72} << 20) + 4096) / sizeof(double);
   auto faults_to_build = [](std::size_t count) {
     const long before = minor_faults();
     Vec v(count);  // default-initialised: no pass over the memory
@@ -91,4 +93,19 @@ TEST_CASE("buffers: a task's big array reuses freed memory, small ones work as u
   small.push_back(4.0);
   CHECK(small.size() == 4);
   CHECK(small.back() == 4.0);
+}
+
+TEST_CASE("buffers: a buffer lent for less than its size goes back under its real size",
+          "[runtime][frame]") {
+  using taskwire::runtime::allocate_buffer;
+  using taskwire::runtime::deallocate_buffer;
+  const std::size_t big = std::size_t{100} << 20, smaller = std::size_t{90} << 20;
+  void* p = allocate_buffer(big);
+  deallocate_buffer(p, big);
+  void* q = allocate_buffer(smaller);  // the same buffer: within a quarter of the request
+  CHECK(q == p);
+  deallocate_buffer(q, smaller);
+  void* r = allocate_buffer(big);  // still known as 100 MiB, so it serves 100 MiB again
+  CHECK(r == p);
+  deallocate_buffer(r, big);
 }

@@ -34,6 +34,11 @@ struct Counted {
 };
 std::size_t by_value(Counted a, Counted b) { return a.data.size() + b.data.size(); }
 std::size_t by_ref(const Counted& a) { return a.data.size(); }
+std::size_t all_sizes(std::vector<Counted> v) {
+  std::size_t n = 0;
+  for (const auto& c : v) n += c.data.size();
+  return n;
+}
 }  // namespace demo
 
 TASKWIRE_REGISTER(demo::add);
@@ -42,6 +47,7 @@ TASKWIRE_REGISTER(demo::total);
 TASKWIRE_REGISTER(demo::fails);
 TASKWIRE_REGISTER(demo::by_value);
 TASKWIRE_REGISTER(demo::by_ref);
+TASKWIRE_REGISTER(demo::all_sizes);
 
 TEST_CASE("registry: registered functions run by name on serialized arguments", "[runtime]") {
   auto& reg = FunctionRegistry::global();
@@ -63,6 +69,14 @@ TEST_CASE("registry: decoded arguments are moved into by-value parameters, never
   demo::copies = 0;
   CHECK(from_frame<std::size_t>(reg.find("demo::by_value")->invoke({frame, frame})) == 2000);
   CHECK(from_frame<std::size_t>(reg.find("demo::by_ref")->invoke({frame})) == 1000);
+  // Over a chunk (invoke_each) and over gathered results (invoke_gathered) too.
+  const auto chunk = to_frame(std::vector<demo::Counted>{c, c});
+  demo::copies = 0;
+  std::size_t at = 0;
+  CHECK(from_frame<std::vector<std::size_t>>(reg.find("demo::by_ref")->invoke_each(chunk, at)) ==
+        std::vector<std::size_t>{1000, 1000});
+  CHECK(from_frame<std::size_t>(
+            reg.find("demo::all_sizes")->invoke_gathered({frame, chunk}, {0, 1}, {})) == 3000);
   CHECK(demo::copies == 0);
 }
 
