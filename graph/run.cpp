@@ -144,13 +144,13 @@ class Runner {
       spec.priority = base_ + priority_[s];
       std::vector<std::uint8_t> batch;
       for (auto p : parts) batch.push_back(job_.chunked && p < leaves_ ? 1 : 0);
-      spec.args.push_back({protocol::ArgSpec::frame, frame_for(combine_name(), frames, at), {}});
-      if (!steps.empty()) {
-        frames.push_back(runtime::to_frame(steps));
+      auto add_own_frame = [&](runtime::Frame f) {  // a frame this spec alone uses
+        frames.push_back(std::move(f));
         spec.args.push_back({protocol::ArgSpec::frame, static_cast<std::uint32_t>(frames.size() - 1), {}});
-      }
-      frames.push_back(runtime::to_frame(batch));
-      spec.args.push_back({protocol::ArgSpec::frame, static_cast<std::uint32_t>(frames.size() - 1), {}});
+      };
+      spec.args.push_back({protocol::ArgSpec::frame, frame_for(combine_name(), frames, at), {}});
+      if (!steps.empty()) add_own_frame(runtime::to_frame(steps));
+      add_own_frame(runtime::to_frame(batch));
       for (const auto& p : job_.params)
         spec.args.push_back({protocol::ArgSpec::frame, frame_for(p, frames, at), {}});
       for (auto p : parts) {

@@ -22,15 +22,13 @@ bool contains(const std::vector<T>& v, const T& x) {
 // of a worker's time in graph_program bench with ReduceMode::single_node).
 std::vector<Key> dependencies_of(const protocol::TaskSpec& spec) {
   std::vector<Key> deps = spec.dependencies;
-  constexpr std::size_t kLinear = 16;
-  if (deps.size() + spec.args.size() <= kLinear) {
-    for (const auto& a : spec.args)
-      if (a.kind == protocol::ArgSpec::dependency && !contains(deps, a.key)) deps.push_back(a.key);
-    return deps;
-  }
-  std::unordered_set<std::string_view> seen(spec.dependencies.begin(), spec.dependencies.end());
+  const bool hashed = deps.size() + spec.args.size() > 16;  // small: a search, no allocation
+  std::unordered_set<std::string_view> seen;
+  if (hashed) seen.insert(spec.dependencies.begin(), spec.dependencies.end());
   for (const auto& a : spec.args)
-    if (a.kind == protocol::ArgSpec::dependency && seen.insert(a.key).second) deps.push_back(a.key);
+    if (a.kind == protocol::ArgSpec::dependency &&
+        (hashed ? seen.insert(a.key).second : !contains(deps, a.key)))
+      deps.push_back(a.key);
   return deps;
 }
 
