@@ -4,6 +4,7 @@
 // runtime::SerializationError instead of crashing.
 #include <taskwire/runtime/byte_buffers.hpp>
 #include <taskwire/runtime/frame.hpp>
+#include <taskwire/runtime/raw_codec.hpp>
 
 #include <boost/archive/binary_iarchive.hpp>
 #include <boost/archive/binary_oarchive.hpp>
@@ -47,6 +48,11 @@ struct Scratch {
 /// and never into a growing buffer (whose fresh pages and re-copies cost more than the pass).
 template <class... T>
 Frame to_frame(const T&... values) {
+  if constexpr (sizeof...(T) == 1 && (raw_codec::handles<T> && ...)) {
+    auto frame = Frame::allocate((raw_codec::encoded_size(values) + ...));
+    (raw_codec::encode(values, frame.mutable_data()), ...);
+    return frame;
+  }
   thread_local detail::Scratch scratch;
   const bool use_scratch = !scratch.taken;
   std::size_t need = 0;
@@ -71,6 +77,12 @@ Frame to_frame(const T&... values) {
 
 template <class... T>
 void from_frame(const Frame& frame, T&... values) {
+  if constexpr (sizeof...(T) == 1 && (raw_codec::handles<T> && ...)) {
+    if (!(raw_codec::decode(frame.data(), frame.size(), values) && ...))
+      throw SerializationError("cannot deserialize a " + std::to_string(frame.size()) +
+                               "-byte frame: it is shorter than the value it should hold");
+    return;
+  }
   try {
     ReadBuffer buf(frame.data(), frame.size());
     boost::archive::binary_iarchive ar(buf, kArchiveFlags);
