@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <future>
+#include <utility>
 
 namespace taskwire::client {
 
@@ -80,8 +81,8 @@ ClientCore::~ClientCore() {
     bool writing = false;
     try {
       std::lock_guard lock(out_mu_);
-      if (!out_.empty() && scheduler_ && !scheduler_->closed()) {
-        scheduler_->async_write(out_.take(), [sent](error_code) { sent->set_value(); });
+      if ((!out_.empty() || !releases_.empty()) && scheduler_ && !scheduler_->closed()) {
+        scheduler_->async_write(take_out_locked(), [sent](error_code) { sent->set_value(); });
         writing = true;
       }
     } catch (const std::exception& e) {
@@ -184,7 +185,12 @@ void ClientCore::fail_all(const std::string& why) {
 
 void ClientCore::send(std::function<void(runtime::BatchWriter&)> add) {
   std::lock_guard lock(out_mu_);
+  if (!releases_.empty()) out_.add(Op::release_keys, protocol::Keys{std::exchange(releases_, {})});
   add(out_);
+  post_flush_locked();
+}
+
+void ClientCore::post_flush_locked() {
   if (flush_posted_) return;
   flush_posted_ = true;
   // Coalesce everything queued before the io thread gets to it into one message.
@@ -192,13 +198,18 @@ void ClientCore::send(std::function<void(runtime::BatchWriter&)> add) {
   asio::post(scheduler_->executor(), guarded(*this, own_context_ != nullptr, [this] { flush(); }));
 }
 
+runtime::Message ClientCore::take_out_locked() {
+  if (!releases_.empty()) out_.add(Op::release_keys, protocol::Keys{std::exchange(releases_, {})});
+  return out_.take();
+}
+
 void ClientCore::flush() {
   runtime::Message m;
   {
     std::lock_guard lock(out_mu_);
     flush_posted_ = false;
-    if (out_.empty() || !scheduler_) return;
-    m = out_.take();
+    if ((out_.empty() && releases_.empty()) || !scheduler_) return;
+    m = take_out_locked();
   }
   scheduler_->async_write(std::move(m), [](error_code ec) {
     if (ec) spdlog::debug("client: write to the scheduler failed: {}", ec.message());
@@ -250,7 +261,9 @@ void ClientCore::release(const std::string& key) {
     keys_.erase(it);
     if (!broken_.empty()) return;
   }
-  send([&](runtime::BatchWriter& w) { w.add(Op::release_keys, protocol::Keys{{key}}); });
+  std::lock_guard lock(out_mu_);
+  releases_.push_back(key);
+  post_flush_locked();
 }
 
 namespace {

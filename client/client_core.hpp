@@ -82,6 +82,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void read_loop();
   void on_batch(const runtime::Message& m);
   void send(std::function<void(runtime::BatchWriter&)> add);
+  void post_flush_locked();
+  /// Everything queued for the scheduler as one message (pending releases last); out_mu_ held.
+  runtime::Message take_out_locked();
   void flush();
   struct WorkerLink {
     std::mutex mu;  // one get_data round trip at a time on this comm
@@ -119,6 +122,10 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   std::mutex out_mu_;
   runtime::BatchWriter out_;
+  // Released keys wait here and leave as one release_keys operation (one scheduler event,
+  // one free_keys per worker) before any other operation and at each flush, so the order of
+  // operations is kept.
+  std::vector<std::string> releases_;
   bool flush_posted_ = false;
 };
 

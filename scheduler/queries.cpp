@@ -91,7 +91,9 @@ std::vector<std::string> SchedulerState::wanted_by(std::string_view client) cons
 
 std::vector<TransitionRecord> SchedulerState::story(std::string_view key) const {
   std::vector<TransitionRecord> records;
-  for (const TransitionRecord& r : transition_log_) {
+  const std::size_t n = transition_log_.size();
+  for (std::size_t i = 0; i < n; ++i) {  // oldest first: from the ring's next slot round
+    const TransitionRecord& r = transition_log_[(transition_log_next_ + i) % n];
     if (r.key == key) records.push_back(r);
   }
   return records;

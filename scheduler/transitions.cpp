@@ -376,8 +376,16 @@ void SchedulerState::remove_replica(TaskState* ts, WorkerState* ws) {
 
 void SchedulerState::log_transition(const TaskState* ts, TaskStatus start) {
   if (options_.transition_log_length == 0 || start == ts->state) return;
-  transition_log_.push_back(TransitionRecord{ts->key, start, ts->state, stimulus_id_});
-  if (transition_log_.size() > options_.transition_log_length) transition_log_.pop_front();
+  if (transition_log_.size() < options_.transition_log_length) {
+    transition_log_.push_back(TransitionRecord{ts->key, start, ts->state, stimulus_id_});
+    return;
+  }
+  TransitionRecord& r = transition_log_[transition_log_next_];
+  r.key.assign(ts->key);
+  r.start = start;
+  r.finish = ts->state;
+  r.stimulus_id.assign(stimulus_id_);
+  transition_log_next_ = (transition_log_next_ + 1) % transition_log_.size();
 }
 
 }  // namespace taskwire::scheduler

@@ -332,6 +332,40 @@ TEST_CASE("scheduler: every instruction carries the stimulus id of its event", "
   CHECK(story[2].finish == S::memory);
 }
 
+TEST_CASE("scheduler: the transition log keeps the last transition_log_length, oldest first",
+          "[scheduler]") {
+  // One task through its whole life (4+ transitions) with rings of 1-5 records: each holds
+  // the last ones of the full story, in order, whichever slot the ring wrapped at.
+  auto run = [](Harness& h) {
+    h.add_worker("tcp://a:1");
+    h.handle(UpdateGraph{"c1", {task("x")}, {"x"}, "graph-1"});
+    h.handle(TaskFinished{"tcp://a:1", "x", 8, 0.1, "done-x"});
+    h.handle(ClientReleasesKeys{"c1", {"x"}, "release-x"});
+  };
+  Harness full;
+  run(full);
+  const auto all = full.s.story("x");
+  REQUIRE(all.size() >= 4);
+  CHECK(all.front().start == S::released);
+  CHECK(all.back().finish == S::forgotten);
+  for (std::size_t n = 1; n <= 5; ++n) {
+    Harness h({.transition_log_length = n});
+    run(h);
+    const auto got = h.s.story("x");
+    REQUIRE(got.size() == std::min(n, all.size()));
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const auto& want = all[all.size() - got.size() + i];
+      INFO("ring of " << n << ", record " << i);
+      CHECK(got[i].start == want.start);
+      CHECK(got[i].finish == want.finish);
+      CHECK(got[i].stimulus_id == want.stimulus_id);
+    }
+  }
+  Harness off({.transition_log_length = 0});
+  run(off);
+  CHECK(off.s.story("x").empty());
+}
+
 TEST_CASE("scheduler: graphs past max_tasks are refused", "[scheduler]") {
   Harness h({.max_tasks = 2});
   h.add_worker("tcp://a:1");
