@@ -4,6 +4,7 @@
 // small operations per peer into one message (one write, one read) instead of one each.
 #include <taskwire/runtime/protocol.hpp>
 #include <taskwire/runtime/serialize.hpp>
+#include <taskwire/runtime/wire_codec.hpp>
 
 #include <functional>
 #include <memory>
@@ -11,18 +12,19 @@
 
 namespace taskwire::runtime {
 
+// The header's layout (wire_codec.hpp): per operation a 1 byte, its Op code, the index of its
+// first payload frame and their number (uint32 each), then its body; a 0 byte ends it.
 class BatchWriter {
  public:
-  BatchWriter() { reset(); }
-
   /// Appends an operation; its payload frames are numbered from 0 within `payload`.
   template <class T>
   void add(protocol::Op op, const T& body, std::vector<Frame> payload = {}) {
+    if (buf_.capacity() == 0) buf_.reserve(kInitialBytes);
     std::uint8_t more = 1;
     auto code = static_cast<std::uint8_t>(op);
     auto first = static_cast<std::uint32_t>(payload_.size());
     auto count = static_cast<std::uint32_t>(payload.size());
-    *ar_ << more << code << first << count << body;
+    wire::Writer(buf_) << more << code << first << count << body;
     for (auto& f : payload) payload_.push_back(std::move(f));
     ++ops_;
   }
@@ -33,10 +35,8 @@ class BatchWriter {
   Message take();
 
  private:
-  void reset();
-  std::unique_ptr<std::vector<char>> buf_;
-  std::unique_ptr<VectorWriteBuffer> sink_;
-  std::unique_ptr<boost::archive::binary_oarchive> ar_;
+  static constexpr std::size_t kInitialBytes = 256;
+  std::vector<char> buf_;
   std::vector<Frame> payload_;
   std::size_t ops_ = 0;
 };
@@ -51,7 +51,7 @@ class OpReader {
   T body() {
     T value{};
     try {
-      ar_ >> value;
+      in_ >> value;
     } catch (const std::exception& e) {
       throw SerializationError(std::string("malformed operation body: ") + e.what());
     }
@@ -61,9 +61,9 @@ class OpReader {
 
  private:
   friend void for_each_op(const Message&, const std::function<void(OpReader&)>&);
-  OpReader(boost::archive::binary_iarchive& ar, protocol::Op op, std::span<const Frame> frames)
-      : ar_(ar), op_(op), frames_(frames) {}
-  boost::archive::binary_iarchive& ar_;
+  OpReader(wire::Reader& in, protocol::Op op, std::span<const Frame> frames)
+      : in_(in), op_(op), frames_(frames) {}
+  wire::Reader& in_;
   protocol::Op op_;
   std::span<const Frame> frames_;
   bool consumed_ = false;

@@ -1,6 +1,6 @@
 #pragma once
-// std::streambufs over plain memory, for Boost archives: reading a frame in place, writing into
-// a caller's span (counting what did not fit) or into a growing vector. Archives built on a
+// std::streambufs over plain memory, for Boost archives: reading a frame in place, or writing
+// into a caller's span (counting what did not fit). Archives built on a
 // streambuf skip the std::ostream/istream and Boost.Iostreams layers, which cost a locale and
 // several allocations per message.
 #include <algorithm>
@@ -46,25 +46,6 @@ class SpanWriteBuffer : public std::streambuf {
   char* base_;
   std::size_t capacity_;
   std::size_t size_ = 0;
-};
-
-/// Appends to a vector, growing it geometrically.
-class VectorWriteBuffer : public std::streambuf {
- public:
-  explicit VectorWriteBuffer(std::vector<char>& out) : out_(out) {}
-
- protected:
-  std::streamsize xsputn(const char* s, std::streamsize n) override {
-    out_.insert(out_.end(), s, s + n);
-    return n;
-  }
-  int_type overflow(int_type c) override {
-    if (!traits_type::eq_int_type(c, traits_type::eof())) out_.push_back(traits_type::to_char_type(c));
-    return traits_type::not_eof(c);
-  }
-
- private:
-  std::vector<char>& out_;
 };
 
 }  // namespace taskwire::runtime

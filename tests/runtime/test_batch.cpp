@@ -56,3 +56,125 @@ TEST_CASE("batch: malformed batches are SerializationErrors", "[runtime]") {
   CHECK_THROWS_WITH(for_each_op(m, [](OpReader& r) { r.body<protocol::TaskFinished>(); }),
                     Catch::Contains("payload frames"));
 }
+
+TEST_CASE("batch: every protocol struct round-trips through the operation header", "[runtime]") {
+  protocol::ComputeTask ct;
+  ct.spec = {"sum-1", "sum", {{protocol::ArgSpec::frame, 2, ""}, {protocol::ArgSpec::dependency, 0, "a"}},
+             {"a", "b"}, -7, 3};
+  ct.who_has = {{"a", {"mpi://1", "tcp://h:2"}}, {"b", {}}};
+  BatchWriter w;
+  w.add(Op::compute_task, ct);
+  w.add(Op::register_worker, protocol::RegisterWorker{"w1", "mpi://3", 4});
+  w.add(Op::key_in_memory, protocol::KeyInMemory{"k", 1ull << 40, {"mpi://1"}});
+  w.add(Op::data_reply, protocol::DataReply{99, {"x", ""}, {"gone"}});
+  w.add(Op::who_has_reply, protocol::WhoHasReply{5, {{"k", {"a", "b"}}}});
+  w.add(Op::missing_data, protocol::MissingData{"t", "d", "mpi://2"});
+  w.add(Op::shutdown, protocol::Empty{});
+  int n = 0;
+  for_each_op(w.take(), [&](OpReader& r) {
+    ++n;
+    switch (r.op()) {
+      case Op::compute_task: {
+        auto got = r.body<protocol::ComputeTask>();
+        CHECK(got.spec.key == "sum-1");
+        CHECK(got.spec.function == "sum");
+        REQUIRE(got.spec.args.size() == 2);
+        CHECK(got.spec.args[0].kind == protocol::ArgSpec::frame);
+        CHECK(got.spec.args[0].frame_index == 2);
+        CHECK(got.spec.args[1].kind == protocol::ArgSpec::dependency);
+        CHECK(got.spec.args[1].key == "a");
+        CHECK(got.spec.dependencies == std::vector<std::string>{"a", "b"});
+        CHECK(got.spec.priority == -7);
+        CHECK(got.spec.retries == 3);
+        CHECK(got.who_has == ct.who_has);
+        break;
+      }
+      case Op::register_worker: {
+        auto got = r.body<protocol::RegisterWorker>();
+        CHECK(got.name == "w1");
+        CHECK(got.address == "mpi://3");
+        CHECK(got.nthreads == 4);
+        break;
+      }
+      case Op::key_in_memory: {
+        auto got = r.body<protocol::KeyInMemory>();
+        CHECK(got.nbytes == 1ull << 40);
+        CHECK(got.holders == std::vector<std::string>{"mpi://1"});
+        break;
+      }
+      case Op::data_reply: {
+        auto got = r.body<protocol::DataReply>();
+        CHECK(got.request_id == 99);
+        CHECK(got.keys == std::vector<std::string>{"x", ""});
+        CHECK(got.missing == std::vector<std::string>{"gone"});
+        break;
+      }
+      case Op::who_has_reply:
+        CHECK(r.body<protocol::WhoHasReply>().who_has.at("k") == std::vector<std::string>{"a", "b"});
+        break;
+      case Op::missing_data:
+        CHECK(r.body<protocol::MissingData>().from == "mpi://2");
+        break;
+      default:
+        CHECK(r.op() == Op::shutdown);
+        r.body<protocol::Empty>();
+    }
+  });
+  CHECK(n == 7);
+}
+
+namespace {
+// Reads each operation's body as the type its code names (what a server does).
+void read_all(const Message& m) {
+  for_each_op(m, [](OpReader& r) {
+    switch (r.op()) {
+      case Op::update_graph: r.body<protocol::UpdateGraph>(); break;
+      case Op::release_keys: r.body<protocol::Keys>(); break;
+      case Op::task_finished: r.body<protocol::TaskFinished>(); break;
+      default: throw std::runtime_error("unexpected operation");
+    }
+  });
+}
+}  // namespace
+
+TEST_CASE("batch: cut or corrupted headers are errors, never crashes", "[runtime]") {
+  BatchWriter w;
+  protocol::UpdateGraph g;
+  g.tasks.push_back({"inc-1", "inc", {{protocol::ArgSpec::frame, 0, ""}}, {}, 3, 0});
+  g.tasks.push_back({"inc-2", "inc", {{protocol::ArgSpec::dependency, 0, "inc-1"}}, {"inc-1"}, 4, 1});
+  g.wanted = {"inc-2"};
+  w.add(Op::update_graph, g, {to_frame(41)});
+  w.add(Op::release_keys, protocol::Keys{{"a", "b"}});
+  w.add(Op::task_finished, protocol::TaskFinished{"k", 8, 0.5});
+  const auto m = w.take();
+  REQUIRE_NOTHROW(read_all(m));
+  const std::string head(m.frames[0].view());
+  // Every strict prefix ends inside some field: always a SerializationError.
+  for (std::size_t n = 0; n < head.size(); ++n) {
+    Message cut({Frame(std::string_view(head.data(), n)), m.frames[1]});
+    INFO("header cut to " << n << " of " << head.size() << " bytes");
+    CHECK_THROWS_AS(read_all(cut), SerializationError);
+  }
+  // Any one byte set to 0xff: parsed, or refused with an exception (no crash, no huge
+  // allocation: counts are checked against the bytes left).
+  for (std::size_t i = 0; i < head.size(); ++i) {
+    std::string bad = head;
+    bad[i] = '\xff';
+    Message corrupt({Frame(std::string_view(bad)), m.frames[1]});
+    try {
+      read_all(corrupt);
+    } catch (const std::runtime_error&) {
+    }
+  }
+  // A string claiming 2^40 bytes.
+  std::string lying;
+  lying += '\x01';
+  lying += static_cast<char>(Op::release_keys);
+  lying.append(8, '\0');                       // first, count
+  const std::uint64_t one = 1, huge = std::uint64_t{1} << 40;
+  lying.append(reinterpret_cast<const char*>(&one), 8);   // one key
+  lying.append(reinterpret_cast<const char*>(&huge), 8);  // of 2^40 bytes
+  lying += "abc";
+  CHECK_THROWS_WITH(read_all(Message({Frame(std::string_view(lying))})),
+                    Catch::Contains("count of 1099511627776"));
+}
