@@ -6,15 +6,22 @@ using namespace taskwire;
 using namespace taskwire::runtime;
 using protocol::Op;
 
-TEST_CASE("batch: several operations with payload frames round-trip in order", "[runtime]") {
-  BatchWriter w;
+namespace {
+// A graph of two tasks, a release and a task_finished with `finished_frames` payload frames.
+void add_sample_ops(BatchWriter& w, std::vector<Frame> finished_frames) {
   protocol::UpdateGraph g;
   g.tasks.push_back({"inc-1", "inc", {{protocol::ArgSpec::frame, 0, ""}}, {}, 3, 0});
   g.tasks.push_back({"inc-2", "inc", {{protocol::ArgSpec::dependency, 0, "inc-1"}}, {"inc-1"}, 4, 1});
   g.wanted = {"inc-2"};
   w.add(Op::update_graph, g, {to_frame(41)});
   w.add(Op::release_keys, protocol::Keys{{"a", "b"}});
-  w.add(Op::task_finished, protocol::TaskFinished{"k", 8, 0.5}, {to_frame(std::string("x")), to_frame(2)});
+  w.add(Op::task_finished, protocol::TaskFinished{"k", 8, 0.5}, std::move(finished_frames));
+}
+}  // namespace
+
+TEST_CASE("batch: several operations with payload frames round-trip in order", "[runtime]") {
+  BatchWriter w;
+  add_sample_ops(w, {to_frame(std::string("x")), to_frame(2)});
   CHECK(w.size() == 3);
   auto m = w.take();
   CHECK(w.empty());
@@ -139,13 +146,7 @@ void read_all(const Message& m) {
 
 TEST_CASE("batch: cut or corrupted headers are errors, never crashes", "[runtime]") {
   BatchWriter w;
-  protocol::UpdateGraph g;
-  g.tasks.push_back({"inc-1", "inc", {{protocol::ArgSpec::frame, 0, ""}}, {}, 3, 0});
-  g.tasks.push_back({"inc-2", "inc", {{protocol::ArgSpec::dependency, 0, "inc-1"}}, {"inc-1"}, 4, 1});
-  g.wanted = {"inc-2"};
-  w.add(Op::update_graph, g, {to_frame(41)});
-  w.add(Op::release_keys, protocol::Keys{{"a", "b"}});
-  w.add(Op::task_finished, protocol::TaskFinished{"k", 8, 0.5});
+  add_sample_ops(w, {});
   const auto m = w.take();
   REQUIRE_NOTHROW(read_all(m));
   const std::string head(m.frames[0].view());
