@@ -52,9 +52,10 @@ class Writer {
   }
 
  private:
-  void bytes(const void* p, std::size_t n) {
-    const char* c = static_cast<const char*>(p);
-    out_.insert(out_.end(), c, c + n);
+  void bytes(const void* p, std::size_t n) {  // (vector::insert of a few bytes costs more)
+    const std::size_t at = out_.size();
+    out_.resize(at + n);
+    if (n) std::memcpy(out_.data() + at, p, n);
   }
   template <class T>
   void put(const T& v) {

@@ -10,7 +10,7 @@ namespace taskwire::scheduler {
 namespace {
 using S = TaskStatus;
 
-std::vector<TaskState*> by_priority(const std::unordered_set<TaskState*>& set) {
+std::vector<TaskState*> by_priority(const PtrSet<TaskState>& set) {
   std::vector<TaskState*> v(set.begin(), set.end());
   std::sort(v.begin(), v.end(), ByPriority{});
   return v;
@@ -118,7 +118,7 @@ void SchedulerState::on(const UpdateGraph& e) {
     ts->dependencies.reserve(spec->dependencies.size());
     for (const std::string& dep_key : spec->dependencies) {
       TaskState* dep = find_task(dep_key);  // created earlier: dependencies come first
-      if (dep->dependents.insert(ts).second) ts->dependencies.push_back(dep);
+      if (dep->dependents.insert(ts)) ts->dependencies.push_back(dep);
     }
     tasks_.emplace(spec->key, std::move(owned));
     to_wait.push_back(ts);
@@ -281,7 +281,7 @@ void SchedulerState::on(const AddData& e) {
 }
 
 void SchedulerState::add_want(TaskState* ts, ClientState* cs) {
-  if (cs->wants_what.insert(ts).second) ts->who_wants.push_back(cs);
+  if (cs->wants_what.insert(ts)) ts->who_wants.push_back(cs);
 }
 
 void SchedulerState::drop_want(TaskState* ts, ClientState* cs) {

@@ -9,7 +9,7 @@ namespace taskwire::scheduler {
 namespace {
 using S = TaskStatus;
 
-std::vector<std::string> keys_by_priority(const std::unordered_set<TaskState*>& set) {
+std::vector<std::string> keys_by_priority(const PtrSet<TaskState>& set) {
   std::vector<TaskState*> tasks(set.begin(), set.end());
   std::sort(tasks.begin(), tasks.end(), ByPriority{});
   std::vector<std::string> keys;

@@ -7,6 +7,7 @@
 // task, a removed worker) is kept alive until the end of the handle() call that removed it, so
 // pointers held by pending recommendations stay valid; after that call no live record points
 // at it.
+#include <taskwire/scheduler/ptr_set.hpp>
 #include <taskwire/scheduler/task_spec.hpp>
 #include <taskwire/scheduler/task_status.hpp>
 
@@ -17,7 +18,6 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 namespace taskwire::scheduler {
@@ -36,9 +36,9 @@ struct TaskState {
   std::int64_t nbytes = -1;  ///< -1 until a worker reported the size
 
   std::vector<TaskState*> dependencies;  ///< unique, in spec order
-  std::unordered_set<TaskState*> dependents;
-  std::unordered_set<TaskState*> waiting_on;  ///< dependencies not in memory (waiting only)
-  std::unordered_set<TaskState*> waiters;     ///< dependents that still need this result
+  PtrSet<TaskState> dependents;
+  PtrSet<TaskState> waiting_on;  ///< dependencies not in memory (waiting only)
+  PtrSet<TaskState> waiters;     ///< dependents that still need this result
   std::vector<WorkerState*> who_has;          ///< replicas (memory only)
   WorkerState* processing_on = nullptr;       ///< processing only
   std::int64_t fetch_bytes = 0;               ///< dependency bytes its worker must fetch
@@ -59,8 +59,8 @@ struct WorkerState {
   double last_seen = 0;
   bool removed = false;
 
-  std::unordered_set<TaskState*> processing;
-  std::unordered_set<TaskState*> has_what;
+  PtrSet<TaskState> processing;
+  PtrSet<TaskState> has_what;
   std::int64_t nbytes = 0;       ///< bytes of the results it holds
   std::int64_t fetch_bytes = 0;  ///< dependency bytes its processing tasks must fetch
   std::unordered_map<std::string, int> processing_by_function;  ///< for occupancy
@@ -71,7 +71,7 @@ struct WorkerState {
 
 struct ClientState {
   std::string id;
-  std::unordered_set<TaskState*> wants_what;
+  PtrSet<TaskState> wants_what;
 };
 
 /// Lower priority first; key breaks ties so that ordered sets are deterministic.

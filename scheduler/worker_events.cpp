@@ -11,7 +11,7 @@ namespace taskwire::scheduler {
 namespace {
 using S = TaskStatus;
 
-std::vector<TaskState*> by_priority(const std::unordered_set<TaskState*>& set) {
+std::vector<TaskState*> by_priority(const PtrSet<TaskState>& set) {
   std::vector<TaskState*> v(set.begin(), set.end());
   std::sort(v.begin(), v.end(), ByPriority{});
   return v;
