@@ -148,6 +148,8 @@ void ClientCore::on_batch(const runtime::Message& m) {
         if (auto it = keys_.find(b.key); it != keys_.end()) {
           it->second.status = KeyStatus::erred;
           it->second.message = std::move(b.message);
+          it->second.blamed_key = std::move(b.blamed_key);
+          it->second.cause = std::move(b.cause);
         }
         break;
       }
@@ -287,6 +289,13 @@ KeyStatus ClientCore::status(const std::string& key) {
   std::lock_guard lock(mu_);
   auto it = keys_.find(key);
   return it == keys_.end() ? KeyStatus::lost : it->second.status;
+}
+
+std::pair<std::string, std::string> ClientCore::failure_origin(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = keys_.find(key);
+  if (it == keys_.end() || it->second.status != KeyStatus::erred) return {};
+  return {it->second.blamed_key, it->second.cause};
 }
 
 std::size_t ClientCore::wait_any(const std::vector<std::string>& keys) {

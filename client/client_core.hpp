@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace taskwire::client {
@@ -63,6 +64,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// Blocks until the key is done (memory, erred, cancelled, lost) or `timeout` passes.
   bool wait(const std::string& key, std::optional<std::chrono::milliseconds> timeout);
   KeyStatus status(const std::string& key);
+  /// For an erred key: the task that raised (the key, or a dependency) and what it raised.
+  std::pair<std::string, std::string> failure_origin(const std::string& key);
   /// Blocks until done; returns the result frame or throws TaskError / comm::CommError.
   runtime::Frame result(const std::string& key);
   /// The same for many keys at once: one get_data per worker holding some of them.
@@ -99,6 +102,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   struct KeyState {
     KeyStatus status = KeyStatus::pending;
     std::string message;
+    std::string blamed_key, cause;  // erred: see failure_origin
     std::vector<std::string> holders;
     std::optional<runtime::Frame> data;  // cached once fetched
     int refs = 0;

@@ -86,8 +86,10 @@ struct KeyInMemory {
 struct KeyErred {
   Key key;
   std::string message;
+  Key blamed_key;     ///< the task that raised: key itself, or a dependency that failed
+  std::string cause;  ///< what blamed_key raised (message, without the dependency prefix)
   template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & key & message; }
+  void serialize(Ar& ar, unsigned) { ar & key & message & blamed_key & cause; }
 };
 struct RegisterWorker {
   std::string name;

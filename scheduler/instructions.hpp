@@ -62,7 +62,8 @@ struct ReportTaskErred {
   std::string client;
   std::string key;
   std::string blamed_key;
-  std::string message;
+  std::string message;  ///< for the client: "dependency 'K' failed: cause" when K != key
+  std::string cause;    ///< the message blamed_key raised
   std::string traceback;
   std::string stimulus_id;
 };

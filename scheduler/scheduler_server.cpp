@@ -135,7 +135,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   }
   void emit(ReportTaskErred& r) {
     if (auto* out = out_to(peer_of(clients, r.client)))
-      out->add(Op::key_erred, protocol::KeyErred{r.key, r.message});
+      out->add(Op::key_erred, protocol::KeyErred{r.key, r.message, r.blamed_key, r.cause});
   }
   void emit(ReportKeyLost& r) { spdlog::info("scheduler: key {} lost, recomputing", r.key); }
   void emit(ReportCancelled& r) {

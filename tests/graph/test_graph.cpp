@@ -251,6 +251,12 @@ TEST_CASE("graph: a failing map task names its input and message", "[graph][erro
       expect_input_13([&] {
         graph::execute(g, *cl.client, {.chunksize = chunksize, .reduce_in_pool = in_pool});
       });
+      // With a max_workers window the client follows each map task (it finds the erred one
+      // itself); without, the scheduler names the map task a reduce node's failure came from.
+      expect_input_13([&] {
+        graph::execute(g, *cl.client,
+                       {.max_workers = 3, .chunksize = chunksize, .reduce_in_pool = in_pool});
+      });
     }
   }
   // The client and the cluster keep working.

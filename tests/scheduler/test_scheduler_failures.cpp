@@ -21,6 +21,7 @@ TEST_CASE(
   CHECK(reports[0].blamed_key == "x");
   CHECK(reports[0].message == "ZeroDivisionError: division by zero");
   CHECK(reports[0].traceback == "Traceback: ...");
+  for (int i : {0, 1, 2}) CHECK(reports[i].cause == "ZeroDivisionError: division by zero");
   for (int i : {1, 2}) {
     CHECK(reports[i].blamed_key == "x");
     CHECK(reports[i].message == "dependency 'x' failed: ZeroDivisionError: division by zero");
