@@ -28,6 +28,7 @@ void SchedulerState::on(const UpdateGraph& e) {
   // tasks that are needed (dependencies first) and those that can never run.
   enum class Mark : std::uint8_t { active, good, bad };
   std::unordered_map<std::string_view, Mark> marks;
+  marks.reserve(e.tasks.size() + e.wanted.size());
   std::unordered_map<std::string_view, std::string> why_bad;
   std::vector<const TaskSpec*> new_specs;
   struct Frame {
@@ -81,6 +82,7 @@ void SchedulerState::on(const UpdateGraph& e) {
 
   // Keep only what runnable wanted keys need: the good inputs of a bad key are dropped too.
   std::unordered_set<std::string_view> needed;
+  needed.reserve(new_specs.size());
   std::vector<std::string_view> todo;
   for (const std::string& key : e.wanted) {
     if (marks.at(key) == Mark::good && !find_task(key)) todo.push_back(key);
@@ -125,6 +127,7 @@ void SchedulerState::on(const UpdateGraph& e) {
   }
 
   std::unordered_set<std::string_view> seen;
+  seen.reserve(e.wanted.size());
   for (const std::string& key : e.wanted) {
     if (!seen.insert(key).second) continue;
     TaskState* ts = find_task(key);

@@ -1,6 +1,7 @@
 #include <taskwire/scheduler/scheduler_server.hpp>
 
 #include <taskwire/runtime/batch.hpp>
+#include <taskwire/scheduler/compute_task_wire.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -110,11 +111,8 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     auto* out = out_to(peer_of(workers, ct.worker));
     auto it = specs.find(ct.spec);
     if (!out || it == specs.end()) return;
-    protocol::ComputeTask msg;
-    msg.spec = it->second.spec;
-    msg.spec.priority = ct.priority.order;
-    for (auto& d : ct.dependencies) msg.who_has[d.key] = d.who_has;
-    out->add(Op::compute_task, msg, it->second.frames);
+    out->add(Op::compute_task, ComputeTaskWire{it->second.spec, ct.priority.order, ct.dependencies},
+             it->second.frames);
   }
   void emit(FreeKeys& f) {
     if (auto* out = out_to(peer_of(workers, f.worker))) out->add(Op::free_keys, protocol::Keys{f.keys});

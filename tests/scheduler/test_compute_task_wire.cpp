@@ -1,0 +1,44 @@
+// scheduler/compute_task_wire.hpp writes what a protocol::ComputeTask writes.
+#include <taskwire/runtime/batch.hpp>
+#include <taskwire/scheduler/compute_task_wire.hpp>
+
+#include <catch2/catch.hpp>
+
+using namespace taskwire;
+
+TEST_CASE("ComputeTaskWire: the bytes of the ComputeTask it stands for", "[scheduler]") {
+  protocol::TaskSpec spec{"sum-3", "sum",
+                          {{protocol::ArgSpec::frame, 0, ""}, {protocol::ArgSpec::dependency, 0, "b"},
+                           {protocol::ArgSpec::dependency, 0, "a"}},
+                          {"b", "a"}, 5, 2};
+  // Dependencies in the instruction's order (not sorted); the map sorts them.
+  const std::vector<scheduler::DependencyLocation> deps{{"b", {"mpi://2"}, 8},
+                                                        {"a", {"mpi://1", "tcp://h:1"}, 8}};
+  protocol::ComputeTask full;
+  full.spec = spec;
+  full.spec.priority = -9;
+  for (const auto& d : deps) full.who_has[d.key] = d.who_has;
+
+  runtime::BatchWriter a, b;
+  a.add(protocol::Op::compute_task, scheduler::ComputeTaskWire{spec, -9, deps});
+  b.add(protocol::Op::compute_task, full);
+  const auto wire = a.take(), expected = b.take();
+  // Same length; and read back, the same task (the pairs' order differs, the map does not).
+  CHECK(wire.frames[0].size() == expected.frames[0].size());
+  runtime::for_each_op(wire, [&](runtime::OpReader& r) {
+    const auto got = r.body<protocol::ComputeTask>();
+    CHECK(got.spec.key == "sum-3");
+    CHECK(got.spec.function == "sum");
+    REQUIRE(got.spec.args.size() == 3);
+    CHECK(got.spec.args[2].key == "a");
+    CHECK(got.spec.dependencies == spec.dependencies);
+    CHECK(got.spec.priority == -9);
+    CHECK(got.spec.retries == 2);
+    CHECK(got.who_has == full.who_has);
+  });
+  // With the dependencies in key order the bytes are identical.
+  const std::vector<scheduler::DependencyLocation> sorted{deps[1], deps[0]};
+  runtime::BatchWriter c;
+  c.add(protocol::Op::compute_task, scheduler::ComputeTaskWire{spec, -9, sorted});
+  CHECK(c.take().frames[0].view() == expected.frames[0].view());
+}
