@@ -46,7 +46,7 @@ class Runner {
         nodes_(job.plan ? job.plan->nodes.size() : 0),
         slots_(leaves_ + nodes_),
         consumer_(slots_.size(), npos),
-        track_tasks_(!job.plan || options.max_workers > 0 || options.progress.bar ||
+        track_tasks_(!job.plan || nodes_ == 0 || options.max_workers > 0 || options.progress.bar ||
                      options.progress.callback || options.progress.log_every > 0),
         progress_(options.progress, job.tasks.size() + nodes_) {
     if (job.plan && job.plan->leaves != leaves_)
@@ -255,9 +255,11 @@ class Runner {
   std::vector<Slot> slots_;
   std::vector<std::size_t> consumer_;  // the node slot taking each slot as a part
   // Whether execute follows each map task (progress, the max_workers window, the results of a
-  // map without reduce). Otherwise only the reduce nodes are awaited and the scheduler
-  // releases map results as they are combined: the client then receives and releases none of
-  // them (measured: 10 000-leaf tree in the MPI pool, rank 0's CPU per run 15-20 % lower).
+  // map without reduce, a reduce of one input). Otherwise only the reduce nodes are awaited:
+  // the client lets go of each map task as soon as the node consuming it is submitted (in
+  // the same message), so the scheduler reports none of their results to it and frees each
+  // once combined (measured: 10 000-leaf tree in the MPI pool, rank 0's CPU per run 15-20 %
+  // lower).
   const bool track_tasks_;
   std::vector<std::int64_t> priority_;
   std::int64_t base_ = 0;

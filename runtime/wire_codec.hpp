@@ -11,9 +11,11 @@
 // structs (runtime/protocol.hpp) go through here; users' values still use Boost.
 //
 // Reading never trusts the bytes: running past the end, or a count larger than the bytes
-// left, throws SerializationError before anything is allocated for it.
+// left, throws SerializationError; a vector of structs grows only as its elements parse, so
+// what a header can make the reader allocate is bounded by its own size.
 #include <taskwire/runtime/serialize.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -111,7 +113,7 @@ class Reader {
   }
   void bytes(void* out, std::size_t n) {
     if (n > remaining()) fail("a field", n, remaining());
-    std::memcpy(out, p_, n);
+    if (n) std::memcpy(out, p_, n);
     p_ += n;
   }
   // A count of elements that each take at least `min_bytes`: never more than the bytes left.
@@ -142,9 +144,11 @@ class Reader {
       if constexpr (detail::is_bulk<E>) {
         v.resize(count(sizeof(E)));
         bytes(v.data(), v.size() * sizeof(E));
-      } else {
-        v.resize(count(1));
-        for (auto& e : v) get(e);
+      } else {  // grown as elements parse: a lying count costs no more than the bytes do
+        const std::size_t n = count(1);
+        v.clear();
+        v.reserve(std::min<std::size_t>(n, kReserveAtMost));
+        for (std::size_t i = 0; i < n; ++i) get(v.emplace_back());
       }
     } else if constexpr (detail::is_map<T>::value) {
       const auto n = count(1);
@@ -161,6 +165,7 @@ class Reader {
     }
   }
 
+  static constexpr std::size_t kReserveAtMost = 1024;
   const char* p_;
   const char* end_;
 };

@@ -259,6 +259,16 @@ TEST_CASE("graph: a failing map task names its input and message", "[graph][erro
       });
     }
   }
+  // A reduce over one input has no reduce task: its map task is the result, followed as such.
+  try {
+    graph::execute(graph::reduce(graph::map(graph_fns::tag_or_fail, std::vector<int>{13}),
+                                 graph_fns::concat),
+                   *cl.client);
+    FAIL("no exception");
+  } catch (const graph::MapError& e) {
+    CHECK(e.input() == 0);
+    CHECK(e.message().find("bad input 13") != std::string::npos);
+  }
   // The client and the cluster keep working.
   CHECK(graph::execute(graph::map(graph_fns::square, iota(3)), *cl.client) == std::vector{0, 1, 4});
 }

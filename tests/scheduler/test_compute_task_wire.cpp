@@ -30,6 +30,9 @@ TEST_CASE("ComputeTaskWire: the bytes of the ComputeTask it stands for", "[sched
     CHECK(got.spec.key == "sum-3");
     CHECK(got.spec.function == "sum");
     REQUIRE(got.spec.args.size() == 3);
+    CHECK(got.spec.args[0].kind == protocol::ArgSpec::frame);
+    CHECK(got.spec.args[0].frame_index == 0);
+    CHECK(got.spec.args[1].kind == protocol::ArgSpec::dependency);
     CHECK(got.spec.args[2].key == "a");
     CHECK(got.spec.dependencies == spec.dependencies);
     CHECK(got.spec.priority == -9);
