@@ -187,7 +187,7 @@ void ClientCore::fail_all(const std::string& why) {
 
 void ClientCore::send(std::function<void(runtime::BatchWriter&)> add) {
   std::lock_guard lock(out_mu_);
-  if (!releases_.empty()) out_.add(Op::release_keys, protocol::Keys{std::exchange(releases_, {})});
+  add_releases_locked();
   add(out_);
   post_flush_locked();
 }
@@ -200,8 +200,12 @@ void ClientCore::post_flush_locked() {
   asio::post(scheduler_->executor(), guarded(*this, own_context_ != nullptr, [this] { flush(); }));
 }
 
-runtime::Message ClientCore::take_out_locked() {
+void ClientCore::add_releases_locked() {
   if (!releases_.empty()) out_.add(Op::release_keys, protocol::Keys{std::exchange(releases_, {})});
+}
+
+runtime::Message ClientCore::take_out_locked() {
+  add_releases_locked();
   return out_.take();
 }
 

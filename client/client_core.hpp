@@ -86,6 +86,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void on_batch(const runtime::Message& m);
   void send(std::function<void(runtime::BatchWriter&)> add);
   void post_flush_locked();
+  /// Moves the pending releases into out_ as one release_keys operation; out_mu_ held.
+  void add_releases_locked();
   /// Everything queued for the scheduler as one message (pending releases last); out_mu_ held.
   runtime::Message take_out_locked();
   void flush();

@@ -1,8 +1,9 @@
 #pragma once
 // The codec of operation headers (runtime/batch.hpp): the protocol structs' own serialize()
 // members (the Boost.Serialization convention, `ar & a & b`), written as plain little-endian
-// fields: numbers as their bytes, strings and containers as a 64-bit count then their
-// elements, structs as their members in order, with no class headers.
+// fields: numbers, strings and vectors of numbers in raw_codec's layout (their bytes; a
+// 64-bit count then the bytes), other containers as a 64-bit count then their elements,
+// structs as their members in order, with no class headers.
 //
 // Why not a Boost archive, as for task payloads: every message's header went through one, and
 // on the scheduler's thread (valgrind --tool=callgrind, 10 000-leaf map + tree reduce in the
@@ -13,11 +14,11 @@
 // Reading never trusts the bytes: running past the end, or a count larger than the bytes
 // left, throws SerializationError; a vector of structs grows only as its elements parse, so
 // what a header can make the reader allocate is bounded by its own size.
+#include <taskwire/runtime/raw_codec.hpp>
 #include <taskwire/runtime/serialize.hpp>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <map>
 #include <string>
 #include <type_traits>
@@ -34,8 +35,6 @@ template <class T>
 struct is_map : std::false_type {};
 template <class K, class V, class C, class A>
 struct is_map<std::map<K, V, C, A>> : std::true_type {};
-template <class T>
-inline constexpr bool is_bulk = std::is_arithmetic_v<T> && !std::is_same_v<T, bool>;
 }  // namespace detail
 
 /// Appends values to a byte vector.
@@ -54,27 +53,17 @@ class Writer {
   }
 
  private:
-  void bytes(const void* p, std::size_t n) {  // (vector::insert of a few bytes costs more)
-    const std::size_t at = out_.size();
-    out_.resize(at + n);
-    if (n) std::memcpy(out_.data() + at, p, n);
-  }
   template <class T>
   void put(const T& v) {
-    if constexpr (std::is_arithmetic_v<T>) {
-      bytes(&v, sizeof v);
+    if constexpr (raw_codec::handles<T>) {  // (resize + encode: vector::insert costs more)
+      const std::size_t at = out_.size();
+      out_.resize(at + raw_codec::encoded_size(v));
+      raw_codec::encode(v, out_.data() + at);
     } else if constexpr (std::is_enum_v<T>) {
       put(static_cast<std::underlying_type_t<T>>(v));
-    } else if constexpr (std::is_same_v<T, std::string>) {
-      put(static_cast<std::uint64_t>(v.size()));
-      bytes(v.data(), v.size());
     } else if constexpr (detail::is_vector<T>::value) {
       put(static_cast<std::uint64_t>(v.size()));
-      if constexpr (detail::is_bulk<typename T::value_type>) {
-        bytes(v.data(), v.size() * sizeof(typename T::value_type));
-      } else {
-        for (const auto& e : v) put(e);
-      }
+      for (const auto& e : v) put(e);
     } else if constexpr (detail::is_map<T>::value) {
       put(static_cast<std::uint64_t>(v.size()));
       for (const auto& [k, e] : v) {
@@ -111,11 +100,6 @@ class Reader {
                              std::to_string(n) + " with " + std::to_string(left) +
                              " bytes left");
   }
-  void bytes(void* out, std::size_t n) {
-    if (n > remaining()) fail("a field", n, remaining());
-    if (n) std::memcpy(out, p_, n);
-    p_ += n;
-  }
   // A count of elements that each take at least `min_bytes`: never more than the bytes left.
   std::size_t count(std::size_t min_bytes) {
     std::uint64_t n = 0;
@@ -125,31 +109,24 @@ class Reader {
   }
   template <class T>
   void get(T& v) {
-    if constexpr (std::is_same_v<T, bool>) {
-      std::uint8_t b = 0;
-      bytes(&b, 1);
-      v = b != 0;
-    } else if constexpr (std::is_arithmetic_v<T>) {
-      bytes(&v, sizeof v);
+    if constexpr (raw_codec::handles<T>) {  // refuses a count larger than the bytes left
+      if (!raw_codec::decode(p_, remaining(), v)) {
+        if constexpr (raw_codec::is_number<T>) fail("a field", sizeof(T), remaining());
+        std::uint64_t n = 0;  // a string or vector: say what its count claimed
+        get(n);
+        fail("a count", n, remaining());
+      }
+      p_ += raw_codec::encoded_size(v);
     } else if constexpr (std::is_enum_v<T>) {
       std::underlying_type_t<T> u{};
       get(u);
       v = static_cast<T>(u);
-    } else if constexpr (std::is_same_v<T, std::string>) {
-      const auto n = count(1);
-      v.assign(p_, n);
-      p_ += n;
     } else if constexpr (detail::is_vector<T>::value) {
-      using E = typename T::value_type;
-      if constexpr (detail::is_bulk<E>) {
-        v.resize(count(sizeof(E)));
-        bytes(v.data(), v.size() * sizeof(E));
-      } else {  // grown as elements parse: a lying count costs no more than the bytes do
-        const std::size_t n = count(1);
-        v.clear();
-        v.reserve(std::min<std::size_t>(n, kReserveAtMost));
-        for (std::size_t i = 0; i < n; ++i) get(v.emplace_back());
-      }
+      // Grown as elements parse: a lying count costs no more than the bytes do.
+      const std::size_t n = count(1);
+      v.clear();
+      v.reserve(std::min<std::size_t>(n, kReserveAtMost));
+      for (std::size_t i = 0; i < n; ++i) get(v.emplace_back());
     } else if constexpr (detail::is_map<T>::value) {
       const auto n = count(1);
       v.clear();

@@ -9,12 +9,6 @@ namespace taskwire::scheduler {
 
 namespace {
 using S = TaskStatus;
-
-std::vector<TaskState*> by_priority(const PtrSet<TaskState>& set) {
-  std::vector<TaskState*> v(set.begin(), set.end());
-  std::sort(v.begin(), v.end(), ByPriority{});
-  return v;
-}
 }  // namespace
 
 void SchedulerState::on(const UpdateGraph& e) {

@@ -6,6 +6,7 @@
 // live in a vector, searched linearly while small; past kIndexFrom elements an index from
 // pointer to position makes every operation O(1). Erasing swaps the last element into the
 // hole, so order is arbitrary, as it was; callers that need an order sort.
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <unordered_map>
@@ -61,10 +62,8 @@ class PtrSet {
   const_iterator end() const noexcept { return items_.end(); }
 
  private:
-  std::size_t position(T* p) const {
-    std::size_t i = 0;
-    while (i < items_.size() && items_[i] != p) ++i;
-    return i;
+  std::size_t position(T* p) const {  // items_.size() when absent
+    return static_cast<std::size_t>(std::find(items_.begin(), items_.end(), p) - items_.begin());
   }
   void build_index() {
     index_ = std::make_unique<std::unordered_map<T*, std::size_t>>();

@@ -10,8 +10,7 @@ namespace {
 using S = TaskStatus;
 
 std::vector<std::string> keys_by_priority(const PtrSet<TaskState>& set) {
-  std::vector<TaskState*> tasks(set.begin(), set.end());
-  std::sort(tasks.begin(), tasks.end(), ByPriority{});
+  const auto tasks = by_priority(set);
   std::vector<std::string> keys;
   keys.reserve(tasks.size());
   for (const TaskState* ts : tasks) keys.push_back(ts->key);

@@ -11,6 +11,7 @@
 #include <taskwire/scheduler/task_spec.hpp>
 #include <taskwire/scheduler/task_status.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -81,6 +82,13 @@ struct ByPriority {
     return a->key < b->key;
   }
 };
+
+/// The set's tasks, lowest priority first (a deterministic order for instructions and reports).
+inline std::vector<TaskState*> by_priority(const PtrSet<TaskState>& set) {
+  std::vector<TaskState*> v(set.begin(), set.end());
+  std::sort(v.begin(), v.end(), ByPriority{});
+  return v;
+}
 
 /// Lets maps keyed by std::string be searched with a std::string_view.
 struct StringHash {

@@ -11,12 +11,6 @@ namespace taskwire::scheduler {
 namespace {
 using S = TaskStatus;
 
-std::vector<TaskState*> by_priority(const PtrSet<TaskState>& set) {
-  std::vector<TaskState*> v(set.begin(), set.end());
-  std::sort(v.begin(), v.end(), ByPriority{});
-  return v;
-}
-
 std::string joined_keys(const std::vector<std::string>& keys, std::size_t limit = 10) {
   std::string text;
   for (std::size_t i = 0; i < keys.size() && i < limit; ++i) {
