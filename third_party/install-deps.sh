@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   mpich libmpich-dev
   libboost-dev libboost-serialization-dev libboost-program-options-dev
-  catch2 libfmt-dev libspdlog-dev
+  catch2 libfmt-dev libspdlog-dev libjemalloc-dev
   gnuplot-nox
 )
 

@@ -1,9 +1,15 @@
 // The start-up malloc policy (runtime/malloc_tuning.cpp): this test binary links libtaskwire,
-// so it was re-executed with glibc.malloc.hugetlb=1 before main, unless built with a sanitizer.
+// so it either runs on jemalloc with taskwire's options (TASKWIRE_WITH_JEMALLOC) or was
+// re-executed with glibc.malloc.hugetlb=1 before main, unless built with a sanitizer.
 #include <catch2/catch.hpp>
+
+#ifdef TASKWIRE_WITH_JEMALLOC
+#include <jemalloc/jemalloc.h>
+#endif
 
 #include <sys/mman.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -51,5 +57,30 @@ TEST_CASE("large allocations are backed by huge pages when the kernel offers the
   const std::size_t after = anon_huge_kib();
   CHECK(block[bytes - 1] == 0);
   CHECK(after - before >= (bytes >> 10) / 2);  // at least half of it in 2 MiB pages
+}
+#endif
+
+#ifdef TASKWIRE_WITH_JEMALLOC
+TEST_CASE("jemalloc serves the process's malloc, with taskwire's options", "[runtime][malloc]") {
+  std::uint64_t* allocated = nullptr;  // this thread's running total of bytes jemalloc handed out
+  std::size_t len = sizeof allocated;
+  REQUIRE(mallctl("thread.allocatedp", &allocated, &len, nullptr, 0) == 0);
+  const std::uint64_t before = *allocated;
+  void* volatile p = std::malloc(1 << 20);  // plain malloc, from libc's point of view
+  REQUIRE(p != nullptr);
+  CHECK(*allocated - before >= (1u << 20));
+  std::free(p);
+  if (std::getenv("MALLOC_CONF")) {
+    WARN("MALLOC_CONF is set: not checking taskwire's default options");
+    return;
+  }
+  const char* thp = nullptr;
+  len = sizeof thp;
+  REQUIRE(mallctl("opt.thp", &thp, &len, nullptr, 0) == 0);
+  CHECK(std::string(thp) == "always");
+  std::size_t oversize = 1;
+  len = sizeof oversize;
+  REQUIRE(mallctl("opt.oversize_threshold", &oversize, &len, nullptr, 0) == 0);
+  CHECK(oversize == 0);
 }
 #endif
