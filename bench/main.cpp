@@ -103,7 +103,9 @@ int tasks_main(const std::vector<std::string>& args) {
       "map, a chain of dependent submits, a fan-in tree reduce and submit().get() round trips.\n"
       "Alone, all of them run in this process (backends tcp, inproc). Under mpiexec (for the\n"
       "issue's shape: mpiexec.mpich -n 4 taskwire-bench tasks) rank 0 is the scheduler, rank 1\n"
-      "the client and the others workers, over mpi and tcp in the same launch.\n\n"
+      "the client and the others workers, over mpi and tcp in the same launch; with --pool\n"
+      "(mpiexec.mpich -n 3 taskwire-bench tasks --pool) rank 0 runs the client with the\n"
+      "scheduler embedded, as in the static pool mode, and the others are workers.\n\n"
       "Options");
   desc.add_options()("help,h", "show this help")(
       "backend,b", po::value(&backends),
@@ -115,6 +117,7 @@ int tasks_main(const std::vector<std::string>& args) {
       "leaves of the fan-in workload (then a binary tree of adds; 0 skips it)")(
       "roundtrips", po::value(&o.roundtrips)->default_value(o.roundtrips), "submit().get() repetitions")(
       "repeats", po::value(&o.repeats)->default_value(o.repeats), "runs per workload (median reported)")(
+      "pool", po::bool_switch(&o.pool), "under mpiexec: the scheduler runs in the client's rank")(
       "csv", po::value(&o.csv), "append rows backend,workload,tasks,seconds,tasks_per_s,per_task_us")(
       "log-level", po::value(&level)->default_value(level), "trace .. off");
   if (!parse_options(args, desc, level)) return 0;

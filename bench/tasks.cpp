@@ -176,15 +176,20 @@ void print_results(const std::string& backend, const std::vector<Result>& result
   std::fflush(stdout);
 }
 
-// Under mpiexec: rank 0 scheduler, rank 1 client, the other ranks single-thread workers, once
-// per transport in the same launch.
+// Under mpiexec: rank 0 scheduler, rank 1 client (with --pool: both on rank 0), the other
+// ranks single-thread workers, once per transport in the same launch.
 int run_tasks_on_ranks(const TasksOptions& o) {
   for (const auto& b : o.backends) mpi::parse_transport(b);  // a bad name fails before MPI starts
   runtime::MpiEnvironment env;
-  if (!enough_ranks_for_cluster(env, "tasks", 4)) return 2;
-  CsvWriter csv(env.rank() == 1 ? o.csv : "", "backend,workload,tasks,seconds,tasks_per_s,per_task_us");
-  if (env.rank() == 1) {
-    fmt::print("scheduler on rank 0, client on rank 1, {} single-thread worker ranks\n", env.size() - 2);
+  const mpi::Layout layout{0, o.pool ? 0 : 1};
+  if (!enough_ranks_for_cluster(env, o.pool ? "tasks --pool" : "tasks", o.pool ? 3 : 4, o.pool)) return 2;
+  const bool client = env.rank() == layout.client_rank;
+  CsvWriter csv(client ? o.csv : "", "backend,workload,tasks,seconds,tasks_per_s,per_task_us");
+  if (client) {
+    if (o.pool)
+      fmt::print("scheduler and client on rank 0 (pool mode), {} single-thread worker ranks\n", env.size() - 1);
+    else
+      fmt::print("scheduler on rank 0, client on rank 1, {} single-thread worker ranks\n", env.size() - 2);
     print_header();
   }
   int rc = 0;
@@ -192,7 +197,7 @@ int run_tasks_on_ranks(const TasksOptions& o) {
     mpi::LaunchOptions lo;
     lo.transport = mpi::parse_transport(backend);
     lo.nthreads = 1;
-    rc |= mpi::run_cluster(env, lo, mpi::Layout{0, 1}, [&](Client& client) {
+    rc |= mpi::run_cluster(env, lo, layout, [&](Client& client) {
       print_results(backend, run_workloads(client, o), csv);
     });
   }
@@ -204,6 +209,11 @@ int run_tasks_on_ranks(const TasksOptions& o) {
 int run_tasks(const TasksOptions& o) {
   const bool mpi_wanted = std::find(o.backends.begin(), o.backends.end(), "mpi") != o.backends.end();
   if (mpi_wanted || launched_on_several_ranks()) return run_tasks_on_ranks(o);
+  if (o.pool) {
+    fmt::print(stderr, "taskwire-bench tasks: --pool places ranks: run it under mpiexec, e.g. "
+                       "`mpiexec.mpich -n 3 taskwire-bench tasks --pool`\n");
+    return 2;
+  }
   CsvWriter csv(o.csv, "backend,workload,tasks,seconds,tasks_per_s,per_task_us");
   print_header();
   for (const auto& backend : o.backends) {

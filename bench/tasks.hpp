@@ -12,6 +12,7 @@ struct TasksOptions {
   int fan_in = 10'000;                       ///< leaves of the fan-in tree reduce (0: skip it)
   int roundtrips = 300;                      ///< submit(noop).get() repetitions
   int repeats = 3;                           ///< runs per workload; the median is reported
+  bool pool = false;  ///< under mpiexec: the scheduler inside the client's rank (pool mode)
   std::string csv;
 };
 
