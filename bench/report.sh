@@ -53,7 +53,7 @@ if [ $quick = 2 ]; then
 elif [ $quick = 1 ]; then
   lat_args=(--seconds-per-size 0.05 --iterations 500)
   bw_args=(--seconds-per-size 0.1)
-  tasks_args=(--repeats 1 --roundtrips 100)
+  tasks_args=(--repeats 3 --roundtrips 100)  # medians of 3, even when quick
   array_args=(--n 4000 --blocks 8)
   idle_args=(--seconds 2 --settle 0.5)
 else
