@@ -17,20 +17,25 @@ find_package(spdlog REQUIRED)
 # The allocator of every program linking taskwire. A scheduler rank spends about half its
 # instructions in glibc's malloc and free (callgrind, pool tree bench); jemalloc's thread
 # caches take a fifth of the rank's instructions off (see runtime/malloc_tuning.cpp).
-# Sanitizer builds keep the system allocator (ASan replaces malloc itself).
+# TASKWIRE_MALLOC is the allocator in effect: sanitizer builds keep the system one (the
+# sanitizer replaces malloc itself), whatever TASKWIRE_ALLOCATOR says.
 set(TASKWIRE_ALLOCATOR "jemalloc" CACHE STRING
   "malloc of taskwire's programs: jemalloc (Debian's libjemalloc-dev) or system")
 set_property(CACHE TASKWIRE_ALLOCATOR PROPERTY STRINGS jemalloc system)
-if(TASKWIRE_ALLOCATOR STREQUAL "jemalloc" AND CMAKE_CXX_FLAGS MATCHES "-fsanitize=(address|thread|memory)")
-  message(STATUS "taskwire: sanitizer build, using the system allocator")
-  set(TASKWIRE_ALLOCATOR "system" CACHE STRING "" FORCE)
+if(NOT TASKWIRE_ALLOCATOR MATCHES "^(jemalloc|system)$")
+  message(FATAL_ERROR "taskwire: TASKWIRE_ALLOCATOR is '${TASKWIRE_ALLOCATOR}'; use jemalloc or system")
 endif()
-if(TASKWIRE_ALLOCATOR STREQUAL "jemalloc")
+set(TASKWIRE_MALLOC "${TASKWIRE_ALLOCATOR}")
+string(TOUPPER "${CMAKE_BUILD_TYPE}" _tw_config)
+if(TASKWIRE_MALLOC STREQUAL "jemalloc" AND
+   "${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_${_tw_config}}" MATCHES "-fsanitize=[^ ]*(address|thread|memory|leak)")
+  message(STATUS "taskwire: sanitizer build, using the system allocator")
+  set(TASKWIRE_MALLOC "system")
+endif()
+if(TASKWIRE_MALLOC STREQUAL "jemalloc")
   find_library(TASKWIRE_JEMALLOC_LIBRARY NAMES jemalloc)
   if(NOT TASKWIRE_JEMALLOC_LIBRARY)
     message(FATAL_ERROR "taskwire: jemalloc not found: install libjemalloc-dev "
       "(third_party/install-deps.sh does) or configure with -DTASKWIRE_ALLOCATOR=system")
   endif()
-elseif(NOT TASKWIRE_ALLOCATOR STREQUAL "system")
-  message(FATAL_ERROR "taskwire: TASKWIRE_ALLOCATOR is '${TASKWIRE_ALLOCATOR}'; use jemalloc or system")
 endif()

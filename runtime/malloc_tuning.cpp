@@ -149,11 +149,18 @@ void restore_environment(const char* saved) {
   unsetenv(kSaved);
 }
 
-// jemalloc in the process (linked or preloaded): glibc's malloc, and its tunables, are unused.
-bool jemalloc_loaded() { return ::dlsym(RTLD_DEFAULT, "mallctl") != nullptr; }
+// Another allocator (jemalloc, linked or preloaded; tcmalloc...) serves malloc: glibc's
+// malloc, and its tunables, are unused.
+bool malloc_is_not_glibcs() {
+  void* libc = ::dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+  if (!libc) return false;
+  const bool other = ::dlsym(RTLD_DEFAULT, "malloc") != ::dlsym(libc, "malloc");
+  ::dlclose(libc);
+  return other;
+}
 
 const bool tuned = [] {
-  if (env_is("TASKWIRE_MALLOC_TUNING", "0") || jemalloc_loaded()) return false;
+  if (env_is("TASKWIRE_MALLOC_TUNING", "0") || malloc_is_not_glibcs()) return false;
   if (const char* saved = std::getenv(kSaved)) {
     restore_environment(saved);  // we are the re-executed process: the user chose nothing
   } else {
