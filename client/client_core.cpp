@@ -16,6 +16,8 @@ using protocol::Op;
 
 namespace {
 constexpr std::chrono::milliseconds kFinalWriteWait{2000};
+// Fetches of one result before giving up (see ClientCore::results()).
+constexpr int kFetchAttempts = 5;
 
 // Wraps a handler for the io thread so that it never holds the last reference to the core.
 // With its own io thread (own_thread), a handler holding one could outlive the user's last
@@ -140,13 +142,25 @@ void ClientCore::on_batch(const runtime::Message& m) {
           it->second.status = KeyStatus::memory;
           it->second.holders = std::move(b.holders);
           if (r.frames().size() == 1) it->second.data = r.frames()[0];  // sent inline
+          ++it->second.reports;
         }
+        break;
+      }
+      case Op::key_lost: {  // its only holders left: the scheduler computes it again
+        for (auto& k : r.body<protocol::Keys>().keys)
+          if (auto it = keys_.find(k);
+              it != keys_.end() && it->second.status == KeyStatus::memory && !it->second.data) {
+            it->second.status = KeyStatus::pending;
+            it->second.holders.clear();
+            ++it->second.reports;
+          }
         break;
       }
       case Op::key_erred: {
         auto b = r.body<protocol::KeyErred>();
         if (auto it = keys_.find(b.key); it != keys_.end()) {
           it->second.status = KeyStatus::erred;
+          ++it->second.reports;
           it->second.message = std::move(b.message);
           it->second.blamed_key = std::move(b.blamed_key);
           it->second.cause = std::move(b.cause);
@@ -157,6 +171,7 @@ void ClientCore::on_batch(const runtime::Message& m) {
         for (auto& k : r.body<protocol::Keys>().keys)
           if (auto it = keys_.find(k); it != keys_.end()) {
             it->second.status = KeyStatus::cancelled;
+            ++it->second.reports;
             it->second.message = "cancelled";
           }
         break;
@@ -324,10 +339,40 @@ void ClientCore::cancel(const std::vector<std::string>& keys) {
 
 runtime::Frame ClientCore::result(const std::string& key) { return results({key}).at(0); }
 
+// A holder may leave between the scheduler's report and the fetch (a worker killed or lost):
+// the scheduler then reports the key lost and computes it again (key_lost, then key_in_memory
+// with its new holder), and the fetch is tried again, up to kFetchAttempts times.
 std::vector<runtime::Frame> ClientCore::results(const std::vector<std::string>& keys) {
+  std::map<std::string, runtime::Frame> got;
+  std::vector<std::string> todo = keys;
+  for (int attempt = 1;; ++attempt) {
+    std::map<std::string, std::uint64_t> seen;  // the reports the fetched locations came from
+    fetch_results(todo, got, seen);
+    std::vector<std::string> missing;
+    for (const auto& k : todo)
+      if (!got.count(k)) missing.push_back(k);
+    if (missing.empty()) break;
+    if (attempt == kFetchAttempts)
+      throw TaskError(missing.front(), "no worker holding the result could send it");
+    await_news(missing, seen);
+    todo = std::move(missing);
+  }
+  std::vector<runtime::Frame> out;
+  out.reserve(keys.size());
+  std::lock_guard lock(mu_);
+  for (const auto& key : keys) {
+    const auto& frame = got.at(key);
+    if (auto st = keys_.find(key); st != keys_.end()) st->second.data = frame;
+    out.push_back(frame);
+  }
+  return out;
+}
+
+void ClientCore::fetch_results(const std::vector<std::string>& keys,
+                               std::map<std::string, runtime::Frame>& got,
+                               std::map<std::string, std::uint64_t>& seen) {
   std::map<std::string, std::vector<std::string>> by_holder;  // holder -> keys to fetch there
   std::map<std::string, std::vector<std::string>> alternatives;
-  std::map<std::string, runtime::Frame> got;
   {
     std::unique_lock lock(mu_);
     for (const auto& key : keys) {
@@ -346,6 +391,7 @@ std::vector<runtime::Frame> ClientCore::results(const std::vector<std::string>& 
       if (st.holders.empty()) throw TaskError(key, "the scheduler reported no worker holding it");
       by_holder[st.holders.front()].push_back(key);
       alternatives[key] = st.holders;
+      seen[key] = st.reports;
     }
   }
   for (const auto& [holder, ks] : by_holder) {
@@ -362,16 +408,21 @@ std::vector<runtime::Frame> ClientCore::results(const std::vector<std::string>& 
         }
       }
   }
-  std::vector<runtime::Frame> out;
-  out.reserve(keys.size());
-  std::lock_guard lock(mu_);
+}
+
+void ClientCore::await_news(const std::vector<std::string>& keys,
+                            const std::map<std::string, std::uint64_t>& seen) {
+  std::unique_lock lock(mu_);
   for (const auto& key : keys) {
-    auto it = got.find(key);
-    if (it == got.end()) throw TaskError(key, "no worker holding the result could send it");
-    if (auto st = keys_.find(key); st != keys_.end()) st->second.data = it->second;
-    out.push_back(it->second);
+    const bool news = cv_.wait_for(lock, timeout_, [&] {
+      auto it = keys_.find(key);
+      return it == keys_.end() || it->second.reports != seen.at(key) || !broken_.empty();
+    });
+    if (!news)
+      throw TaskError(key, fmt::format("no worker holding the result could send it, and the "
+                                       "scheduler reported no change within {} ms",
+                                       timeout_.count()));
   }
-  return out;
 }
 
 std::shared_ptr<ClientCore::WorkerLink> ClientCore::worker_link(const std::string& address) {

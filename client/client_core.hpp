@@ -100,6 +100,12 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void fetch_from(const std::string& address, const std::vector<std::string>& keys,
                   std::map<std::string, runtime::Frame>& out);
   void fail_all(const std::string& why);
+  /// One round of results(): waits for each key, then fetches what the client does not hold.
+  /// `seen` gets the report count each fetched location came from.
+  void fetch_results(const std::vector<std::string>& keys, std::map<std::string, runtime::Frame>& got,
+                     std::map<std::string, std::uint64_t>& seen);
+  /// Waits (up to timeout_) for a new report on each key; throws TaskError if none comes.
+  void await_news(const std::vector<std::string>& keys, const std::map<std::string, std::uint64_t>& seen);
 
   struct KeyState {
     KeyStatus status = KeyStatus::pending;
@@ -107,6 +113,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     std::string blamed_key, cause;  // erred: see failure_origin
     std::vector<std::string> holders;
     std::optional<runtime::Frame> data;  // cached once fetched
+    std::uint64_t reports = 0;           // scheduler reports on the key so far
     int refs = 0;
   };
 

@@ -42,7 +42,7 @@ enum class Op : std::uint8_t {
   // client -> scheduler
   update_graph = 1, release_keys, cancel_keys, who_has, shutdown,
   // scheduler -> client
-  key_in_memory = 20, key_erred, key_cancelled, who_has_reply, shutting_down,
+  key_in_memory = 20, key_erred, key_cancelled, who_has_reply, shutting_down, key_lost,
   // worker -> scheduler
   register_worker = 40, heartbeat, task_finished, task_erred, missing_data, worker_closing,
   // scheduler -> worker
@@ -57,7 +57,7 @@ struct UpdateGraph {
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & tasks & wanted; }
 };
-struct Keys {  ///< release_keys, cancel_keys, free_keys, key_cancelled
+struct Keys {  ///< release_keys, cancel_keys, free_keys, key_cancelled, key_lost
   std::vector<Key> keys;
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & keys; }

@@ -135,7 +135,10 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     if (auto* out = out_to(peer_of(clients, r.client)))
       out->add(Op::key_erred, protocol::KeyErred{r.key, r.message, r.blamed_key, r.cause});
   }
-  void emit(ReportKeyLost& r) { spdlog::info("scheduler: key {} lost, recomputing", r.key); }
+  void emit(ReportKeyLost& r) {
+    spdlog::info("scheduler: key {} lost, recomputing", r.key);
+    if (auto* out = out_to(peer_of(clients, r.client))) out->add(Op::key_lost, protocol::Keys{{r.key}});
+  }
   void emit(ReportCancelled& r) {
     if (auto* out = out_to(peer_of(clients, r.client)))
       out->add(Op::key_cancelled, protocol::Keys{r.keys});

@@ -14,7 +14,8 @@
 
 namespace taskwire::comm {
 
-inline constexpr std::uint32_t kProtocolVersion = 1;
+/// 2: operation headers in runtime/wire_codec.hpp's plain layout; key_lost.
+inline constexpr std::uint32_t kProtocolVersion = 2;
 
 struct HandshakeOptions {
   std::string name;

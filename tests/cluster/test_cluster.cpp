@@ -93,6 +93,23 @@ TEST_CASE("cluster: submit, dependencies across workers and gather", "[cluster]"
   CHECK(client.gather(incs) == std::vector<int>{2, 3, 4, 5});
 }
 
+TEST_CASE("cluster: a result whose only holder left before the client fetched it is computed again",
+          "[cluster]") {
+  Cluster cl(2);
+  REQUIRE(cl.wait_workers(2));
+  Client client(cl.fx.registry(), cl.address);
+  const std::string big(100'000, 'y');  // above the inline limit: fetched from its holder
+  auto f = client.submit(cluster_fns::greet, big);
+  REQUIRE(f.wait_for(30s));  // in memory on one worker; the client holds no copy yet
+  const auto holders = cl.scheduler->inspect(
+      [&](const scheduler::SchedulerState& s) { return s.who_has(f.key()); });
+  REQUIRE(holders.size() == 1);
+  for (auto& w : cl.workers)
+    if (w->address() == holders.front()) w->stop();
+  CHECK(f.get() == "hello " + big);  // computed again on the worker that is left
+  CHECK(cl.scheduler_workers() == 1);
+}
+
 TEST_CASE("cluster: a 10 000-task graph completes", "[cluster]") {
   Cluster cl(2);
   REQUIRE(cl.wait_workers(2));
