@@ -416,8 +416,11 @@ void ClientCore::await_news(const std::vector<std::string>& keys,
   for (const auto& key : keys) {
     const bool news = cv_.wait_for(lock, timeout_, [&] {
       auto it = keys_.find(key);
-      return it == keys_.end() || it->second.reports != seen.at(key) || !broken_.empty();
+      return it == keys_.end() || it->second.reports != seen.at(key) || it->second.data ||
+             it->second.status != KeyStatus::memory || !broken_.empty();
     });
+    if (!broken_.empty())  // no news will come, and the holders it named are stale
+      throw TaskError(key, "no worker holding the result could send it, and " + broken_);
     if (!news)
       throw TaskError(key, fmt::format("no worker holding the result could send it, and the "
                                        "scheduler reported no change within {} ms",
@@ -436,7 +439,13 @@ void ClientCore::fetch_from(const std::string& address, const std::vector<std::s
                             std::map<std::string, runtime::Frame>& out) {
   auto link = worker_link(address);
   std::lock_guard lock(link->mu);
-  if (!link->comm || link->comm->closed()) link->comm = comm::connect(*registry_, address, timeout_);
+  if (!link->comm || link->comm->closed()) {
+    // The scheduler said this worker holds the keys: if nothing listens there, it is gone.
+    comm::ConnectOptions options;
+    options.timeout = timeout_;
+    options.retry_refused = false;
+    link->comm = comm::connect(*registry_, address, std::move(options));
+  }
   runtime::BatchWriter w;
   static std::atomic<std::uint64_t> ids{0};
   const auto id = ++ids;

@@ -296,12 +296,18 @@ void SchedulerState::memory_to_released(TaskState* ts) {
   for (ClientState* cs : ts->who_wants) {
     out_.push_back(ReportKeyLost{cs->id, ts->key, stimulus_id_});
   }
-  const bool dependency_erred =
-      std::any_of(ts->dependencies.begin(), ts->dependencies.end(),
-                  [](const TaskState* d) { return d->state == S::erred; });
+  const auto erred_dependency =
+      std::find_if(ts->dependencies.begin(), ts->dependencies.end(),
+                   [](const TaskState* d) { return d->state == S::erred; });
   if (!ts->computable || ts->has_lost_dependencies) {
     recommend(ts, S::forgotten);
-  } else if ((!ts->who_wants.empty() || !ts->waiters.empty()) && !dependency_erred) {
+  } else if (erred_dependency != ts->dependencies.end()) {
+    // It cannot be computed again: a client waiting for it (told key_lost) gets the failure.
+    if (!ts->who_wants.empty()) {
+      ts->failure = (*erred_dependency)->failure;
+      recommend(ts, S::erred);
+    }
+  } else if (!ts->who_wants.empty() || !ts->waiters.empty()) {
     recommend(ts, S::waiting);
   }
   std::vector<TaskState*> waiters(ts->waiters.begin(), ts->waiters.end());

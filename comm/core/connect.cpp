@@ -15,8 +15,9 @@ using Clock = std::chrono::steady_clock;
 class ConnectOp : public std::enable_shared_from_this<ConnectOp> {
  public:
   ConnectOp(Registry& registry, Address address, std::chrono::milliseconds timeout,
-            HandshakeOptions handshake, ConnectHandler handler)
+            HandshakeOptions handshake, bool retry_refused, ConnectHandler handler)
       : registry_(registry), address_(std::move(address)), timeout_(timeout),
+        retry_refused_(retry_refused),
         handshake_(std::move(handshake)),
         deadline_(Clock::now() + timeout), handler_(std::move(handler)),
         strand_(asio::make_strand(registry.context().executor())), timer_(strand_),
@@ -66,7 +67,8 @@ class ConnectOp : public std::enable_shared_from_this<ConnectOp> {
   void retry_or_fail(error_code ec, std::string detail) {
     last_error_ = ec;
     last_text_ = std::move(detail);
-    if (is_fatal(ec)) return fail(ec, last_text_);
+    if (is_fatal(ec) || (!retry_refused_ && ec == make_error_code(errc::refused)))
+      return fail(ec, last_text_);
     auto delay = next_delay();
     if (Clock::now() + delay >= deadline_) delay = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
     auto self = shared_from_this();
@@ -111,6 +113,7 @@ class ConnectOp : public std::enable_shared_from_this<ConnectOp> {
   Registry& registry_;
   Address address_;
   std::chrono::milliseconds timeout_;
+  bool retry_refused_;
   HandshakeOptions handshake_;
   Clock::time_point deadline_;
   ConnectHandler handler_;
@@ -198,7 +201,7 @@ void async_connect(Registry& registry, const std::string& address, ConnectOption
   auto handshake = options.handshake ? std::move(*options.handshake)
                                      : HandshakeOptions::from(config);
   std::make_shared<ConnectOp>(registry, std::move(parsed), timeout, std::move(handshake),
-                              std::move(handler))
+                              options.retry_refused, std::move(handler))
       ->start(*backend);
 }
 

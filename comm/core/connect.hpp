@@ -24,6 +24,9 @@ using RejectHandler = std::function<void(error_code, std::string, std::string)>;
 struct ConnectOptions {
   std::chrono::milliseconds timeout{0};       ///< 0: the context's config().connect_timeout
   std::optional<HandshakeOptions> handshake;  ///< default: HandshakeOptions::from(config)
+  /// Keep trying while nothing listens at the address (a server still starting). False for a
+  /// peer that should be listening already: a refusal then fails at once.
+  bool retry_refused = true;
 };
 
 struct ListenOptions {

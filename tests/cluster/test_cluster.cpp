@@ -97,16 +97,28 @@ TEST_CASE("cluster: a result whose only holder left before the client fetched it
           "[cluster]") {
   Cluster cl(2);
   REQUIRE(cl.wait_workers(2));
-  Client client(cl.fx.registry(), cl.address);
+  Client client(cl.fx.registry(), cl.address, 3s);  // the wait for news, should a fetch fail
   const std::string big(100'000, 'y');  // above the inline limit: fetched from its holder
   auto f = client.submit(cluster_fns::greet, big);
   REQUIRE(f.wait_for(30s));  // in memory on one worker; the client holds no copy yet
-  const auto holders = cl.scheduler->inspect(
-      [&](const scheduler::SchedulerState& s) { return s.who_has(f.key()); });
-  REQUIRE(holders.size() == 1);
+  auto holders = [&] {
+    return cl.scheduler->inspect([&](const scheduler::SchedulerState& s) { return s.who_has(f.key()); });
+  };
+  const auto first = holders();
+  REQUIRE(first.size() == 1);
+  int stopped = 0;
   for (auto& w : cl.workers)
-    if (w->address() == holders.front()) w->stop();
+    if (w->address() == first.front()) {
+      w->stop();
+      ++stopped;
+    }
+  REQUIRE(stopped == 1);
+  const auto t0 = std::chrono::steady_clock::now();
   CHECK(f.get() == "hello " + big);  // computed again on the worker that is left
+  CHECK(std::chrono::steady_clock::now() - t0 < 3s);  // no connect retries to the gone worker
+  const auto now = holders();
+  REQUIRE(now.size() == 1);
+  CHECK(now.front() != first.front());
   CHECK(cl.scheduler_workers() == 1);
 }
 

@@ -188,6 +188,26 @@ TEST_CASE("conformance: connecting where nothing listens fails within the timeou
   }
 }
 
+TEST_CASE("conformance: without retrying refusals, connecting where nothing listens fails at once",
+          "[conformance]") {
+  auto& fx = fixture();
+  Synced synced(fx);
+  const auto address = fx.unreachable_address();
+  comm::ConnectOptions options;
+  options.timeout = 5s;
+  options.retry_refused = false;
+  const auto t0 = Clock::now();
+  try {
+    comm::connect(fx.registry(), address, options);
+    FAIL("connect to " << address << " succeeded");
+  } catch (const comm::CommError& e) {
+    const auto took = Clock::now() - t0;
+    INFO(e.what());
+    CHECK(e.code() != comm::errc::timeout);
+    CHECK(took < 2s);  // not the 5 s of retries
+  }
+}
+
 TEST_CASE("conformance: a protocol version mismatch is refused on both sides", "[conformance]") {
   auto& fx = fixture();
   Synced synced(fx);

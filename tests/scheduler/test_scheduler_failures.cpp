@@ -263,6 +263,33 @@ TEST_CASE("scheduler: missing data drops the replica and recomputes a key left w
   CHECK(keys_of(only<ReportKeyLost>(out)) == std::vector<std::string>{"x"});
 }
 
+TEST_CASE("scheduler: a lost result whose input now fails errs instead of waiting forever",
+          "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  h.submit({task("x")}, {"x"});
+  h.finish("x");
+  h.submit({task("pad", {}, "sleep"), task("pad2", {}, "sleep")});  // keeps a busy
+  h.add_worker("tcp://b:1", 4);
+  h.submit({task("y", {"x"})}, {"y"});
+  REQUIRE(h.s.processing_on("y") == "tcp://b:1");
+  h.finish("y");  // y in memory on b; x only on a
+  h.handle(RemoveWorker{"tcp://a:1", "killed", false, ""});
+  REQUIRE(h.s.task_state("x") == S::processing);  // x computed again, on b
+  h.fail("x", "x broke this time");
+  REQUIRE(h.s.task_state("x") == S::erred);
+  CHECK(h.s.task_state("y") == S::memory);
+  // y's only copy goes with b, and it cannot be computed again from a failed input: the
+  // client that was told key_lost must hear that it erred, not wait for a result.
+  const auto& out = h.handle(RemoveWorker{"tcp://b:1", "killed", false, ""});
+  CHECK(keys_of(only<ReportKeyLost>(out)) == std::vector<std::string>{"y"});
+  const auto erred = only<ReportTaskErred>(out);
+  REQUIRE(erred.size() == 1);
+  CHECK(erred[0].key == "y");
+  CHECK(erred[0].message.find("x broke this time") != std::string::npos);
+  CHECK(h.s.task_state("y") == S::erred);
+}
+
 TEST_CASE("scheduler: a rescheduled task is placed again", "[scheduler]") {
   Harness h;
   h.add_worker("tcp://a:1");
