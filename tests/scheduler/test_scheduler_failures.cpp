@@ -245,17 +245,24 @@ TEST_CASE("scheduler: cancelling a key another client wants only drops this clie
   }
 }
 
-TEST_CASE("scheduler: missing data drops the replica and recomputes a key left with none",
-          "[scheduler]") {
-  Harness h;
+namespace {
+// x in memory on a only; a kept busy by two sleeping tasks, so y(x) runs on b.
+void x_on_a_and_y_running_on_b(Harness& h, int b_threads = 1) {
   h.add_worker("tcp://a:1");
   h.submit({task("x")}, {"x"});
   h.finish("x");
-  h.submit({task("pad", {}, "sleep"), task("pad2", {}, "sleep")});  // keeps a busy
-  h.add_worker("tcp://b:1");
+  h.submit({task("pad", {}, "sleep"), task("pad2", {}, "sleep")});
+  h.add_worker("tcp://b:1", b_threads);
   h.submit({task("y", {"x"})}, {"y"});
-  const std::string y_worker = *h.s.processing_on("y");
-  REQUIRE(y_worker == "tcp://b:1");
+  REQUIRE(h.s.processing_on("y") == "tcp://b:1");
+}
+}  // namespace
+
+TEST_CASE("scheduler: missing data drops the replica and recomputes a key left with none",
+          "[scheduler]") {
+  Harness h;
+  x_on_a_and_y_running_on_b(h);
+  const std::string y_worker = "tcp://b:1";
   const auto& out = h.handle(MissingData{y_worker, "x", "tcp://a:1", "y", ""});
   CHECK(h.s.task_state("x") == S::processing);  // recomputed
   CHECK(h.s.task_state("y") == S::waiting);
@@ -266,13 +273,7 @@ TEST_CASE("scheduler: missing data drops the replica and recomputes a key left w
 TEST_CASE("scheduler: a lost result whose input now fails errs instead of waiting forever",
           "[scheduler]") {
   Harness h;
-  h.add_worker("tcp://a:1");
-  h.submit({task("x")}, {"x"});
-  h.finish("x");
-  h.submit({task("pad", {}, "sleep"), task("pad2", {}, "sleep")});  // keeps a busy
-  h.add_worker("tcp://b:1", 4);
-  h.submit({task("y", {"x"})}, {"y"});
-  REQUIRE(h.s.processing_on("y") == "tcp://b:1");
+  x_on_a_and_y_running_on_b(h, 4);
   h.finish("y");  // y in memory on b; x only on a
   h.handle(RemoveWorker{"tcp://a:1", "killed", false, ""});
   REQUIRE(h.s.task_state("x") == S::processing);  // x computed again, on b
