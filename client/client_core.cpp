@@ -414,17 +414,18 @@ void ClientCore::await_news(const std::vector<std::string>& keys,
                             const std::map<std::string, std::uint64_t>& seen) {
   std::unique_lock lock(mu_);
   for (const auto& key : keys) {
-    const bool news = cv_.wait_for(lock, timeout_, [&] {
+    auto changed = [&] {  // the next round of results() will see something new
       auto it = keys_.find(key);
       return it == keys_.end() || it->second.reports != seen.at(key) || it->second.data ||
-             it->second.status != KeyStatus::memory || !broken_.empty();
-    });
+             it->second.status != KeyStatus::memory;
+    };
+    cv_.wait_for(lock, timeout_, [&] { return changed() || !broken_.empty(); });
+    if (changed()) continue;
     if (!broken_.empty())  // no news will come, and the holders it named are stale
       throw TaskError(key, "no worker holding the result could send it, and " + broken_);
-    if (!news)
-      throw TaskError(key, fmt::format("no worker holding the result could send it, and the "
-                                       "scheduler reported no change within {} ms",
-                                       timeout_.count()));
+    throw TaskError(key, fmt::format("no worker holding the result could send it, and the "
+                                     "scheduler reported no change within {} ms",
+                                     timeout_.count()));
   }
 }
 
