@@ -18,4 +18,5 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/taskwireConfig.cmake.i
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/taskwireConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/taskwireConfig.cmake ${PROJECT_BINARY_DIR}/taskwireConfigVersion.cmake
-  ${PROJECT_SOURCE_DIR}/cmake/TaskwireDependencies.cmake DESTINATION ${cfgdir})
+  ${PROJECT_SOURCE_DIR}/cmake/TaskwireDependencies.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/TaskwireSanitizers.cmake DESTINATION ${cfgdir})

@@ -211,14 +211,16 @@ class Runner {
   [[noreturn]] void fail(std::size_t s) {
     // Report a failed map task in preference to the reduce node its failure propagated to:
     // the erred map task we track, or the one the scheduler blamed.
-    if (!is_task(s) && track_tasks_) {
-      for (std::size_t t = offset_; t < leaves_; ++t)
-        if (slots_[t].submitted && !slots_[t].done && core_.status(slots_[t].key) == KeyStatus::erred)
-          fail(t);
-    } else if (!is_task(s)) {
-      auto [blamed, cause] = core_.failure_origin(slots_[s].key);
-      for (std::size_t t = offset_; t < leaves_; ++t)
-        if (slots_[t].key == blamed) fail_map_task(t, std::move(cause));
+    if (!is_task(s)) {
+      if (track_tasks_) {
+        for (std::size_t t = offset_; t < leaves_; ++t)
+          if (slots_[t].submitted && !slots_[t].done && core_.status(slots_[t].key) == KeyStatus::erred)
+            fail(t);
+      } else {
+        auto [blamed, cause] = core_.failure_origin(slots_[s].key);
+        for (std::size_t t = offset_; t < leaves_; ++t)
+          if (slots_[t].key == blamed) fail_map_task(t, std::move(cause));
+      }
     }
     std::string message;
     try {

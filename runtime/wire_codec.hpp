@@ -100,11 +100,11 @@ class Reader {
                              std::to_string(n) + " with " + std::to_string(left) +
                              " bytes left");
   }
-  // A count of elements that each take at least `min_bytes`: never more than the bytes left.
-  std::size_t count(std::size_t min_bytes) {
+  // A count of elements (each at least a byte): never more than the bytes left.
+  std::size_t count() {
     std::uint64_t n = 0;
     get(n);
-    if (n > remaining() / min_bytes) fail("a count", n, remaining());
+    if (n > remaining()) fail("a count", n, remaining());
     return static_cast<std::size_t>(n);
   }
   template <class T>
@@ -123,12 +123,12 @@ class Reader {
       v = static_cast<T>(u);
     } else if constexpr (detail::is_vector<T>::value) {
       // Grown as elements parse: a lying count costs no more than the bytes do.
-      const std::size_t n = count(1);
+      const std::size_t n = count();
       v.clear();
       v.reserve(std::min<std::size_t>(n, kReserveAtMost));
       for (std::size_t i = 0; i < n; ++i) get(v.emplace_back());
     } else if constexpr (detail::is_map<T>::value) {
-      const auto n = count(1);
+      const auto n = count();
       v.clear();
       for (std::size_t i = 0; i < n; ++i) {
         typename T::key_type k{};

@@ -23,10 +23,13 @@ class PtrSet {
 
   /// True if `p` was not there.
   bool insert(T* p) {
-    if (contains(p)) return false;
+    if (index_) {
+      if (!index_->emplace(p, items_.size()).second) return false;
+    } else if (position(p) != items_.size()) {
+      return false;
+    }
     items_.push_back(p);
-    if (index_) index_->emplace(p, items_.size() - 1);
-    else if (items_.size() > kIndexFrom) build_index();
+    if (!index_ && items_.size() > kIndexFrom) build_index();
     return true;
   }
   /// 1 if `p` was there.
