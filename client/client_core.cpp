@@ -212,7 +212,8 @@ void ClientCore::post_flush_locked() {
   flush_posted_ = true;
   // Coalesce everything queued before the io thread gets to it into one message.
   // (Should the core be gone first, ~ClientCore sent what was left.)
-  asio::post(scheduler_->executor(), guarded(*this, own_context_ != nullptr, [this] { flush(); }));
+  runtime::post_urgent(scheduler_->executor(),
+                       guarded(*this, own_context_ != nullptr, [this] { flush(); }));
 }
 
 void ClientCore::add_releases_locked() {

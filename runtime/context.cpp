@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 namespace taskwire::runtime {
+asio::execution_context::id UrgentWork::id;
 
 Context::Context(Config config, unsigned threads)
     : config_(std::move(config)), nthreads_(threads ? threads : 1),

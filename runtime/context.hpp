@@ -5,6 +5,8 @@
 #include <taskwire/runtime/asio.hpp>
 #include <taskwire/runtime/config.hpp>
 
+#include <atomic>
+#include <cstdint>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -38,5 +40,51 @@ class Context {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard_;
   std::vector<std::thread> threads_;
 };
+
+/// Per execution context: how many handlers posted with post_urgent have not run (nor been
+/// dropped unrun) yet. A handler that keeps an io thread for a while, the MPI poll driver
+/// polling in bursts (comm/mpi/mpi_poll_driver.cpp), returns while this is not zero, so that
+/// such work does not wait out the burst.
+class UrgentWork : public asio::execution_context::service {
+ public:
+  static asio::execution_context::id id;
+  explicit UrgentWork(asio::execution_context& context) : service(context) {}
+  std::int64_t pending() const noexcept { return pending_.load(std::memory_order_acquire); }
+  static UrgentWork& of(asio::execution_context& context) { return asio::use_service<UrgentWork>(context); }
+
+  /// Counts one handler from its post until it runs or is destroyed unrun.
+  class Token {
+   public:
+    explicit Token(UrgentWork& work) noexcept : work_(&work) {
+      work_->pending_.fetch_add(1, std::memory_order_release);
+    }
+    Token(Token&& other) noexcept : work_(std::exchange(other.work_, nullptr)) {}
+    Token(const Token&) = delete;
+    Token& operator=(const Token&) = delete;
+    Token& operator=(Token&&) = delete;
+    ~Token() { done(); }
+    void done() noexcept {
+      if (auto* w = std::exchange(work_, nullptr)) w->pending_.fetch_sub(1, std::memory_order_release);
+    }
+
+   private:
+    UrgentWork* work_;
+  };
+
+ private:
+  void shutdown() override {}
+  std::atomic<std::int64_t> pending_{0};
+};
+
+/// asio::post, for work whose latency matters: a hop of an in-process comm, a client's
+/// submission, a task result from a pool thread (see UrgentWork).
+template <class Executor, class F>
+void post_urgent(const Executor& executor, F&& f) {
+  auto& work = UrgentWork::of(asio::query(executor, asio::execution::context));
+  asio::post(executor, [token = UrgentWork::Token(work), f = std::forward<F>(f)]() mutable {
+    token.done();
+    f();
+  });
+}
 
 }  // namespace taskwire::runtime

@@ -1,4 +1,5 @@
 #include <taskwire/comm/inproc/inproc_comm.hpp>
+#include <taskwire/runtime/context.hpp>
 
 namespace taskwire::comm::inproc {
 
@@ -11,7 +12,7 @@ void InprocComm::link(const std::shared_ptr<InprocComm>& a, const std::shared_pt
 }
 
 void InprocComm::async_read(ReadHandler handler) {
-  asio::post(strand_, [self = shared_from_this(), h = std::move(handler)]() mutable {
+  runtime::post_urgent(strand_, [self = shared_from_this(), h = std::move(handler)]() mutable {
     if (self->pending_read_) {
       return h(make_error_code(errc::protocol), Message{});  // contract: one read at a time
     }
@@ -42,13 +43,13 @@ void InprocComm::flush_read() {
 }
 
 void InprocComm::async_write(Message message, WriteHandler handler) {
-  asio::post(strand_, [self = shared_from_this(), m = std::move(message),
+  runtime::post_urgent(strand_, [self = shared_from_this(), m = std::move(message),
                        h = std::move(handler)]() mutable {
     if (self->aborted_) return h(make_error_code(errc::aborted));
     if (self->closed_flag_ || self->peer_closed_) return h(make_error_code(errc::closed));
     auto peer = self->peer_.lock();
     if (!peer) return h(make_error_code(errc::closed));
-    asio::post(peer->strand_, [peer, m = std::move(m)]() mutable { peer->deliver(std::move(m)); });
+    runtime::post_urgent(peer->strand_, [peer, m = std::move(m)]() mutable { peer->deliver(std::move(m)); });
     h({});
   });
 }
@@ -65,23 +66,23 @@ void InprocComm::peer_gone() {
 }
 
 void InprocComm::close() {
-  asio::post(strand_, [self = shared_from_this()] {
+  runtime::post_urgent(strand_, [self = shared_from_this()] {
     if (self->closed_flag_.exchange(true)) return;
     if (auto peer = self->peer_.lock())
-      asio::post(peer->strand_, [peer] { peer->peer_gone(); });
+      runtime::post_urgent(peer->strand_, [peer] { peer->peer_gone(); });
     self->flush_read();
   });
 }
 
 void InprocComm::abort() noexcept {
   try {
-    asio::post(strand_, [self = shared_from_this()] {
+    runtime::post_urgent(strand_, [self = shared_from_this()] {
       if (self->aborted_) return;
       self->aborted_ = true;
       self->closed_flag_ = true;
       self->inbox_.clear();
       if (auto peer = self->peer_.lock())
-        asio::post(peer->strand_, [peer] { peer->peer_gone(); });
+        runtime::post_urgent(peer->strand_, [peer] { peer->peer_gone(); });
       self->flush_read();
     });
   } catch (...) {

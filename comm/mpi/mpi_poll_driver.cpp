@@ -1,5 +1,6 @@
 // PollDriver: where the MpiPoller's turns run (see mpi_poller.hpp).
 #include <taskwire/comm/mpi/mpi_poller.hpp>
+#include <taskwire/runtime/context.hpp>
 
 #include <fcntl.h>
 #include <sched.h>
@@ -42,6 +43,7 @@ PollDriver::PollDriver(std::shared_ptr<MpiPoller> poller, asio::any_io_executor 
     : poller_(std::move(poller)), strand_(asio::make_strand(executor)), timer_(strand_),
       guard_timer_(strand_), board_(poller_->board()),
       context_(&asio::query(executor, asio::execution::context)),
+      urgent_(&runtime::UrgentWork::of(asio::query(executor, asio::execution::context))),
       backoff_(config), deep_sleep_(config.sleep_cap * MpiPoller::kDeepIdleFactor),
       spin_after_progress_(config.spin_after_progress),
       yield_after_progress_(config.yield_after_progress), yield_unchecked_(config.yield_unchecked),
@@ -207,8 +209,10 @@ void PollDriver::run() {
 void PollDriver::run_turns() {
   // Poll back to back, without a pass through the io_context (each pass costs an epoll_wait
   // system call, 1.8 us here), delivering inline, until a delivery found its strand busy
-  // (it runs once the io_context gets its pass), the backoff says sleep, or kBurst is over:
-  // other handlers on this io_context wait at most that long.
+  // (it runs once the io_context gets its pass), the backoff says sleep, work was posted with
+  // runtime::post_urgent (an in-process comm's hop, a client's submission, a task result from
+  // a pool thread: in pool mode each hop waited out a burst, 4 hops in a round trip), or
+  // kBurst is over: other handlers on this io_context wait at most that long.
   const auto burst_end = MpiPoller::Clock::now() + MpiPoller::kBurst;
   std::chrono::microseconds wait{0};
   for (;;) {
@@ -216,6 +220,7 @@ void PollDriver::run_turns() {
     if (r.finished) return;  // MPI is shut down: nothing left to poll
     wait = next_wait(r);
     if (wait.count() > 0 || r.deferred || stopped_) break;
+    if (urgent_->pending() > 0) break;  // work for this io thread waits
     if (MpiPoller::Clock::now() >= burst_end) break;
     if (std::exchange(yield_next_, false)) ::sched_yield();
   }

@@ -67,6 +67,10 @@
 #include <unordered_map>
 #include <vector>
 
+namespace taskwire::runtime {
+class UrgentWork;
+}
+
 namespace taskwire::comm::mpi {
 
 class PollDriver;
@@ -292,6 +296,7 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   bool in_sleep_ = false;  ///< a sleep is set up and not yet ended (strand-confined)
   std::uint64_t sleep_id_ = 0;  ///< the current sleep; stale wake-ups carry an older one
   const asio::execution_context* context_;  ///< the io_context the driver runs on
+  const runtime::UrgentWork* urgent_;       ///< work posted for it that a burst would delay
   runtime::MpiBackoff backoff_;
   std::chrono::microseconds deep_sleep_;
   std::chrono::microseconds spin_after_progress_;

@@ -80,6 +80,52 @@ TEST_CASE("runtime: Context runs handlers on its threads and stops cleanly", "[r
   ctx.stop();  // idempotent
 }
 
+TEST_CASE("runtime: post_urgent counts its handlers until they run or are dropped", "[runtime]") {
+  asio::io_context io;
+  auto& work = runtime::UrgentWork::of(io);
+  auto strand = asio::make_strand(io.get_executor());
+  int ran = 0;
+  runtime::post_urgent(io.get_executor(), [&] { ++ran; });
+  runtime::post_urgent(strand, [&] { ++ran; });  // counted on the strand's io_context
+  CHECK(work.pending() == 2);
+  asio::io_context other;
+  CHECK(runtime::UrgentWork::of(other).pending() == 0);  // one count per execution context
+  io.run();
+  CHECK(ran == 2);
+  CHECK(work.pending() == 0);
+  {
+    runtime::UrgentWork::Token a(work);
+    runtime::UrgentWork::Token b(std::move(a));  // a moved-from token counts nothing
+    CHECK(work.pending() == 1);
+  }
+  CHECK(work.pending() == 0);  // destroyed unrun: no longer pending
+}
+
+TEST_CASE("runtime: a long handler sees urgent work posted for its io thread", "[runtime]") {
+  // What the MPI poll driver relies on to end a burst early (mpi_poll_driver.cpp).
+  runtime::Context ctx(runtime::Config{}, 1);
+  ctx.start();
+  auto& work = runtime::UrgentWork::of(ctx.io());
+  std::promise<void> looping;
+  std::promise<bool> saw;
+  asio::post(ctx.executor(), [&] {
+    looping.set_value();
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (work.pending() == 0 && std::chrono::steady_clock::now() < give_up) {
+    }
+    saw.set_value(work.pending() > 0);
+  });
+  looping.get_future().wait();
+  std::promise<void> ran;
+  runtime::post_urgent(ctx.executor(), [&] { ran.set_value(); });
+  auto seen = saw.get_future();
+  REQUIRE(seen.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  CHECK(seen.get());
+  CHECK(ran.get_future().wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK(work.pending() == 0);
+  ctx.stop();
+}
+
 TEST_CASE("runtime: a log file name may carry the rank", "[runtime]") {
   auto dir = std::filesystem::temp_directory_path() / ("taskwire-log-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
