@@ -5,6 +5,7 @@
 #include "bench/cluster_ranks.hpp"
 #include "bench/idle.hpp"
 #include "bench/latency.hpp"
+#include "bench/relay.hpp"
 #include "bench/tasks.hpp"
 
 #include <taskwire/runtime/log.hpp>
@@ -191,6 +192,23 @@ int idle_main(const std::vector<std::string>& args) {
   return bench::run_idle(o);
 }
 
+int relay_main(const std::vector<std::string>& args) {
+  bench::RelayOptions o;
+  std::string level = "warn";
+  po::options_description desc(
+      "taskwire-bench relay: the floor under a submit-get round trip on this host: 4 processes\n"
+      "pass a byte along its hops (client, scheduler, worker, scheduler, client) doing no work,\n"
+      "sleeping in read() on pipes, then spinning on shared memory with sched_yield().\n"
+      "Run it without mpiexec.\n\nOptions");
+  desc.add_options()("help,h", "show this help")(
+      "roundtrips", po::value(&o.roundtrips)->default_value(o.roundtrips), "round trips per measurement")(
+      "repeats", po::value(&o.repeats)->default_value(o.repeats), "measurements per mode (median reported)")(
+      "csv", po::value(&o.csv), "append rows mode,processes,roundtrips,us_per_roundtrip to FILE")(
+      "log-level", po::value(&level)->default_value(level), "trace .. off");
+  if (!parse_options(args, desc, level)) return 0;
+  return bench::run_relay(o);
+}
+
 void usage() {
   fmt::print(
       "usage: taskwire-bench SUBCOMMAND [options]\n\n"
@@ -199,7 +217,8 @@ void usage() {
       "  bandwidth  one-way stream rank 0 -> rank 1, GB/s, vs raw baselines (mpiexec -n 2)\n"
       "  tasks      task throughput: independent map, dependent chain, fan-in, submit-get round trip\n"
       "  array      sum((X + X^T)^T) of a blocked random matrix over MPI and TCP (mpiexec -n 5)\n"
-      "  idle       CPU per rank while a cluster is up and idle, MPI and TCP (mpiexec -n 4)\n\n"
+      "  idle       CPU per rank while a cluster is up and idle, MPI and TCP (mpiexec -n 4)\n"
+      "  relay      the host's floor under a round trip: 4 processes relaying a byte, no work\n\n"
       "`taskwire-bench SUBCOMMAND --help` shows a subcommand's options.\n");
 }
 
@@ -218,6 +237,7 @@ int main(int argc, char* argv[]) {
     if (sub == "array") return array_main(args);
     if (sub == "bandwidth") return bandwidth_main(args);
     if (sub == "idle") return idle_main(args);
+    if (sub == "relay") return relay_main(args);
     fmt::print(stderr, "taskwire-bench: unknown subcommand '{}'\n\n", sub);
     usage();
     return 2;
