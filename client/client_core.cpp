@@ -114,6 +114,7 @@ void ClientCore::close() {
 
 void ClientCore::start(comm::CommPtr scheduler) {
   scheduler_ = std::move(scheduler);
+  release_timer_.emplace(scheduler_->executor());
   read_loop();
 }
 
@@ -285,7 +286,34 @@ void ClientCore::release(const std::string& key) {
   }
   std::lock_guard lock(out_mu_);
   releases_.push_back(key);
-  post_flush_locked();
+  // A release is not urgent: it leaves with the next message to the scheduler (a submission
+  // right after a get(), say) or after release_delay_. On its own it costs the scheduler and
+  // the worker holding the key a wake-up and a message each while the next task runs
+  // (measured, mpiexec.mpich -n 4 taskwire-bench tasks, 5 interleaved runs: TCP round trip
+  // median 141.5 -> 125.2 us; MPI unchanged, 134.8 -> 134.5 us over 6 runs).
+  if (flush_posted_ || release_timer_set_) return;
+  release_timer_set_ = true;
+  asio::post(scheduler_->executor(),
+             guarded(*this, own_context_ != nullptr, [this] { arm_release_timer(); }));
+}
+
+void ClientCore::set_release_delay(std::chrono::milliseconds delay) {
+  std::lock_guard lock(out_mu_);
+  release_delay_ = delay;
+}
+
+void ClientCore::arm_release_timer() {
+  {
+    std::lock_guard lock(out_mu_);
+    release_timer_->expires_after(release_delay_);
+  }
+  release_timer_->async_wait(guarded(*this, own_context_ != nullptr, [this](error_code ec) {
+    {
+      std::lock_guard lock(out_mu_);
+      release_timer_set_ = false;
+    }
+    if (!ec) flush();
+  }));
 }
 
 namespace {

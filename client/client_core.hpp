@@ -78,6 +78,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void close();
 
   void release(const std::string& key);  ///< by KeyRef
+  /// How long a release may wait for another message to the scheduler before it leaves on
+  /// its own (default 2 ms; see release()).
+  void set_release_delay(std::chrono::milliseconds delay);
 
  private:
   ClientCore() = default;
@@ -86,6 +89,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void on_batch(const runtime::Message& m);
   void send(std::function<void(runtime::BatchWriter&)> add);
   void post_flush_locked();
+  /// Starts the wait after which queued releases leave alone (see release()); on the io side.
+  void arm_release_timer();
   /// Moves the pending releases into out_ as one release_keys operation; out_mu_ held.
   void add_releases_locked();
   /// Everything queued for the scheduler as one message (pending releases last); out_mu_ held.
@@ -140,6 +145,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // operations is kept.
   std::vector<std::string> releases_;
   bool flush_posted_ = false;
+  bool release_timer_set_ = false;
+  std::chrono::milliseconds release_delay_{2};
+  std::optional<asio::steady_timer> release_timer_;  // on the scheduler comm's executor
 };
 
 }  // namespace taskwire::client

@@ -185,6 +185,32 @@ TEST_CASE("cluster: released futures are forgotten by the scheduler", "[cluster]
   CHECK(forgotten);
 }
 
+TEST_CASE("cluster: a release leaves with the client's next message", "[cluster]") {
+  Cluster cl(1);
+  auto core = client::ClientCore::connect(cl.fx.registry(), cl.address, 10s);
+  core->set_release_delay(std::chrono::hours(1));  // no timer: only a next message takes it
+  auto submit = [&](const std::string& key) {
+    protocol::TaskSpec spec;
+    spec.key = key;
+    spec.function = "no_such::function";  // errs at once; the scheduler keeps it while held
+    spec.args.push_back({protocol::ArgSpec::frame, 0, {}});
+    return core->submit({spec}, {runtime::to_frame(1)}).at(0);
+  };
+  auto contains = [&](const char* key) {
+    return cl.scheduler->inspect([&](const scheduler::SchedulerState& s) { return s.contains(key); });
+  };
+  {
+    Future<int> first(submit("first-1"));
+    CHECK_THROWS(first.get());
+  }
+  std::this_thread::sleep_for(300ms);
+  CHECK(contains("first-1"));  // released on the client, not yet told to the scheduler
+  Future<int> second(submit("second-1"));
+  CHECK_THROWS(second.get());  // the scheduler has handled the message carrying both
+  CHECK_FALSE(contains("first-1"));
+  CHECK(contains("second-1"));
+}
+
 TEST_CASE("cluster: a worker joining late gets the waiting work", "[cluster]") {
   Cluster cl(0);
   Client client(cl.fx.registry(), cl.address);
