@@ -142,6 +142,7 @@ void ClientCore::on_batch(const runtime::Message& m) {
         if (auto it = keys_.find(b.key); it != keys_.end()) {
           it->second.status = KeyStatus::memory;
           it->second.holders = std::move(b.holders);
+          it->second.nbytes = b.nbytes;
           if (r.frames().size() == 1) it->second.data = r.frames()[0];  // sent inline
           ++it->second.reports;
         }
@@ -480,9 +481,11 @@ void ClientCore::fetch_from(const std::string& address, const std::vector<std::s
   static std::atomic<std::uint64_t> ids{0};
   const auto id = ++ids;
   w.add(Op::get_data, protocol::GetData{id, keys});
+  // A worker that accepts but never answers (stopped, wedged) would hold get() forever.
+  const auto timeout = fetch_timeout(keys);
   try {
-    comm::write_sync(link->comm, w.take());
-    auto reply = comm::read_sync(link->comm);
+    comm::write_sync(link->comm, w.take(), timeout);
+    auto reply = comm::read_sync(link->comm, timeout);
     runtime::for_each_op(reply, [&](runtime::OpReader& r) {
       if (r.op() != Op::data_reply)
         throw runtime::SerializationError("expected data_reply from " + address);
@@ -496,6 +499,17 @@ void ClientCore::fetch_from(const std::string& address, const std::vector<std::s
     link->comm.reset();
     throw;
   }
+}
+
+std::chrono::milliseconds ClientCore::fetch_timeout(const std::vector<std::string>& keys) {
+  constexpr std::uint64_t kBytesPerMs = 100'000;  // 100 MB/s: slow for any of our transports
+  std::uint64_t bytes = 0;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& k : keys)
+      if (auto it = keys_.find(k); it != keys_.end()) bytes += it->second.nbytes;
+  }
+  return timeout_ + std::chrono::milliseconds(bytes / kBytesPerMs);
 }
 
 void ClientCore::shutdown(std::chrono::milliseconds timeout) {

@@ -101,9 +101,12 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     comm::CommPtr comm;
   };
   std::shared_ptr<WorkerLink> worker_link(const std::string& address);
-  /// Fetches keys from one holder; fills `out` for the keys it had.
+  /// Fetches keys from one holder; fills `out` for the keys it had. A holder that has not
+  /// answered within fetch_timeout(keys) counts as gone for this fetch (CommError).
   void fetch_from(const std::string& address, const std::vector<std::string>& keys,
                   std::map<std::string, runtime::Frame>& out);
+  /// timeout_, plus 1 s per 100 MB of the keys' reported sizes.
+  std::chrono::milliseconds fetch_timeout(const std::vector<std::string>& keys);
   void fail_all(const std::string& why);
   /// One round of results(): waits for each key, then fetches what the client does not hold.
   /// `seen` gets the report count each fetched location came from.
@@ -117,6 +120,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     std::string message;
     std::string blamed_key, cause;  // erred: see failure_origin
     std::vector<std::string> holders;
+    std::uint64_t nbytes = 0;  // as the scheduler reported it
     std::optional<runtime::Frame> data;  // cached once fetched
     std::uint64_t reports = 0;           // scheduler reports on the key so far
     int refs = 0;

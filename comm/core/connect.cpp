@@ -231,24 +231,40 @@ std::unique_ptr<Listener> listen(Registry& registry, const std::string& address,
   return l;
 }
 
-Message read_sync(const CommPtr& comm) {
-  std::promise<Message> done;
-  auto fut = done.get_future();
-  comm->async_read([&done](error_code ec, Message m) {
-    if (ec) done.set_exception(std::make_exception_ptr(CommError(ec, "read: " + ec.message())));
-    else done.set_value(std::move(m));
-  });
+namespace {
+// Waits for `fut`; on timeout aborts the comm (the pending operation then completes with an
+// error into the shared promise) and throws.
+template <class T>
+T wait_sync(const CommPtr& comm, std::future<T>& fut, std::optional<std::chrono::milliseconds> timeout,
+            const char* what) {
+  if (timeout && fut.wait_for(*timeout) != std::future_status::ready) {
+    comm->abort();
+    throw CommError(make_error_code(errc::timeout),
+                    fmt::format("{}: {} did not complete within {} ms", comm->peer_address(), what,
+                                timeout->count()));
+  }
   return fut.get();
 }
+}  // namespace
 
-void write_sync(const CommPtr& comm, Message message) {
-  std::promise<void> done;
-  auto fut = done.get_future();
-  comm->async_write(std::move(message), [&done](error_code ec) {
-    if (ec) done.set_exception(std::make_exception_ptr(CommError(ec, "write: " + ec.message())));
-    else done.set_value();
+Message read_sync(const CommPtr& comm, std::optional<std::chrono::milliseconds> timeout) {
+  auto done = std::make_shared<std::promise<Message>>();
+  auto fut = done->get_future();
+  comm->async_read([done](error_code ec, Message m) {
+    if (ec) done->set_exception(std::make_exception_ptr(CommError(ec, "read: " + ec.message())));
+    else done->set_value(std::move(m));
   });
-  fut.get();
+  return wait_sync(comm, fut, timeout, "a read");
+}
+
+void write_sync(const CommPtr& comm, Message message, std::optional<std::chrono::milliseconds> timeout) {
+  auto done = std::make_shared<std::promise<void>>();
+  auto fut = done->get_future();
+  comm->async_write(std::move(message), [done](error_code ec) {
+    if (ec) done->set_exception(std::make_exception_ptr(CommError(ec, "write: " + ec.message())));
+    else done->set_value();
+  });
+  wait_sync(comm, fut, timeout, "a write");
 }
 
 }  // namespace taskwire::comm

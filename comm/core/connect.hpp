@@ -54,7 +54,10 @@ std::unique_ptr<Listener> listen(Registry& registry, const std::string& address,
                                  AcceptHandler on_comm, ListenOptions options = {});
 
 /// Blocking helpers for tests, benchmarks and simple clients (not from context threads).
-Message read_sync(const CommPtr& comm);                     ///< throws CommError
-void write_sync(const CommPtr& comm, Message message);      ///< throws CommError
+/// Throw CommError; with a timeout, one of errc::timeout when the operation has not completed
+/// by then, after aborting the comm (a peer that stopped answering, say).
+Message read_sync(const CommPtr& comm, std::optional<std::chrono::milliseconds> timeout = {});
+void write_sync(const CommPtr& comm, Message message,
+                std::optional<std::chrono::milliseconds> timeout = {});
 
 }  // namespace taskwire::comm

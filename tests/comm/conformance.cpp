@@ -169,6 +169,28 @@ TEST_CASE("conformance: abort() fails pending operations at once and ends the pe
   CHECK(server.records().at(0).end);
 }
 
+TEST_CASE("conformance: a blocking read with a timeout gives up on a peer that never answers",
+          "[conformance]") {
+  auto& fx = fixture();
+  Synced synced(fx);
+  TestServer server(fx, TestServer::Mode::record);  // reads, never answers
+  auto c = comm::connect(fx.registry(), server.target(), 20s);
+  comm::write_sync(c, seq_message(1), 10s);
+  const auto t0 = Clock::now();
+  try {
+    comm::read_sync(c, 200ms);
+    FAIL("read_sync returned a message nobody sent");
+  } catch (const comm::CommError& e) {
+    INFO(e.what());
+    CHECK(e.code() == comm::errc::timeout);
+    CHECK(std::string(e.what()).find("within 200 ms") != std::string::npos);
+    CHECK(Clock::now() - t0 < 10s);
+  }
+  CHECK(c->closed());  // aborted: the read that was pending cannot complete later
+  REQUIRE(server.wait_ended(1, kWait));
+  CHECK(server.records().at(0).messages.size() == 1);
+}
+
 TEST_CASE("conformance: connecting where nothing listens fails within the timeout, clearly",
           "[conformance]") {
   auto& fx = fixture();
