@@ -48,18 +48,21 @@ if [ $quick = 2 ]; then
   lat_args=(--seconds-per-size 0.01 --iterations 20)
   bw_args=(--seconds-per-size 0.01 --min-windows 1)
   tasks_args=(--independent 200 --chain 50 --fan-in 500 --roundtrips 20 --repeats 1)
+  relay_args=(--roundtrips 200 --repeats 1)
   array_args=(--n 400 --blocks 4)
   idle_args=(--seconds 0.3 --settle 0.1)
 elif [ $quick = 1 ]; then
   lat_args=(--seconds-per-size 0.05 --iterations 500)
   bw_args=(--seconds-per-size 0.1)
   tasks_args=(--repeats 3 --roundtrips 100)  # medians of 3, even when quick
+  relay_args=(--roundtrips 5000 --repeats 3)
   array_args=(--n 4000 --blocks 8)
   idle_args=(--seconds 2 --settle 0.5)
 else
   lat_args=(--seconds-per-size 0.4)
   bw_args=(--seconds-per-size 0.5)
   tasks_args=(--repeats 3)
+  relay_args=(--roundtrips 20000 --repeats 3)
   array_args=(--n 20000 --blocks 8)
   idle_args=(--seconds 5 --settle 1)
 fi
@@ -81,6 +84,7 @@ run latency mpiexec.mpich -n 2 "$bench" latency -b mpi,raw-mpi,tcp,raw-tcp \
   --sizes "$lat_sizes" "${lat_args[@]}" --csv "$out/latency.csv"
 run bandwidth mpiexec.mpich -n 2 "$bench" bandwidth -b mpi,raw-mpi,tcp,raw-tcp --sizes "$bw_sizes" "${bw_args[@]}" --csv "$out/bandwidth.csv"
 run tasks mpiexec.mpich -n 4 "$bench" tasks -b mpi,tcp "${tasks_args[@]}" --csv "$out/tasks.csv"
+run relay "$bench" relay "${relay_args[@]}" --csv "$out/relay.csv"
 run array mpiexec.mpich -n 5 "$bench" array -b mpi,tcp "${array_args[@]}" --csv "$out/array.csv"
 run idle mpiexec.mpich -n 4 "$bench" idle -b mpi,tcp "${idle_args[@]}" --csv "$out/idle.csv"
 load_after="$(uptime)"
@@ -213,6 +217,13 @@ img() { [ $plots -gt 0 ] && printf '![%s](%s.png)\n\n' "$1" "$1" || true; }
   echo
   img tasks
   csv_table "$out/tasks.csv"
+  echo
+  echo "The floor under a round trip on this host (\`taskwire-bench relay\`): 4 processes pass a byte"
+  echo "along the same hops (client, scheduler, worker, scheduler, client) doing no work, sleeping in"
+  echo "read() on pipes (every hop a wake-up, as for taskwire's ranks, which sleep when idle), then"
+  echo "spinning on shared memory with sched_yield() (every process polling, using a core whenever it can)."
+  echo
+  csv_table "$out/relay.csv"
   echo
   echo "## Blocked array: sum((X + X^T)^T) under mpiexec.mpich -n 5 (3 worker ranks)"
   echo
