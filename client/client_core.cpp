@@ -170,11 +170,13 @@ void ClientCore::on_batch(const runtime::Message& m) {
         break;
       }
       case Op::key_cancelled: {
-        for (auto& k : r.body<protocol::Keys>().keys)
+        auto b = r.body<protocol::KeysCancelled>();
+        const std::string why = b.reason.empty() ? "cancelled" : "cancelled: " + b.reason;
+        for (auto& k : b.keys)
           if (auto it = keys_.find(k); it != keys_.end()) {
             it->second.status = KeyStatus::cancelled;
             ++it->second.reports;
-            it->second.message = "cancelled";
+            it->second.message = why;
           }
         break;
       }

@@ -57,10 +57,16 @@ struct UpdateGraph {
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & tasks & wanted; }
 };
-struct Keys {  ///< release_keys, cancel_keys, free_keys, key_cancelled, key_lost
+struct Keys {  ///< release_keys, cancel_keys, free_keys, key_lost
   std::vector<Key> keys;
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & keys; }
+};
+struct KeysCancelled {  ///< key_cancelled (since protocol version 3)
+  std::vector<Key> keys;
+  std::string reason;  ///< "cancelled by client ...", "data lost with worker", ...
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & keys & reason; }
 };
 struct WhoHasRequest {
   std::uint64_t request_id = 0;

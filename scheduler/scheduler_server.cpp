@@ -141,7 +141,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   }
   void emit(ReportCancelled& r) {
     if (auto* out = out_to(peer_of(clients, r.client)))
-      out->add(Op::key_cancelled, protocol::Keys{r.keys});
+      out->add(Op::key_cancelled, protocol::KeysCancelled{r.keys, r.reason});
   }
   void emit(DropTaskSpec& d) { specs.erase(d.spec); }
   void emit(LogEvent& l) {

@@ -15,7 +15,8 @@
 namespace taskwire::comm {
 
 /// 2: operation headers in runtime/wire_codec.hpp's plain layout; key_lost.
-inline constexpr std::uint32_t kProtocolVersion = 2;
+/// 3: key_cancelled carries the reason (protocol::KeysCancelled).
+inline constexpr std::uint32_t kProtocolVersion = 3;
 
 struct HandshakeOptions {
   std::string name;

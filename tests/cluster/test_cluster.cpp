@@ -235,6 +235,7 @@ TEST_CASE("cluster: scatter, as_completed and cancel", "[cluster]") {
   auto after = client.submit(cluster_fns::slow_inc, slow);
   after.cancel();
   CHECK_THROWS_AS(after.get(), TaskError);
+  CHECK_THROWS_WITH(after.get(), Catch::Contains("cancelled by client"));  // the reason travels
 }
 
 TEST_CASE("cluster: client.shutdown() stops the scheduler and every worker", "[cluster]") {
