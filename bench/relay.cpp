@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -63,44 +65,76 @@ struct SharedWords final : Channel {
   }
 };
 
-template <class F>
-pid_t spawn(F body) {
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork() failed");
-  if (pid == 0) {
-    body();
-    std::_Exit(0);
+// The relay's children: killed with the parent (PR_SET_PDEATHSIG: a spinning child would
+// otherwise poll forever), and killed and reaped should the parent's measurement throw.
+class Children {
+ public:
+  Children() = default;
+  Children(const Children&) = delete;
+  Children& operator=(const Children&) = delete;
+  ~Children() {
+    for (pid_t k : pids_) ::kill(k, SIGKILL);
+    wait_all();
   }
-  return pid;
-}
+  template <class F>
+  void spawn(F body) {
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("fork() failed");
+    if (pid == 0) {
+      if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) std::_Exit(4);
+      body();
+      std::_Exit(0);
+    }
+    pids_.push_back(pid);
+  }
+  /// Reaps every child; how many did not exit with status 0.
+  int wait_all() {
+    int failed = 0;
+    for (pid_t k : pids_) {
+      int status = 0;
+      ::waitpid(k, &status, 0);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+    }
+    pids_.clear();
+    return failed;
+  }
+
+ private:
+  std::vector<pid_t> pids_;
+};
 
 /// Microseconds per round trip, over `n` round trips.
 double measure(Channel& ch, int n, bool spinning) {
-  std::vector<pid_t> kids;
-  kids.push_back(spawn([&] {  // the scheduler: forwards both ways
+  auto* idle_done = static_cast<std::atomic<bool>*>(
+      ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  if (idle_done == MAP_FAILED) throw std::runtime_error("mmap() failed");
+  new (idle_done) std::atomic<bool>(false);
+  struct Unmap {
+    void* p;
+    ~Unmap() { ::munmap(p, 4096); }
+  } unmap{idle_done};
+  Children kids;
+  kids.spawn([&] {  // the scheduler: forwards both ways
     for (int i = 1; i <= n; ++i) {
       ch.receive(to_scheduler, i);
       ch.send(to_worker, i);
       ch.receive(from_worker, i);
       ch.send(to_client, i);
     }
-  }));
-  kids.push_back(spawn([&] {  // the worker that runs the task
+  });
+  kids.spawn([&] {  // the worker that runs the task
     for (int i = 1; i <= n; ++i) {
       ch.receive(to_worker, i);
       ch.send(from_worker, i);
     }
-  }));
-  auto* idle_done = static_cast<std::atomic<bool>*>(
-      ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  if (idle_done == MAP_FAILED) throw std::runtime_error("mmap() failed");
-  new (idle_done) std::atomic<bool>(false);
-  kids.push_back(spawn([&] {  // the other worker: idle, but it polls too when spinning
+  });
+  kids.spawn([&] {  // the other worker: idle, but it polls too when spinning
     while (!idle_done->load()) {
       if (spinning) ::sched_yield();
       else ::usleep(1000);
     }
-  }));
+  });
   const auto t0 = Clock::now();
   for (int i = 1; i <= n; ++i) {
     ch.send(to_scheduler, i);
@@ -108,14 +142,7 @@ double measure(Channel& ch, int n, bool spinning) {
   }
   const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / n;
   idle_done->store(true);
-  int failed = 0;
-  for (pid_t k : kids) {
-    int status = 0;
-    ::waitpid(k, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
-  }
-  ::munmap(idle_done, 4096);
-  if (failed) throw std::runtime_error("a relay process failed");
+  if (kids.wait_all() != 0) throw std::runtime_error("a relay process failed");
   return us;
 }
 

@@ -171,7 +171,8 @@ void ClientCore::on_batch(const runtime::Message& m) {
       }
       case Op::key_cancelled: {
         auto b = r.body<protocol::KeysCancelled>();
-        const std::string why = b.reason.empty() ? "cancelled" : "cancelled: " + b.reason;
+        std::string why = b.reason.empty() ? "cancelled" : b.reason;
+        if (why.rfind("cancelled", 0) != 0) why = "cancelled: " + why;
         for (auto& k : b.keys)
           if (auto it = keys_.find(k); it != keys_.end()) {
             it->second.status = KeyStatus::cancelled;
@@ -483,11 +484,16 @@ void ClientCore::fetch_from(const std::string& address, const std::vector<std::s
   static std::atomic<std::uint64_t> ids{0};
   const auto id = ++ids;
   w.add(Op::get_data, protocol::GetData{id, keys});
-  // A worker that accepts but never answers (stopped, wedged) would hold get() forever.
-  const auto timeout = fetch_timeout(keys);
+  // A worker that accepts but never answers (stopped, wedged) would hold get() forever: the
+  // write and the read share one deadline.
+  const auto deadline = std::chrono::steady_clock::now() + fetch_timeout(keys);
+  const auto left = [&] {
+    return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                      deadline - std::chrono::steady_clock::now()));
+  };
   try {
-    comm::write_sync(link->comm, w.take(), timeout);
-    auto reply = comm::read_sync(link->comm, timeout);
+    comm::write_sync(link->comm, w.take(), left());
+    auto reply = comm::read_sync(link->comm, left());
     runtime::for_each_op(reply, [&](runtime::OpReader& r) {
       if (r.op() != Op::data_reply)
         throw runtime::SerializationError("expected data_reply from " + address);

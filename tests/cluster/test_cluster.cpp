@@ -236,6 +236,7 @@ TEST_CASE("cluster: scatter, as_completed and cancel", "[cluster]") {
   after.cancel();
   CHECK_THROWS_AS(after.get(), TaskError);
   CHECK_THROWS_WITH(after.get(), Catch::Contains("cancelled by client"));  // the reason travels
+  CHECK_THROWS_WITH(after.get(), !Catch::Contains("cancelled: cancelled"));
 }
 
 TEST_CASE("cluster: client.shutdown() stops the scheduler and every worker", "[cluster]") {
