@@ -2,6 +2,8 @@
 // through a scheduler file, like a user's program outside the cluster.
 //   daemon_client compute FILE        checks results, then shuts the cluster down
 //   daemon_client sigkill FILE PID    SIGKILLs worker PID mid-graph; results must stay right
+//   daemon_client sigstop FILE PID    SIGSTOPs worker PID (the only one) holding a result:
+//                                     get() must fail within bounds, not hang; then SIGCONT
 // Prints "CHECKED <what>" / "FAILED <what>"; exits 0 only if every check passed.
 #include "tests/cluster/cluster_functions.hpp"
 #include "tests/launch/checks.hpp"
@@ -10,7 +12,9 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <csignal>
+#include <fstream>
 #include <numeric>
 #include <thread>
 
@@ -56,17 +60,58 @@ void survive_sigkill(Client& client, int victim) {
   check(right, "every chain's result is right after a worker was SIGKILLed");
 }
 
+// True once every thread of `pid` is stopped (state T in /proc/PID/stat): a signal takes
+// effect asynchronously, and a thread could still answer a request meanwhile.
+bool stopped(int pid) {
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto paren = line.rfind(')');
+    if (paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'T') return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// A worker that stops answering (SIGSTOP) while it holds a result the client has not
+// fetched: the fetch gives up after the client's timeout and get() fails with a message,
+// where it used to wait forever. Then the worker goes on and the cluster serves again.
+void survive_sigstop(Client& client, int worker) {
+  const std::string big(100'000, 'y');  // above the inline limit: fetched from the worker
+  auto a = client.submit(cluster_fns::greet, big);
+  auto b = client.submit(cluster_fns::greet, big + "!");
+  check(a.get() == "hello " + big, "a result fetched from the worker");  // the link is open
+  check(b.wait_for(std::chrono::seconds(30)), "a second result in memory on the worker");
+  ::kill(worker, SIGSTOP);
+  check(stopped(worker), "the worker is stopped");
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    b.get();
+    check(false, "get() from a stopped worker fails");
+  } catch (const std::exception& e) {
+    const auto took = std::chrono::steady_clock::now() - t0;
+    fmt::print("get() from the stopped worker: {}\n", e.what());
+    check(took < std::chrono::seconds(30), "get() from a stopped worker fails within 30 s");
+  }
+  ::kill(worker, SIGCONT);
+  check(client.submit(cluster_fns::inc, 1).get() == 2, "the worker serves again after SIGCONT");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fmt::print(stderr, "usage: daemon_client compute|sigkill SCHEDULER_FILE [PID]\n");
+    fmt::print(stderr, "usage: daemon_client compute|sigkill|sigstop SCHEDULER_FILE [PID]\n");
     return 2;
   }
   const std::string mode = argv[1];
   try {
-    auto client = Client::from_scheduler_file(argv[2]);
+    ClientOptions options;
+    if (mode == "sigstop") options.connect_timeout = std::chrono::seconds(3);  // also the fetch's
+    auto client = Client::from_scheduler_file(argv[2], options);
     if (mode == "sigkill" && argc > 3) survive_sigkill(client, std::atoi(argv[3]));
+    if (mode == "sigstop" && argc > 3) survive_sigstop(client, std::atoi(argv[3]));
     compute(client);
     client.shutdown();
     fmt::print("client: done, {} failures\n", failures);

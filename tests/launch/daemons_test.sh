@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Daemons as separate processes, driven by a client process through a scheduler file.
-#   daemons_test.sh daemons|sigkill SCHEDULER_EXE WORKER_EXE PRELOAD_LIB CLIENT
+#   daemons_test.sh daemons|sigkill|sigstop SCHEDULER_EXE WORKER_EXE PRELOAD_LIB CLIENT
 #     taskwire-scheduler + taskwire-worker processes (--preload); `sigkill`: the client
-#     SIGKILLs one worker mid-graph and must still get correct results
+#     SIGKILLs one worker mid-graph and must still get correct results; `sigstop`: one
+#     worker, stopped while it holds a result: the client's get() must fail, not hang
 #   daemons_test.sh door MPIEXEC TASKWIRE_MPI PRELOAD_LIB CLIENT
 #     mpiexec.mpich -n 3 taskwire-mpi: the client comes in through its TCP door
 # Every daemon left must exit 0 after the client's shutdown; nothing may be left running.
@@ -34,21 +35,27 @@ if [ "$mode" = door ]; then
 fi
 
 scheduler=$2 worker=$3 lib=$4 client=$5
+workers=(1 2 3) heartbeat=5
+# sigstop: the stopped worker must not be removed for missing heartbeats meanwhile
+[ "$mode" = sigstop ] && workers=(1) heartbeat=120
 "$scheduler" --listen tcp://127.0.0.1:0 --scheduler-file "$dir/s.json" \
-  --heartbeat-timeout 5 >"$dir/scheduler.log" 2>&1 &
+  --heartbeat-timeout $heartbeat >"$dir/scheduler.log" 2>&1 &
 pids+=($!)
 wait_for_file "$dir/s.json"
-for w in 1 2 3; do
+for w in "${workers[@]}"; do
   "$worker" --scheduler-file "$dir/s.json" --preload "$lib" --name "w$w" \
     --log-level info >"$dir/worker$w.log" 2>&1 &
   pids+=($!)
 done
-for w in 1 2 3; do  # every worker registered
+for w in "${workers[@]}"; do  # every worker registered
   for _ in $(seq 1 100); do grep -q "taskwire-worker" "$dir/worker$w.log" && break; sleep 0.1; done
 done
 if [ "$mode" = sigkill ]; then
   timeout 90 "$client" sigkill "$dir/s.json" "${pids[2]}" || fail "client"
   survivors=("${pids[0]}" "${pids[1]}" "${pids[3]}")
+elif [ "$mode" = sigstop ]; then
+  timeout 90 "$client" sigstop "$dir/s.json" "${pids[1]}" || { kill -CONT "${pids[1]}"; fail "client"; }
+  survivors=("${pids[@]}")
 else
   timeout 60 "$client" compute "$dir/s.json" || fail "client"
   survivors=("${pids[@]}")
