@@ -12,8 +12,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace taskwire::bench {
@@ -34,11 +36,18 @@ struct Channel {
 struct Pipes final : Channel {
   int fd[kHops][2];
   Pipes() {
+    for (auto& p : fd) p[0] = p[1] = -1;
     for (auto& p : fd)
-      if (::pipe(p) != 0) throw std::runtime_error("pipe() failed");
+      if (::pipe(p) != 0) {
+        close_all();
+        throw std::runtime_error("pipe() failed");
+      }
   }
-  ~Pipes() override {
-    for (auto& p : fd) ::close(p[0]), ::close(p[1]);
+  ~Pipes() override { close_all(); }
+  void close_all() {
+    for (auto& p : fd)
+      for (int& f : p)
+        if (f >= 0) ::close(std::exchange(f, -1));
   }
   void send(Hop hop, int) override {
     const char c = 0;
@@ -50,15 +59,27 @@ struct Pipes final : Channel {
   }
 };
 
+// One page of memory shared with the children forked after it is made.
+class SharedPage {
+ public:
+  SharedPage()
+      : p_(::mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)) {
+    if (p_ == MAP_FAILED) throw std::runtime_error("mmap() failed");
+  }
+  ~SharedPage() { ::munmap(p_, kSize); }
+  SharedPage(const SharedPage&) = delete;
+  SharedPage& operator=(const SharedPage&) = delete;
+  void* get() const noexcept { return p_; }
+
+ private:
+  static constexpr std::size_t kSize = 4096;
+  void* p_;
+};
+
 struct SharedWords final : Channel {
   static constexpr std::size_t kStride = 64 / sizeof(std::atomic<int>);  // a cache line each
-  std::atomic<int>* words;
-  SharedWords() {
-    void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::runtime_error("mmap() failed");
-    words = new (p) std::atomic<int>[kHops * kStride]();
-  }
-  ~SharedWords() override { ::munmap(words, 4096); }
+  SharedPage page;
+  std::atomic<int>* words = new (page.get()) std::atomic<int>[kHops * kStride]();
   void send(Hop hop, int i) override { words[hop * kStride].store(i, std::memory_order_release); }
   void receive(Hop hop, int i) override {
     while (words[hop * kStride].load(std::memory_order_acquire) != i) ::sched_yield();
@@ -106,14 +127,8 @@ class Children {
 
 /// Microseconds per round trip, over `n` round trips.
 double measure(Channel& ch, int n, bool spinning) {
-  auto* idle_done = static_cast<std::atomic<bool>*>(
-      ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  if (idle_done == MAP_FAILED) throw std::runtime_error("mmap() failed");
-  new (idle_done) std::atomic<bool>(false);
-  struct Unmap {
-    void* p;
-    ~Unmap() { ::munmap(p, 4096); }
-  } unmap{idle_done};
+  SharedPage page;  // outlives the children (declared first)
+  auto* idle_done = new (page.get()) std::atomic<bool>(false);
   Children kids;
   kids.spawn([&] {  // the scheduler: forwards both ways
     for (int i = 1; i <= n; ++i) {
@@ -149,18 +164,20 @@ double measure(Channel& ch, int n, bool spinning) {
 }  // namespace
 
 int run_relay(const RelayOptions& o) {
-  if (o.roundtrips < 1 || o.repeats < 1) throw std::invalid_argument("--roundtrips and --repeats must be at least 1");
+  if (o.roundtrips < 1 || o.repeats < 1)
+    throw std::invalid_argument("--roundtrips and --repeats must be at least 1");
   CsvWriter csv(o.csv, "mode,processes,roundtrips,us_per_roundtrip");
-  fmt::print("zero-work round trip client -> scheduler -> worker -> scheduler -> client, 4 processes, "
-             "{} cores; median of {}\n",
+  fmt::print("zero-work round trip client -> scheduler -> worker -> scheduler -> client, "
+             "4 processes, {} cores; median of {}\n",
              std::max(1u, std::thread::hardware_concurrency()), o.repeats);
   fmt::print("{:<10} {:>12}\n", "mode", "us/roundtrip");
   for (const bool spinning : {false, true}) {
     std::vector<double> runs;
     for (int r = 0; r < o.repeats; ++r) {
-      Pipes pipes;
-      SharedWords words;
-      runs.push_back(measure(spinning ? static_cast<Channel&>(words) : pipes, o.roundtrips, spinning));
+      std::unique_ptr<Channel> ch;
+      if (spinning) ch = std::make_unique<SharedWords>();
+      else ch = std::make_unique<Pipes>();
+      runs.push_back(measure(*ch, o.roundtrips, spinning));
     }
     const double us = summarize(runs).p50;
     const char* mode = spinning ? "spinning" : "sleeping";

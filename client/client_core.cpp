@@ -217,7 +217,7 @@ void ClientCore::post_flush_locked() {
   flush_posted_ = true;
   // Coalesce everything queued before the io thread gets to it into one message.
   // (Should the core be gone first, ~ClientCore sent what was left.)
-  runtime::post_urgent(scheduler_->executor(),
+  runtime::post_urgent(registry_->context().urgent(), scheduler_->executor(),
                        guarded(*this, own_context_ != nullptr, [this] { flush(); }));
 }
 
@@ -487,9 +487,10 @@ void ClientCore::fetch_from(const std::string& address, const std::vector<std::s
   // A worker that accepts but never answers (stopped, wedged) would hold get() forever: the
   // write and the read share one deadline.
   const auto deadline = std::chrono::steady_clock::now() + fetch_timeout(keys);
-  const auto left = [&] {
-    return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                      deadline - std::chrono::steady_clock::now()));
+  const auto left = [deadline] {
+    using std::chrono::milliseconds;
+    const auto now = std::chrono::steady_clock::now();
+    return std::max(std::chrono::duration_cast<milliseconds>(deadline - now), milliseconds(1));
   };
   try {
     comm::write_sync(link->comm, w.take(), left());

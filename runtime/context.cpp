@@ -7,11 +7,10 @@ asio::execution_context::id UrgentWork::id;
 
 Context::Context(Config config, unsigned threads)
     : config_(std::move(config)), nthreads_(threads ? threads : 1),
-      io_(static_cast<int>(nthreads_)) {
-  // Registered now, the count outlives the services registered later (strands, sockets,
-  // timers), whose shutdown may destroy handlers holding a token.
-  UrgentWork::of(io_);
-}
+      io_(static_cast<int>(nthreads_)),
+      // Registered now, the count outlives the services registered later (strands, sockets,
+      // timers), whose shutdown may destroy handlers holding a token.
+      urgent_(&UrgentWork::of(io_)) {}
 
 Context::~Context() { stop(); }
 

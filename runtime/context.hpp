@@ -13,6 +13,8 @@
 
 namespace taskwire::runtime {
 
+class UrgentWork;
+
 class Context {
  public:
   /// `threads` is how many threads start() runs the io_context on (at least 1).
@@ -32,11 +34,14 @@ class Context {
   /// Must not be called from one of the context's own threads.
   void stop();
   bool running_in_this_thread() noexcept { return io_.get_executor().running_in_this_thread(); }
+  /// The count post_urgent keeps for this context's io_context (looked up once).
+  UrgentWork& urgent() noexcept { return *urgent_; }
 
  private:
   Config config_;
   unsigned nthreads_;
   asio::io_context io_;
+  UrgentWork* urgent_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard_;
   std::vector<std::thread> threads_;
 };
@@ -50,7 +55,9 @@ class UrgentWork : public asio::execution_context::service {
   static asio::execution_context::id id;
   explicit UrgentWork(asio::execution_context& context) : service(context) {}
   std::int64_t pending() const noexcept { return pending_.load(std::memory_order_acquire); }
-  static UrgentWork& of(asio::execution_context& context) { return asio::use_service<UrgentWork>(context); }
+  static UrgentWork& of(asio::execution_context& context) {
+    return asio::use_service<UrgentWork>(context);
+  }
 
   /// Counts one handler from its post until it runs or is destroyed unrun.
   class Token {
@@ -64,7 +71,8 @@ class UrgentWork : public asio::execution_context::service {
     Token& operator=(Token&&) = delete;
     ~Token() { done(); }
     void done() noexcept {
-      if (auto* w = std::exchange(work_, nullptr)) w->pending_.fetch_sub(1, std::memory_order_release);
+      if (auto* w = std::exchange(work_, nullptr))
+        w->pending_.fetch_sub(1, std::memory_order_release);
     }
 
    private:
@@ -77,14 +85,20 @@ class UrgentWork : public asio::execution_context::service {
 };
 
 /// asio::post, for work whose latency matters: a hop of an in-process comm, a client's
-/// submission, a task result from a pool thread (see UrgentWork).
+/// submission, a task result from a pool thread. `work` is the count of the executor's
+/// execution context (UrgentWork::of it, or Context::urgent(); kept by callers on hot paths,
+/// as the lookup takes asio's service-registry lock).
 template <class Executor, class F>
-void post_urgent(const Executor& executor, F&& f) {
-  auto& work = UrgentWork::of(asio::query(executor, asio::execution::context));
+void post_urgent(UrgentWork& work, const Executor& executor, F&& f) {
   asio::post(executor, [token = UrgentWork::Token(work), f = std::forward<F>(f)]() mutable {
     token.done();
     f();
   });
+}
+template <class Executor, class F>
+void post_urgent(const Executor& executor, F&& f) {
+  post_urgent(UrgentWork::of(asio::query(executor, asio::execution::context)), executor,
+              std::forward<F>(f));
 }
 
 }  // namespace taskwire::runtime

@@ -134,7 +134,8 @@ void Worker::Impl::on_executed(std::string function, Event result) {
     if (executed_posted_) return;
     executed_posted_ = true;
   }
-  runtime::post_urgent(strand_, [self = shared_from_this()] { self->drain_executed(); });
+  runtime::post_urgent(context_.urgent(), strand_,
+                       [self = shared_from_this()] { self->drain_executed(); });
 }
 
 void Worker::Impl::drain_executed() {

@@ -295,7 +295,8 @@ void Worker::Impl::to_scheduler(protocol::Op op, const T& body, std::vector<runt
   if (closing_) return;
   if (!handling_ && !flush_posted_) {  // handle() flushes when it is done
     flush_posted_ = true;
-    runtime::post_urgent(strand_, [self = shared_from_this()] { self->flush(); });
+    runtime::post_urgent(context_.urgent(), strand_,
+                         [self = shared_from_this()] { self->flush(); });
   }
   outbox_.add(op, body, std::move(payload));
 }

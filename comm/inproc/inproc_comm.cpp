@@ -4,7 +4,14 @@
 namespace taskwire::comm::inproc {
 
 InprocComm::InprocComm(asio::any_io_executor executor, std::string local, std::string peer)
-    : strand_(asio::make_strand(executor)), local_(std::move(local)), peer_addr_(std::move(peer)) {}
+    : strand_(asio::make_strand(executor)),
+      urgent_(&runtime::UrgentWork::of(asio::query(executor, asio::execution::context))),
+      local_(std::move(local)), peer_addr_(std::move(peer)) {}
+
+template <class F>
+void InprocComm::post(F&& f) {
+  runtime::post_urgent(*urgent_, strand_, std::forward<F>(f));
+}
 
 void InprocComm::link(const std::shared_ptr<InprocComm>& a, const std::shared_ptr<InprocComm>& b) {
   a->peer_ = b;
@@ -12,7 +19,7 @@ void InprocComm::link(const std::shared_ptr<InprocComm>& a, const std::shared_pt
 }
 
 void InprocComm::async_read(ReadHandler handler) {
-  runtime::post_urgent(strand_, [self = shared_from_this(), h = std::move(handler)]() mutable {
+  post([self = shared_from_this(), h = std::move(handler)]() mutable {
     if (self->pending_read_) {
       return h(make_error_code(errc::protocol), Message{});  // contract: one read at a time
     }
@@ -43,13 +50,12 @@ void InprocComm::flush_read() {
 }
 
 void InprocComm::async_write(Message message, WriteHandler handler) {
-  runtime::post_urgent(strand_, [self = shared_from_this(), m = std::move(message),
-                       h = std::move(handler)]() mutable {
+  post([self = shared_from_this(), m = std::move(message), h = std::move(handler)]() mutable {
     if (self->aborted_) return h(make_error_code(errc::aborted));
     if (self->closed_flag_ || self->peer_closed_) return h(make_error_code(errc::closed));
     auto peer = self->peer_.lock();
     if (!peer) return h(make_error_code(errc::closed));
-    runtime::post_urgent(peer->strand_, [peer, m = std::move(m)]() mutable { peer->deliver(std::move(m)); });
+    peer->post([peer, m = std::move(m)]() mutable { peer->deliver(std::move(m)); });
     h({});
   });
 }
@@ -66,23 +72,23 @@ void InprocComm::peer_gone() {
 }
 
 void InprocComm::close() {
-  runtime::post_urgent(strand_, [self = shared_from_this()] {
+  post([self = shared_from_this()] {
     if (self->closed_flag_.exchange(true)) return;
     if (auto peer = self->peer_.lock())
-      runtime::post_urgent(peer->strand_, [peer] { peer->peer_gone(); });
+      peer->post([peer] { peer->peer_gone(); });
     self->flush_read();
   });
 }
 
 void InprocComm::abort() noexcept {
   try {
-    runtime::post_urgent(strand_, [self = shared_from_this()] {
+    post([self = shared_from_this()] {
       if (self->aborted_) return;
       self->aborted_ = true;
       self->closed_flag_ = true;
       self->inbox_.clear();
       if (auto peer = self->peer_.lock())
-        runtime::post_urgent(peer->strand_, [peer] { peer->peer_gone(); });
+        peer->post([peer] { peer->peer_gone(); });
       self->flush_read();
     });
   } catch (...) {

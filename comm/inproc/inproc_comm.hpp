@@ -6,6 +6,10 @@
 
 #include <deque>
 
+namespace taskwire::runtime {
+class UrgentWork;
+}
+
 namespace taskwire::comm::inproc {
 
 class InprocComm final : public Comm, public std::enable_shared_from_this<InprocComm> {
@@ -27,8 +31,12 @@ class InprocComm final : public Comm, public std::enable_shared_from_this<Inproc
   void deliver(Message message);  // on this end's strand, from the peer
   void peer_gone();               // on this end's strand: the peer closed or aborted
   void flush_read();
+  /// Posts to this end's strand with runtime::post_urgent (defined in the .cpp).
+  template <class F>
+  void post(F&& f);
 
   asio::strand<asio::any_io_executor> strand_;
+  runtime::UrgentWork* urgent_;  // every hop is posted with runtime::post_urgent
   std::string local_, peer_addr_;
   std::weak_ptr<InprocComm> peer_;
   std::deque<Message> inbox_;
