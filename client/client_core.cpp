@@ -7,6 +7,8 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <future>
 #include <utility>
 
@@ -324,17 +326,50 @@ namespace {
 bool is_done(KeyStatus s) { return s != KeyStatus::pending; }
 }  // namespace
 
+namespace {
+// TASKWIRE_CLIENT_DRIVE=0 keeps a waiting thread off the event loop (for comparisons).
+bool drive_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("TASKWIRE_CLIENT_DRIVE");
+    return !(v && std::string(v) == "0");
+  }();
+  return enabled;
+}
+}  // namespace
+
+template <class Pred>
+bool ClientCore::block(std::unique_lock<std::mutex>& lock, Pred done, Deadline deadline) {
+  using Clock = std::chrono::steady_clock;
+  if (done()) return true;
+  if (drive_enabled()) {
+    auto& context = registry_->context();
+    lock.unlock();  // the io thread may need mu_ to finish its handler and park
+    auto drive = context.try_drive();
+    lock.lock();
+    while (drive && !done()) {
+      if (deadline && Clock::now() >= *deadline) return false;
+      lock.unlock();
+      const bool ran = drive->run_one_until(deadline ? *deadline : Clock::now() + std::chrono::hours(1));
+      lock.lock();
+      if (!ran && context.io().stopped()) drive.reset();  // nothing runs any more: wait as before
+    }
+    if (drive) return true;
+  }
+  if (!deadline) {
+    cv_.wait(lock, done);
+    return true;
+  }
+  return cv_.wait_until(lock, *deadline, done);
+}
+
 bool ClientCore::wait(const std::string& key, std::optional<std::chrono::milliseconds> timeout) {
   std::unique_lock lock(mu_);
   auto pred = [&] {
     auto it = keys_.find(key);
     return it == keys_.end() || is_done(it->second.status);
   };
-  if (!timeout) {
-    cv_.wait(lock, pred);
-    return true;
-  }
-  return cv_.wait_for(lock, *timeout, pred);
+  if (!timeout) return block(lock, pred);
+  return block(lock, pred, std::chrono::steady_clock::now() + *timeout);
 }
 
 KeyStatus ClientCore::status(const std::string& key) {
@@ -353,7 +388,7 @@ std::pair<std::string, std::string> ClientCore::failure_origin(const std::string
 std::size_t ClientCore::wait_any(const std::vector<std::string>& keys) {
   std::unique_lock lock(mu_);
   std::size_t found = keys.size();
-  cv_.wait(lock, [&] {
+  block(lock, [&] {
     for (std::size_t i = 0; i < keys.size(); ++i) {
       auto it = keys_.find(keys[i]);
       if (it == keys_.end() || is_done(it->second.status)) {
@@ -409,7 +444,7 @@ void ClientCore::fetch_results(const std::vector<std::string>& keys,
   {
     std::unique_lock lock(mu_);
     for (const auto& key : keys) {
-      cv_.wait(lock, [&] {
+      block(lock, [&] {
         auto it = keys_.find(key);
         return it == keys_.end() || is_done(it->second.status);
       });
@@ -452,7 +487,8 @@ void ClientCore::await_news(const std::vector<std::string>& keys,
       return it == keys_.end() || it->second.reports != seen.at(key) || it->second.data ||
              it->second.status != KeyStatus::memory;
     };
-    cv_.wait_for(lock, timeout_, [&] { return changed() || !broken_.empty(); });
+    block(lock, [&] { return changed() || !broken_.empty(); },
+          std::chrono::steady_clock::now() + timeout_);
     if (changed()) continue;
     if (!broken_.empty())  // no news will come, and the holders it named are stale
       throw TaskError(key, "no worker holding the result could send it, and " + broken_);
@@ -524,7 +560,8 @@ std::chrono::milliseconds ClientCore::fetch_timeout(const std::vector<std::strin
 void ClientCore::shutdown(std::chrono::milliseconds timeout) {
   send([](runtime::BatchWriter& w) { w.add(Op::shutdown, protocol::Empty{}); });
   std::unique_lock lock(mu_);
-  if (!cv_.wait_for(lock, timeout, [&] { return shutdown_acked_ || !broken_.empty(); }))
+  if (!block(lock, [&] { return shutdown_acked_ || !broken_.empty(); },
+             std::chrono::steady_clock::now() + timeout))
     throw comm::CommError(make_error_code(comm::errc::timeout),
                           fmt::format("the scheduler did not acknowledge shutdown within {} ms",
                                       timeout.count()));

@@ -108,6 +108,12 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// timeout_, plus 1 s per 100 MB of the keys' reported sizes.
   std::chrono::milliseconds fetch_timeout(const std::vector<std::string>& keys);
   void fail_all(const std::string& why);
+  using Deadline = std::optional<std::chrono::steady_clock::time_point>;
+  /// Waits (mu_ held through `lock`) until done() or the deadline; true if done(). The calling
+  /// thread runs the context's event loop meanwhile when it may (runtime::Context::Drive), so
+  /// that a reply wakes it directly; otherwise it waits on cv_.
+  template <class Pred>
+  bool block(std::unique_lock<std::mutex>& lock, Pred done, Deadline deadline = std::nullopt);
   /// One round of results(): waits for each key, then fetches what the client does not hold.
   /// `seen` gets the report count each fetched location came from.
   void fetch_results(const std::vector<std::string>& keys, std::map<std::string, runtime::Frame>& got,

@@ -1,0 +1,118 @@
+// runtime::Context::Drive: a thread that waits for the event loop's work runs the loop itself.
+#include <taskwire/runtime/context.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <thread>
+
+using namespace taskwire;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The thread that runs a handler posted to `ctx` now.
+std::thread::id runner_of(runtime::Context& ctx) {
+  std::promise<std::thread::id> id;
+  asio::post(ctx.executor(), [&] { id.set_value(std::this_thread::get_id()); });
+  auto f = id.get_future();
+  REQUIRE(f.wait_for(10s) == std::future_status::ready);
+  return f.get();
+}
+
+std::chrono::steady_clock::time_point in(std::chrono::milliseconds ms) {
+  return std::chrono::steady_clock::now() + ms;
+}
+
+}  // namespace
+
+TEST_CASE("runtime: a Drive runs the context's handlers on the calling thread", "[runtime]") {
+  runtime::Context ctx(runtime::Config{}, 1);
+  ctx.start();
+  const auto io_thread = runner_of(ctx);
+  REQUIRE(io_thread != std::this_thread::get_id());
+  {
+    auto drive = ctx.try_drive();
+    REQUIRE(drive);
+    // Posted from elsewhere while driven: only the driving thread runs them.
+    std::vector<std::thread::id> ran_on;
+    std::thread poster([&] {
+      for (int i = 0; i < 100; ++i)
+        asio::post(ctx.executor(), [&] { ran_on.push_back(std::this_thread::get_id()); });
+    });
+    poster.join();
+    const auto give_up = in(10'000ms);
+    while (ran_on.size() < 100 && std::chrono::steady_clock::now() < give_up)
+      drive->run_one_until(in(100ms));
+    REQUIRE(ran_on.size() == 100);
+    for (const auto& id : ran_on) CHECK(id == std::this_thread::get_id());
+    // Nothing to run: returns at the deadline with nothing run.
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK_FALSE(drive->run_one_until(in(50ms)));
+    CHECK(std::chrono::steady_clock::now() - t0 >= 50ms);
+  }
+  // Given back: the context's own thread runs handlers again, with nobody driving.
+  CHECK(runner_of(ctx) == io_thread);
+  ctx.stop();
+}
+
+TEST_CASE("runtime: only one thread drives, and only a single-thread context it does not run",
+          "[runtime]") {
+  runtime::Context idle(runtime::Config{}, 1);
+  CHECK_FALSE(idle.try_drive());  // not started: nothing to take over
+
+  runtime::Context two(runtime::Config{}, 2);
+  two.start();
+  CHECK_FALSE(two.try_drive());
+  two.stop();
+
+  runtime::Context ctx(runtime::Config{}, 1);
+  ctx.start();
+  std::promise<bool> inside;
+  asio::post(ctx.executor(), [&] { inside.set_value(ctx.try_drive().has_value()); });
+  auto f = inside.get_future();
+  REQUIRE(f.wait_for(10s) == std::future_status::ready);
+  CHECK_FALSE(f.get());  // a handler would wait for itself to park
+
+  auto drive = ctx.try_drive();
+  REQUIRE(drive);
+  bool second = true;
+  std::thread other([&] { second = ctx.try_drive().has_value(); });
+  other.join();
+  CHECK_FALSE(second);
+  drive.reset();
+  CHECK(ctx.try_drive());  // free again
+  ctx.stop();
+}
+
+TEST_CASE("runtime: stopping a driven context ends the drive and the parked thread", "[runtime]") {
+  runtime::Context ctx(runtime::Config{}, 1);
+  ctx.start();
+  auto drive = ctx.try_drive();
+  REQUIRE(drive);
+  std::thread stopper([&] { ctx.stop(); });  // joins the parked own thread
+  stopper.join();
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_FALSE(drive->run_one_until(in(10'000ms)));  // stopped: returns at once
+  CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+  drive.reset();
+  CHECK_FALSE(ctx.try_drive());
+}
+
+TEST_CASE("runtime: a handler that throws while driven is logged, not thrown at the driver",
+          "[runtime]") {
+  runtime::Context ctx(runtime::Config{}, 1);
+  ctx.start();
+  auto drive = ctx.try_drive();
+  REQUIRE(drive);
+  bool after = false;
+  asio::post(ctx.executor(), [] { throw std::runtime_error("a bug in a handler"); });
+  asio::post(ctx.executor(), [&] { after = true; });
+  const auto give_up = in(10'000ms);
+  CHECK_NOTHROW([&] {
+    while (!after && std::chrono::steady_clock::now() < give_up) drive->run_one_until(in(100ms));
+  }());
+  CHECK(after);
+  drive.reset();
+  ctx.stop();
+}
