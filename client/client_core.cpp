@@ -7,8 +7,6 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <cstdlib>
-
 #include <future>
 #include <utility>
 
@@ -57,6 +55,7 @@ std::shared_ptr<ClientCore> ClientCore::connect(const std::string& address, Clie
   core->name_ = options.name.empty() ? fmt::format("client-{}", ::getpid()) : options.name;
   options.config.name = core->name_;
   core->own_context_ = std::make_unique<runtime::Context>(options.config, 1);
+  core->own_context_->set_drive_linger(options.config.client_drive_linger);
   core->own_registry_ = std::make_unique<comm::Registry>(*core->own_context_);
   comm::register_builtin_backends(*core->own_registry_);
   core->registry_ = core->own_registry_.get();
@@ -80,6 +79,7 @@ ClientCore::~ClientCore() {
   if (own_context_) {
     // Stopping the io thread drops what it has not run yet: hand what is queued (releases,
     // cancels, submissions) to the transport first, waiting a bounded time for it to leave.
+    own_context_->end_linger();
     auto sent = std::make_shared<std::promise<void>>();
     auto left = sent->get_future();
     bool writing = false;
@@ -217,7 +217,10 @@ void ClientCore::send(std::function<void(runtime::BatchWriter&)> add) {
 void ClientCore::post_flush_locked() {
   if (flush_posted_) return;
   flush_posted_ = true;
-  // Coalesce everything queued before the io thread gets to it into one message.
+  // Coalesce everything queued before the io thread gets to it into one message. Right
+  // after a wait in this client, the io thread lingers parked (Context::set_drive_linger):
+  // the flush then leaves with this thread's next wait (a get() after a submit, the whole
+  // chain of a submit loop as one message), or when the linger ends, within ~1-2 ms.
   // (Should the core be gone first, ~ClientCore sent what was left.)
   runtime::post_urgent(registry_->context().urgent(), scheduler_->executor(),
                        guarded(*this, own_context_ != nullptr, [this] { flush(); }));
@@ -326,23 +329,12 @@ namespace {
 bool is_done(KeyStatus s) { return s != KeyStatus::pending; }
 }  // namespace
 
-namespace {
-// TASKWIRE_CLIENT_DRIVE=0 keeps a waiting thread off the event loop (for comparisons).
-bool drive_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("TASKWIRE_CLIENT_DRIVE");
-    return !(v && std::string(v) == "0");
-  }();
-  return enabled;
-}
-}  // namespace
-
 template <class Pred>
 bool ClientCore::block(std::unique_lock<std::mutex>& lock, Pred done, Deadline deadline) {
   using Clock = std::chrono::steady_clock;
   if (done()) return true;
-  if (drive_enabled()) {
-    auto& context = registry_->context();
+  auto& context = registry_->context();
+  if (context.config().client_drive) {
     lock.unlock();  // the io thread may need mu_ to finish its handler and park
     auto drive = context.try_drive();
     lock.lock();
@@ -507,6 +499,7 @@ std::shared_ptr<ClientCore::WorkerLink> ClientCore::worker_link(const std::strin
 
 void ClientCore::fetch_from(const std::string& address, const std::vector<std::string>& keys,
                             std::map<std::string, runtime::Frame>& out) {
+  registry_->context().end_linger();  // the io thread does the fetch: no point waiting for it
   auto link = worker_link(address);
   std::lock_guard lock(link->mu);
   if (!link->comm || link->comm->closed()) {

@@ -44,10 +44,17 @@ struct Config {
   /// Tests set it to exercise version mismatches.
   std::uint32_t protocol_version_override = 0;
   MpiPollConfig mpi;
+  /// A client's thread that waits for results (get, wait, as_completed) runs the client's
+  /// event loop itself (runtime::Context::Drive), so that a reply wakes it directly.
+  bool client_drive = true;
+  /// After such a wait the client's io thread stays parked this long, so that the next
+  /// submission and wait run on the calling thread alone (Context::set_drive_linger).
+  std::chrono::microseconds client_drive_linger{1000};
 
   /// Defaults overlaid with TASKWIRE_AUTH_TOKEN, TASKWIRE_CONNECT_TIMEOUT_MS,
   /// TASKWIRE_MPI_SPIN_POLLS, TASKWIRE_MPI_SLEEP_CAP_US, TASKWIRE_MPI_YIELD_US,
-  /// TASKWIRE_MPI_MAX_CHUNK_BYTES, TASKWIRE_MAX_FRAME_BYTES, TASKWIRE_MAX_MESSAGE_BYTES. A
+  /// TASKWIRE_MPI_MAX_CHUNK_BYTES, TASKWIRE_MAX_FRAME_BYTES, TASKWIRE_MAX_MESSAGE_BYTES,
+  /// TASKWIRE_CLIENT_DRIVE (0 or 1), TASKWIRE_CLIENT_DRIVE_LINGER_US. A
   /// malformed value throws std::invalid_argument naming the variable.
   static Config from_env();
 };

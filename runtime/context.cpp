@@ -34,13 +34,7 @@ void Context::run_thread() {
       }
       // One thread: handler by handler, so that a Drive can take the loop between two.
       for (;;) {
-        if (drive_wanted_.load(std::memory_order_acquire)) {
-          std::unique_lock lock(park_mu_);
-          parked_ = true;
-          park_cv_.notify_all();
-          park_cv_.wait(lock, [&] { return !driven_ || !started_; });
-          parked_ = false;
-        }
+        if (drive_wanted_.load(std::memory_order_acquire)) park();
         if (io_.stopped()) return;
         io_.run_one();
       }
@@ -64,11 +58,48 @@ void Context::stop() {
   threads_.clear();
 }
 
+// Parked while driven, then for linger_ after the Drive ends. The Drive's end does not wake
+// this thread (that would cost the wake-up a linger saves): while driven, it looks again
+// every linger_, doubling while the same Drive lasts (a long get() costs a few wake-ups), and
+// a Drive that ends long before this thread's next look wakes it (~Drive).
+void Context::park() {
+  constexpr std::chrono::milliseconds kLongestLook{100};
+  std::unique_lock lock(park_mu_);
+  parked_ = true;
+  park_cv_.notify_all();
+  auto period = linger_;
+  auto seen = drives_;
+  for (;;) {
+    if (!started_) break;
+    const auto now = Clock::now();
+    if (!driven_) {
+      if (now >= linger_until_) break;
+      wakes_at_ = linger_until_;
+    } else if (linger_.count() == 0) {
+      wakes_at_ = Clock::time_point::max();
+    } else {
+      if (drives_ != seen) {
+        seen = drives_;
+        period = linger_;
+      }
+      wakes_at_ = now + period;
+      period = std::min<std::chrono::microseconds>(period * 2, kLongestLook);
+    }
+    if (wakes_at_ == Clock::time_point::max()) park_cv_.wait(lock);
+    else park_cv_.wait_until(lock, wakes_at_);
+  }
+  wakes_at_ = Clock::time_point::max();
+  parked_ = false;
+  drive_wanted_.store(false, std::memory_order_release);
+}
+
 std::optional<Context::Drive> Context::try_drive() {
   if (nthreads_ != 1 || running_in_this_thread()) return std::nullopt;
   std::unique_lock lock(park_mu_);
   if (!started_ || driven_) return std::nullopt;
   driven_ = true;
+  ++drives_;
+  if (parked_) return Drive(*this);  // still lingering after the last Drive
   drive_wanted_.store(true, std::memory_order_release);
   // The own thread may wait for a handler in the reactor: give it one, so that it returns
   // (urgent: the MPI poller ends its burst too). Whoever runs first runs it.
@@ -76,7 +107,6 @@ std::optional<Context::Drive> Context::try_drive() {
   park_cv_.wait(lock, [&] { return parked_ || !started_; });
   if (!started_) {
     driven_ = false;
-    drive_wanted_.store(false, std::memory_order_release);
     return std::nullopt;
   }
   return Drive(*this);
@@ -84,12 +114,28 @@ std::optional<Context::Drive> Context::try_drive() {
 
 Context::Drive::~Drive() {
   if (!ctx_) return;
+  bool wake = true;
   {
     std::lock_guard lock(ctx_->park_mu_);
     ctx_->driven_ = false;
-    ctx_->drive_wanted_.store(false, std::memory_order_release);
+    const auto now = Clock::now();
+    if (ctx_->linger_.count() > 0 && ctx_->wakes_at_ <= now + 2 * ctx_->linger_) {
+      ctx_->linger_until_ = now + ctx_->linger_;
+      wake = false;  // it looks again soon enough, and lingers until then
+    } else {
+      ctx_->linger_until_ = now;
+    }
   }
-  ctx_->park_cv_.notify_all();
+  if (wake) ctx_->park_cv_.notify_all();
+}
+
+void Context::end_linger() {
+  {
+    std::lock_guard lock(park_mu_);
+    if (driven_ || !parked_ || linger_until_ <= Clock::now()) return;
+    linger_until_ = Clock::time_point{};
+  }
+  park_cv_.notify_all();
 }
 
 bool Context::Drive::run_one_until(std::chrono::steady_clock::time_point deadline) {

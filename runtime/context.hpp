@@ -51,7 +51,7 @@ class Context {
     Drive(const Drive&) = delete;
     Drive& operator=(const Drive&) = delete;
     Drive& operator=(Drive&&) = delete;
-    ~Drive();  ///< hands the io_context back to the context's thread
+    ~Drive();  ///< hands the io_context back to the context's thread (see set_drive_linger)
     /// Runs at most one handler, waiting for one until `deadline`. False when none ran
     /// (the deadline passed, or the context was stopped).
     bool run_one_until(std::chrono::steady_clock::time_point deadline);
@@ -65,9 +65,20 @@ class Context {
   /// started; the caller is not a handler of it; no other thread drives. Otherwise nullopt,
   /// and the caller waits as it would have (its waits are woken by handlers as before).
   std::optional<Drive> try_drive();
+  /// How long the own thread stays parked after a Drive ends (default 0: it resumes at
+  /// once). A Drive within that time takes the loop back without a wake-up of that thread:
+  /// a submit().get() loop then runs on the calling thread alone. Meanwhile nothing serves
+  /// the loop (handlers posted then wait for the next Drive or the linger's end), so only for
+  /// a context that does nothing but that thread's work (a client's). Call before start().
+  void set_drive_linger(std::chrono::microseconds linger) noexcept { linger_ = linger; }
+  /// Ends a linger now: for a thread about to wait for the own thread's work (a synchronous
+  /// read, say) rather than drive. Costs a wake-up only when the own thread lingers.
+  void end_linger();
 
  private:
+  using Clock = std::chrono::steady_clock;
   void run_thread();
+  void park();
 
   Config config_;
   unsigned nthreads_;
@@ -76,12 +87,16 @@ class Context {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard_;
   std::vector<std::thread> threads_;
 
-  // Driving (single-thread contexts): the own thread parks while driven_.
+  // Driving (single-thread contexts): the own thread parks while driven_ or lingering.
   std::mutex park_mu_;
   std::condition_variable park_cv_;
   bool started_ = false;   // the own thread runs (or parks)
   bool driven_ = false;    // a Drive exists
   bool parked_ = false;    // the own thread is out of the io_context
+  std::uint64_t drives_ = 0;                     // Drives so far
+  std::chrono::microseconds linger_{0};
+  Clock::time_point linger_until_{};             // after a Drive: parked until then
+  Clock::time_point wakes_at_ = Clock::time_point::max();  // the parked thread's next look
   std::atomic<bool> drive_wanted_{false};  // driven_, read without the lock per handler
 };
 

@@ -116,3 +116,42 @@ TEST_CASE("runtime: a handler that throws while driven is logged, not thrown at 
   drive.reset();
   ctx.stop();
 }
+
+TEST_CASE("runtime: after a Drive the own thread lingers, and the next Drive needs no wake-up",
+          "[runtime]") {
+  runtime::Context ctx(runtime::Config{}, 1);
+  ctx.set_drive_linger(std::chrono::seconds(2));
+  ctx.start();
+  const auto io_thread = runner_of(ctx);
+  REQUIRE(ctx.try_drive());  // taken and given back: the own thread now lingers for 2 s
+  std::promise<std::thread::id> ran;
+  asio::post(ctx.executor(), [&] { ran.set_value(std::this_thread::get_id()); });
+  auto f = ran.get_future();
+  CHECK(f.wait_for(100ms) == std::future_status::timeout);  // nobody serves the loop
+  {
+    auto drive = ctx.try_drive();  // the lingering thread is not asked to park again
+    REQUIRE(drive);
+    // (The first Drive's nudge to park may still be queued: it runs too.)
+    const auto give_up = in(10'000ms);
+    while (f.wait_for(0s) != std::future_status::ready && std::chrono::steady_clock::now() < give_up)
+      drive->run_one_until(in(100ms));
+    REQUIRE(f.wait_for(0s) == std::future_status::ready);
+    CHECK(f.get() == std::this_thread::get_id());
+  }
+  // end_linger() hands the loop back at once rather than after the 2 s.
+  const auto t0 = std::chrono::steady_clock::now();
+  ctx.end_linger();
+  CHECK(runner_of(ctx) == io_thread);
+  CHECK(std::chrono::steady_clock::now() - t0 < 1500ms);
+  ctx.stop();
+}
+
+TEST_CASE("runtime: a linger ends by itself", "[runtime]") {
+  runtime::Context ctx(runtime::Config{}, 1);
+  ctx.set_drive_linger(20ms);
+  ctx.start();
+  const auto io_thread = runner_of(ctx);
+  REQUIRE(ctx.try_drive());
+  CHECK(runner_of(ctx) == io_thread);  // within runner_of's 10 s, with no one driving
+  ctx.stop();
+}
