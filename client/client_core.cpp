@@ -59,6 +59,7 @@ std::shared_ptr<ClientCore> ClientCore::connect(const std::string& address, Clie
   core->own_registry_ = std::make_unique<comm::Registry>(*core->own_context_);
   comm::register_builtin_backends(*core->own_registry_);
   core->registry_ = core->own_registry_.get();
+  core->context_ = core->own_context_.get();
   core->timeout_ = options.connect_timeout;
   core->own_context_->start();
   core->start(comm::connect(*core->registry_, address, options.connect_timeout));
@@ -69,6 +70,7 @@ std::shared_ptr<ClientCore> ClientCore::connect(comm::Registry& registry, const 
                                                 std::chrono::milliseconds timeout) {
   std::shared_ptr<ClientCore> core(new ClientCore());
   core->registry_ = &registry;
+  core->context_ = &registry.context();
   core->timeout_ = timeout;
   core->name_ = registry.context().config().name;
   core->start(comm::connect(registry, address, timeout));
@@ -76,10 +78,13 @@ std::shared_ptr<ClientCore> ClientCore::connect(comm::Registry& registry, const 
 }
 
 ClientCore::~ClientCore() {
+  // What this destructor and close() hand to the io thread should not wait out a linger
+  // (Context::set_drive_linger): the context may be stopped right after. (The context, not
+  // the registry: futures may outlive a registry, see mpi::detail::ClusterRank.)
+  if (context_) context_->end_linger();
   if (own_context_) {
     // Stopping the io thread drops what it has not run yet: hand what is queued (releases,
     // cancels, submissions) to the transport first, waiting a bounded time for it to leave.
-    own_context_->end_linger();
     auto sent = std::make_shared<std::promise<void>>();
     auto left = sent->get_future();
     bool writing = false;
@@ -222,7 +227,7 @@ void ClientCore::post_flush_locked() {
   // the flush then leaves with this thread's next wait (a get() after a submit, the whole
   // chain of a submit loop as one message), or when the linger ends, within ~1-2 ms.
   // (Should the core be gone first, ~ClientCore sent what was left.)
-  runtime::post_urgent(registry_->context().urgent(), scheduler_->executor(),
+  runtime::post_urgent(context_->urgent(), scheduler_->executor(),
                        guarded(*this, own_context_ != nullptr, [this] { flush(); }));
 }
 
@@ -333,25 +338,36 @@ template <class Pred>
 bool ClientCore::block(std::unique_lock<std::mutex>& lock, Pred done, Deadline deadline) {
   using Clock = std::chrono::steady_clock;
   if (done()) return true;
-  auto& context = registry_->context();
+  auto& context = *context_;
   if (context.config().client_drive) {
     lock.unlock();  // the io thread may need mu_ to finish its handler and park
     auto drive = context.try_drive();
     lock.lock();
+    bool ok = true;
     while (drive && !done()) {
-      if (deadline && Clock::now() >= *deadline) return false;
+      if (deadline && Clock::now() >= *deadline) {
+        ok = false;
+        break;
+      }
       lock.unlock();
       const bool ran = drive->run_one_until(deadline ? *deadline : Clock::now() + std::chrono::hours(1));
       lock.lock();
       if (!ran && context.io().stopped()) drive.reset();  // nothing runs any more: wait as before
     }
-    if (drive) return true;
+    if (drive) {
+      if (cv_waiters_ > 0) {  // other threads wait on cv_: the io thread serves them now
+        drive.reset();
+        context.end_linger();
+      }
+      return ok;
+    }
   }
-  if (!deadline) {
-    cv_.wait(lock, done);
-    return true;
-  }
-  return cv_.wait_until(lock, *deadline, done);
+  ++cv_waiters_;
+  bool ok = true;
+  if (!deadline) cv_.wait(lock, done);
+  else ok = cv_.wait_until(lock, *deadline, done);
+  --cv_waiters_;
+  return ok;
 }
 
 bool ClientCore::wait(const std::string& key, std::optional<std::chrono::milliseconds> timeout) {
@@ -499,7 +515,7 @@ std::shared_ptr<ClientCore::WorkerLink> ClientCore::worker_link(const std::strin
 
 void ClientCore::fetch_from(const std::string& address, const std::vector<std::string>& keys,
                             std::map<std::string, runtime::Frame>& out) {
-  registry_->context().end_linger();  // the io thread does the fetch: no point waiting for it
+  context_->end_linger();  // the io thread does the fetch: no point waiting for it
   auto link = worker_link(address);
   std::lock_guard lock(link->mu);
   if (!link->comm || link->comm->closed()) {

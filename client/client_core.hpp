@@ -1,7 +1,8 @@
 #pragma once
 // The non-template part of the client: the scheduler connection, the state of every key the
 // client holds, data fetches from workers. Thread-safety: every public member may be called
-// from any user thread; network work runs on the context's io thread.
+// from any user thread; network work runs on the context's io thread, or on a user thread
+// that waits for results while it waits (see block()).
 #include <taskwire/comm/core/connect.hpp>
 #include <taskwire/runtime/batch.hpp>
 #include <taskwire/runtime/context.hpp>
@@ -135,12 +136,14 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::unique_ptr<runtime::Context> own_context_;
   std::unique_ptr<comm::Registry> own_registry_;
   comm::Registry* registry_ = nullptr;
+  runtime::Context* context_ = nullptr;  // the registry's; outlives it in an mpi cluster rank
   std::chrono::milliseconds timeout_{10'000};
   std::string name_;
   comm::CommPtr scheduler_;
 
   std::mutex mu_;
   std::condition_variable cv_;
+  int cv_waiters_ = 0;  // threads in block() waiting on cv_ (another one drives)
   std::unordered_map<std::string, KeyState> keys_;
   std::map<std::string, std::shared_ptr<WorkerLink>> workers_;
   std::string broken_;  // set when the scheduler connection is gone

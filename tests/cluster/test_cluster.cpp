@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <thread>
 
 using namespace taskwire;
@@ -120,6 +121,41 @@ TEST_CASE("cluster: a result whose only holder left before the client fetched it
   REQUIRE(now.size() == 1);
   CHECK(now.front() != first.front());
   CHECK(cl.scheduler_workers() == 1);
+}
+
+TEST_CASE("cluster: a client with its own io thread serves waits from several threads at once",
+          "[cluster]") {
+  // Client(address) owns a one-thread context: a thread that waits runs its event loop
+  // (runtime::Context::Drive) and the io thread lingers parked after each wait; other
+  // threads' waits are served meanwhile (the fixture's clients share a two-thread context,
+  // which no thread drives).
+  Cluster cl(2);
+  REQUIRE(cl.wait_workers(2));
+  Client client(cl.address);
+  for (int i = 0; i < 200; ++i) {  // submit().get(): each submission leaves with the next wait
+    auto f = client.submit(cluster_fns::inc, i);
+    REQUIRE(f.wait_for(30s));
+    REQUIRE(f.get() == i + 1);
+  }
+  const std::string big(100'000, 'z');  // fetched from its worker right after a wait
+  CHECK(client.submit(cluster_fns::greet, big).get() == "hello " + big);
+  auto slow = client.submit(cluster_fns::slow_inc, 1);
+  CHECK_FALSE(slow.wait_for(1ms));  // a wait that times out while driving
+  std::atomic<int> wrong{0}, late{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        auto f = client.submit(cluster_fns::add, t * 1000, i);
+        if (!f.wait_for(30s)) ++late;
+        else if (f.get() != t * 1000 + i) ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(late == 0);
+  CHECK(wrong == 0);
+  REQUIRE(slow.wait_for(30s));
+  CHECK(slow.get() == 2);
 }
 
 TEST_CASE("cluster: a 10 000-task graph completes", "[cluster]") {
