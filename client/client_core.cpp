@@ -81,7 +81,8 @@ ClientCore::~ClientCore() {
   // What this destructor and close() hand to the io thread should not wait out a linger
   // (Context::set_drive_linger): the context may be stopped right after. (The context, not
   // the registry: futures may outlive a registry, see mpi::detail::ClusterRank.)
-  if (context_) context_->end_linger();
+  std::optional<runtime::Context::Awake> awake;
+  if (context_) awake.emplace(context_->keep_awake());
   if (own_context_) {
     // Stopping the io thread drops what it has not run yet: hand what is queued (releases,
     // cancels, submissions) to the transport first, waiting a bounded time for it to leave.
@@ -341,8 +342,18 @@ bool ClientCore::block(std::unique_lock<std::mutex>& lock, Pred done, Deadline d
   auto& context = *context_;
   if (context.config().client_drive) {
     lock.unlock();  // the io thread may need mu_ to finish its handler and park
-    auto drive = context.try_drive();
+    auto drive = context.try_drive(deadline.value_or(Clock::time_point::max()));
     lock.lock();
+    if (drive && deadline && Clock::now() >= *deadline) {
+      // No time left (wait_for(0) in a loop, say): still run what is ready now.
+      constexpr int kReadyHandlers = 16;
+      for (int i = 0; i < kReadyHandlers && !done(); ++i) {
+        lock.unlock();
+        const bool ran = drive->poll_one();
+        lock.lock();
+        if (!ran) break;
+      }
+    }
     bool ok = true;
     while (drive && !done()) {
       if (deadline && Clock::now() >= *deadline) {
@@ -354,20 +365,16 @@ bool ClientCore::block(std::unique_lock<std::mutex>& lock, Pred done, Deadline d
       lock.lock();
       if (!ran && context.io().stopped()) drive.reset();  // nothing runs any more: wait as before
     }
-    if (drive) {
-      if (cv_waiters_ > 0) {  // other threads wait on cv_: the io thread serves them now
-        drive.reset();
-        context.end_linger();
-      }
-      return ok;
-    }
+    if (drive) return ok;
   }
-  ++cv_waiters_;
-  bool ok = true;
-  if (!deadline) cv_.wait(lock, done);
-  else ok = cv_.wait_until(lock, *deadline, done);
-  --cv_waiters_;
-  return ok;
+  // Another thread drives, or none may: handlers wake this one. The io thread must not
+  // linger meanwhile (it may be the one to run them).
+  auto awake = context.keep_awake();
+  if (!deadline) {
+    cv_.wait(lock, done);
+    return true;
+  }
+  return cv_.wait_until(lock, *deadline, done);
 }
 
 bool ClientCore::wait(const std::string& key, std::optional<std::chrono::milliseconds> timeout) {
@@ -515,9 +522,9 @@ std::shared_ptr<ClientCore::WorkerLink> ClientCore::worker_link(const std::strin
 
 void ClientCore::fetch_from(const std::string& address, const std::vector<std::string>& keys,
                             std::map<std::string, runtime::Frame>& out) {
-  context_->end_linger();  // the io thread does the fetch: no point waiting for it
   auto link = worker_link(address);
   std::lock_guard lock(link->mu);
+  auto awake = context_->keep_awake();  // the io thread does the fetch: it must not linger
   if (!link->comm || link->comm->closed()) {
     // The scheduler said this worker holds the keys: if nothing listens there, it is gone.
     comm::ConnectOptions options;

@@ -143,7 +143,6 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  int cv_waiters_ = 0;  // threads in block() waiting on cv_ (another one drives)
   std::unordered_map<std::string, KeyState> keys_;
   std::map<std::string, std::shared_ptr<WorkerLink>> workers_;
   std::string broken_;  // set when the scheduler connection is gone

@@ -44,7 +44,7 @@ class Context {
   /// waits (parked) until the Drive is gone. A thread that blocks until a reply arrives
   /// (Future::get) then wakes up itself when the reply's bytes do, instead of being woken
   /// by the io thread after it ran the handler: one wake-up less per round trip.
-  /// Handlers still run one at a time (MPI_THREAD_SERIALIZED holds).
+  /// Handlers still run one at a time (MPI_THREAD_SERIALIZED holds). (context_drive.cpp)
   class Drive {
    public:
     Drive(Drive&& other) noexcept : ctx_(std::exchange(other.ctx_, nullptr)) {}
@@ -55,6 +55,8 @@ class Context {
     /// Runs at most one handler, waiting for one until `deadline`. False when none ran
     /// (the deadline passed, or the context was stopped).
     bool run_one_until(std::chrono::steady_clock::time_point deadline);
+    /// Runs at most one handler that is ready now (after a look at the sockets).
+    bool poll_one();
 
    private:
     friend class Context;
@@ -62,18 +64,36 @@ class Context {
     Context* ctx_;
   };
   /// A Drive, if the calling thread may have one: the context runs on one thread of its own,
-  /// started; the caller is not a handler of it; no other thread drives. Otherwise nullopt,
-  /// and the caller waits as it would have (its waits are woken by handlers as before).
-  std::optional<Drive> try_drive();
+  /// started; the caller is not a handler of it; no other thread drives; the own thread
+  /// parks before `deadline` (it finishes the handler it runs first). Otherwise nullopt, and
+  /// the caller waits as it would have (its waits are woken by handlers as before).
+  std::optional<Drive> try_drive(
+      std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
   /// How long the own thread stays parked after a Drive ends (default 0: it resumes at
-  /// once). A Drive within that time takes the loop back without a wake-up of that thread:
-  /// a submit().get() loop then runs on the calling thread alone. Meanwhile nothing serves
-  /// the loop (handlers posted then wait for the next Drive or the linger's end), so only for
-  /// a context that does nothing but that thread's work (a client's). Call before start().
-  void set_drive_linger(std::chrono::microseconds linger) noexcept { linger_ = linger; }
-  /// Ends a linger now: for a thread about to wait for the own thread's work (a synchronous
-  /// read, say) rather than drive. Costs a wake-up only when the own thread lingers.
-  void end_linger();
+  /// once; at most 1 s). A Drive within that time takes the loop back without a wake-up of
+  /// that thread: a submit().get() loop then runs on the calling thread alone. Meanwhile
+  /// nothing serves the loop (handlers posted then wait for the next Drive or the linger's
+  /// end; lingers in a row end 10 ms after the own thread parked), so only for a context
+  /// that does nothing but that thread's work (a client's). Call before start().
+  void set_drive_linger(std::chrono::microseconds linger) noexcept;
+
+  /// While one exists, a Drive that ends does not linger, and a linger under way ends: for
+  /// a thread about to wait for work the own thread must do (a synchronous read, a wait
+  /// on a condition a handler signals) rather than drive.
+  class Awake {
+   public:
+    Awake(Awake&& other) noexcept : ctx_(std::exchange(other.ctx_, nullptr)) {}
+    Awake(const Awake&) = delete;
+    Awake& operator=(const Awake&) = delete;
+    Awake& operator=(Awake&&) = delete;
+    ~Awake();
+
+   private:
+    friend class Context;
+    explicit Awake(Context& ctx) noexcept : ctx_(&ctx) {}
+    Context* ctx_;
+  };
+  Awake keep_awake();
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -93,8 +113,10 @@ class Context {
   bool started_ = false;   // the own thread runs (or parks)
   bool driven_ = false;    // a Drive exists
   bool parked_ = false;    // the own thread is out of the io_context
+  int awake_ = 0;          // Awake objects
   std::uint64_t drives_ = 0;                     // Drives so far
   std::chrono::microseconds linger_{0};
+  Clock::time_point parked_since_{};
   Clock::time_point linger_until_{};             // after a Drive: parked until then
   Clock::time_point wakes_at_ = Clock::time_point::max();  // the parked thread's next look
   std::atomic<bool> drive_wanted_{false};  // driven_, read without the lock per handler

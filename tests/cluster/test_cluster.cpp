@@ -139,6 +139,12 @@ TEST_CASE("cluster: a client with its own io thread serves waits from several th
   }
   const std::string big(100'000, 'z');  // fetched from its worker right after a wait
   CHECK(client.submit(cluster_fns::greet, big).get() == "hello " + big);
+  auto polled = client.submit(cluster_fns::inc, 7);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!polled.wait_for(0ms) && std::chrono::steady_clock::now() - t0 < 10s) {
+  }  // each poll runs what is ready, and never keeps the io thread from it
+  CHECK(polled.wait_for(0ms));
+  CHECK(polled.get() == 8);
   auto slow = client.submit(cluster_fns::slow_inc, 1);
   CHECK_FALSE(slow.wait_for(1ms));  // a wait that times out while driving
   std::atomic<int> wrong{0}, late{0};

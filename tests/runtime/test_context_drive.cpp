@@ -120,29 +120,22 @@ TEST_CASE("runtime: a handler that throws while driven is logged, not thrown at 
 TEST_CASE("runtime: after a Drive the own thread lingers, and the next Drive needs no wake-up",
           "[runtime]") {
   runtime::Context ctx(runtime::Config{}, 1);
-  ctx.set_drive_linger(std::chrono::seconds(2));
+  ctx.set_drive_linger(std::chrono::seconds(1));
   ctx.start();
-  const auto io_thread = runner_of(ctx);
-  REQUIRE(ctx.try_drive());  // taken and given back: the own thread now lingers for 2 s
+  REQUIRE(ctx.try_drive());  // taken and given back: the own thread now lingers for 1 s
   std::promise<std::thread::id> ran;
   asio::post(ctx.executor(), [&] { ran.set_value(std::this_thread::get_id()); });
   auto f = ran.get_future();
   CHECK(f.wait_for(100ms) == std::future_status::timeout);  // nobody serves the loop
-  {
-    auto drive = ctx.try_drive();  // the lingering thread is not asked to park again
-    REQUIRE(drive);
-    // (The first Drive's nudge to park may still be queued: it runs too.)
-    const auto give_up = in(10'000ms);
-    while (f.wait_for(0s) != std::future_status::ready && std::chrono::steady_clock::now() < give_up)
-      drive->run_one_until(in(100ms));
-    REQUIRE(f.wait_for(0s) == std::future_status::ready);
-    CHECK(f.get() == std::this_thread::get_id());
-  }
-  // end_linger() hands the loop back at once rather than after the 2 s.
-  const auto t0 = std::chrono::steady_clock::now();
-  ctx.end_linger();
-  CHECK(runner_of(ctx) == io_thread);
-  CHECK(std::chrono::steady_clock::now() - t0 < 1500ms);
+  auto drive = ctx.try_drive();  // the lingering thread is not asked to park again
+  REQUIRE(drive);
+  // (The first Drive's nudge to park may still be queued: it runs too.)
+  const auto give_up = in(10'000ms);
+  while (f.wait_for(0s) != std::future_status::ready && std::chrono::steady_clock::now() < give_up)
+    drive->run_one_until(in(100ms));
+  REQUIRE(f.wait_for(0s) == std::future_status::ready);
+  CHECK(f.get() == std::this_thread::get_id());
+  drive.reset();
   ctx.stop();
 }
 
@@ -153,5 +146,73 @@ TEST_CASE("runtime: a linger ends by itself", "[runtime]") {
   const auto io_thread = runner_of(ctx);
   REQUIRE(ctx.try_drive());
   CHECK(runner_of(ctx) == io_thread);  // within runner_of's 10 s, with no one driving
+  ctx.stop();
+}
+
+TEST_CASE("runtime: keep_awake ends a linger, and a Drive ending while one exists does not linger",
+          "[runtime]") {
+  runtime::Context ctx(runtime::Config{}, 1);
+  ctx.set_drive_linger(std::chrono::seconds(1));
+  ctx.start();
+  const auto io_thread = runner_of(ctx);
+  REQUIRE(ctx.try_drive());  // lingers for 1 s
+  auto t0 = std::chrono::steady_clock::now();
+  {
+    auto awake = ctx.keep_awake();  // a thread about to wait for the own thread's work
+    CHECK(runner_of(ctx) == io_thread);
+  }
+  CHECK(std::chrono::steady_clock::now() - t0 < 900ms);
+
+  auto drive = ctx.try_drive();
+  REQUIRE(drive);
+  auto awake = ctx.keep_awake();  // taken while another thread drives
+  std::promise<std::thread::id> ran;
+  asio::post(ctx.executor(), [&] { ran.set_value(std::this_thread::get_id()); });
+  t0 = std::chrono::steady_clock::now();
+  drive.reset();  // no linger: the own thread resumes at once and runs the handler
+  auto f = ran.get_future();
+  REQUIRE(f.wait_for(10s) == std::future_status::ready);
+  CHECK(f.get() == io_thread);
+  CHECK(std::chrono::steady_clock::now() - t0 < 900ms);
+  ctx.stop();
+}
+
+TEST_CASE("runtime: Drives that run nothing cannot keep the loop unserved", "[runtime]") {
+  // A thread polling wait_for(0) takes and gives back the loop in a row: lingers in a row
+  // end 10 ms after the own thread parked, so what is posted meanwhile still runs.
+  runtime::Context ctx(runtime::Config{}, 1);
+  ctx.set_drive_linger(std::chrono::seconds(1));
+  ctx.start();
+  const auto io_thread = runner_of(ctx);
+  REQUIRE(ctx.try_drive());
+  std::promise<std::thread::id> ran;
+  asio::post(ctx.executor(), [&] { ran.set_value(std::this_thread::get_id()); });
+  auto f = ran.get_future();
+  const auto give_up = in(5'000ms);
+  while (f.wait_for(0s) != std::future_status::ready && std::chrono::steady_clock::now() < give_up) {
+    auto drive = ctx.try_drive(in(1ms));  // taken and given back, running nothing
+  }
+  REQUIRE(f.wait_for(0s) == std::future_status::ready);
+  CHECK(f.get() == io_thread);
+  ctx.stop();
+}
+
+TEST_CASE("runtime: a Drive kept across stop() and start() still has the loop alone", "[runtime]") {
+  runtime::Context ctx(runtime::Config{}, 1);
+  ctx.start();
+  auto drive = ctx.try_drive();
+  REQUIRE(drive);
+  ctx.stop();
+  ctx.start();  // the new own thread must park: the Drive is still held
+  std::vector<std::thread::id> ran_on;
+  for (int i = 0; i < 200; ++i)
+    asio::post(ctx.executor(), [&] { ran_on.push_back(std::this_thread::get_id()); });
+  const auto give_up = in(10'000ms);
+  while (ran_on.size() < 200 && std::chrono::steady_clock::now() < give_up)
+    drive->run_one_until(in(100ms));
+  REQUIRE(ran_on.size() == 200);
+  for (const auto& id : ran_on) CHECK(id == std::this_thread::get_id());
+  drive.reset();
+  CHECK(runner_of(ctx) != std::this_thread::get_id());  // the new own thread again
   ctx.stop();
 }

@@ -1,0 +1,141 @@
+// Context::Drive, Context::Awake and the own thread's parking (see context.hpp).
+#include <taskwire/runtime/context.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace taskwire::runtime {
+namespace {
+constexpr std::chrono::milliseconds kLongestLook{100};
+constexpr std::chrono::milliseconds kLongestLingers{10};
+constexpr std::chrono::seconds kMostLinger{1};
+}  // namespace
+
+void Context::set_drive_linger(std::chrono::microseconds linger) noexcept {
+  linger_ = std::clamp<std::chrono::microseconds>(linger, std::chrono::microseconds(0), kMostLinger);
+}
+
+// Parked while driven, then for linger_ after the Drive ends. The Drive's end does not wake
+// this thread (that would cost the wake-up a linger saves): while driven, it looks again
+// every linger_, doubling while the same Drive lasts (a long get() costs a few wake-ups), and
+// a Drive that ends long before this thread's next look wakes it (~Drive).
+void Context::park() {
+  std::unique_lock lock(park_mu_);
+  parked_ = true;
+  parked_since_ = Clock::now();
+  park_cv_.notify_all();
+  auto period = linger_;
+  auto seen = drives_;
+  for (;;) {
+    if (!started_) break;
+    const auto now = Clock::now();
+    if (!driven_) {
+      if (now >= linger_until_) break;
+      wakes_at_ = linger_until_;
+    } else if (linger_.count() == 0) {
+      wakes_at_ = Clock::time_point::max();
+    } else {
+      if (drives_ != seen) {
+        seen = drives_;
+        period = linger_;
+      }
+      wakes_at_ = now + period;
+      period = std::min<std::chrono::microseconds>(period * 2, kLongestLook);
+    }
+    if (wakes_at_ == Clock::time_point::max()) park_cv_.wait(lock);
+    else park_cv_.wait_until(lock, wakes_at_);
+  }
+  wakes_at_ = Clock::time_point::max();
+  parked_ = false;
+  drive_wanted_.store(false, std::memory_order_release);
+}
+
+std::optional<Context::Drive> Context::try_drive(std::chrono::steady_clock::time_point deadline) {
+  if (nthreads_ != 1 || running_in_this_thread()) return std::nullopt;
+  std::unique_lock lock(park_mu_);
+  if (!started_ || driven_) return std::nullopt;
+  driven_ = true;
+  ++drives_;
+  if (parked_) return Drive(*this);  // still lingering after the last Drive
+  drive_wanted_.store(true, std::memory_order_release);
+  auto give_up = [&] {
+    driven_ = false;
+    drive_wanted_.store(false, std::memory_order_release);
+    lock.unlock();
+    park_cv_.notify_all();
+    return std::nullopt;
+  };
+  try {
+    // The own thread may wait for a handler in the reactor: give it one, so that it returns
+    // (urgent: the MPI poller ends its burst too). Whoever runs first runs it.
+    post_urgent(*urgent_, io_.get_executor(), [] {});
+  } catch (...) {
+    give_up();
+    throw;
+  }
+  const bool parked = park_cv_.wait_until(lock, deadline, [&] { return parked_ || !started_; });
+  if (!parked || !started_) return give_up();
+  return Drive(*this);
+}
+
+Context::Drive::~Drive() {
+  if (!ctx_) return;
+  bool wake = true;
+  {
+    std::lock_guard lock(ctx_->park_mu_);
+    ctx_->driven_ = false;
+    const auto now = Clock::now();
+    // Linger if no one waits for the own thread, it looks again soon enough, and lingers in
+    // a row have not kept it parked for long (Drives that run nothing, a wait_for(0) loop,
+    // must not keep the loop unserved).
+    if (ctx_->linger_.count() > 0 && ctx_->awake_ == 0 &&
+        ctx_->wakes_at_ <= now + 2 * ctx_->linger_ && now < ctx_->parked_since_ + kLongestLingers) {
+      ctx_->linger_until_ = now + ctx_->linger_;
+      wake = false;
+    } else {
+      ctx_->linger_until_ = now;
+    }
+  }
+  if (wake) ctx_->park_cv_.notify_all();
+}
+
+bool Context::Drive::run_one_until(std::chrono::steady_clock::time_point deadline) {
+  try {
+    return ctx_->io_.run_one_until(deadline) > 0;
+  } catch (const std::exception& e) {  // as on the context's own thread
+    spdlog::error("uncaught exception in an io handler: {}", e.what());
+    return true;
+  }
+}
+
+bool Context::Drive::poll_one() {
+  try {
+    return ctx_->io_.poll_one() > 0;
+  } catch (const std::exception& e) {
+    spdlog::error("uncaught exception in an io handler: {}", e.what());
+    return true;
+  }
+}
+
+Context::Awake Context::keep_awake() {
+  bool wake = false;
+  {
+    std::lock_guard lock(park_mu_);
+    ++awake_;
+    if (parked_ && !driven_) {  // lingering (or about to look again): end it now
+      linger_until_ = Clock::time_point{};
+      wake = true;
+    }
+  }
+  if (wake) park_cv_.notify_all();
+  return Awake(*this);
+}
+
+Context::Awake::~Awake() {
+  if (!ctx_) return;
+  std::lock_guard lock(ctx_->park_mu_);
+  --ctx_->awake_;
+}
+
+}  // namespace taskwire::runtime
