@@ -55,6 +55,7 @@ struct LocalCluster {
     auto cfg = runtime::Config::from_env();
     cfg.role = role;
     contexts.push_back(std::make_unique<runtime::Context>(cfg, 1));
+    if (cfg.role == "client") contexts.back()->enable_driving();
     registries.push_back(std::make_unique<comm::Registry>(*contexts.back()));
     comm::register_builtin_backends(*registries.back());
     contexts.back()->start();

@@ -35,6 +35,7 @@ class Client {
   explicit Client(const std::string& address, ClientOptions options = {})
       : core_(client::ClientCore::connect(address, std::move(options))) {}
   /// Connects through a caller's registry (whose context is started and outlives the client).
+  /// Waits run that context's event loop if it has one thread and enable_driving().
   Client(comm::Registry& registry, const std::string& address,
          std::chrono::milliseconds timeout = std::chrono::milliseconds(10'000))
       : core_(client::ClientCore::connect(registry, address, timeout)) {}

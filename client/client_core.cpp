@@ -55,7 +55,7 @@ std::shared_ptr<ClientCore> ClientCore::connect(const std::string& address, Clie
   core->name_ = options.name.empty() ? fmt::format("client-{}", ::getpid()) : options.name;
   options.config.name = core->name_;
   core->own_context_ = std::make_unique<runtime::Context>(options.config, 1);
-  core->own_context_->set_drive_linger(options.config.client_drive_linger);
+  core->own_context_->enable_driving(options.config.client_drive_linger);
   core->own_registry_ = std::make_unique<comm::Registry>(*core->own_context_);
   comm::register_builtin_backends(*core->own_registry_);
   core->registry_ = core->own_registry_.get();
@@ -79,7 +79,7 @@ std::shared_ptr<ClientCore> ClientCore::connect(comm::Registry& registry, const 
 
 ClientCore::~ClientCore() {
   // What this destructor and close() hand to the io thread should not wait out a linger
-  // (Context::set_drive_linger): the context may be stopped right after. (The context, not
+  // (Context::enable_driving): the context may be stopped right after. (The context, not
   // the registry: futures may outlive a registry, see mpi::detail::ClusterRank.)
   std::optional<runtime::Context::Awake> awake;
   if (context_) awake.emplace(context_->keep_awake());
@@ -224,7 +224,7 @@ void ClientCore::post_flush_locked() {
   if (flush_posted_) return;
   flush_posted_ = true;
   // Coalesce everything queued before the io thread gets to it into one message. Right
-  // after a wait in this client, the io thread lingers parked (Context::set_drive_linger):
+  // after a wait in this client, the io thread lingers parked (Context::enable_driving):
   // the flush then leaves with this thread's next wait (a get() after a submit, the whole
   // chain of a submit loop as one message), or when the linger ends, within ~1-2 ms.
   // (Should the core be gone first, ~ClientCore sent what was left.)
@@ -341,31 +341,24 @@ bool ClientCore::block(std::unique_lock<std::mutex>& lock, Pred done, Deadline d
   if (done()) return true;
   auto& context = *context_;
   if (context.config().client_drive) {
+    const auto until = deadline.value_or(Clock::time_point::max());
     lock.unlock();  // the io thread may need mu_ to finish its handler and park
-    auto drive = context.try_drive(deadline.value_or(Clock::time_point::max()));
+    auto drive = context.try_drive(until);
     lock.lock();
-    if (drive && deadline && Clock::now() >= *deadline) {
-      // No time left (wait_for(0) in a loop, say): still run what is ready now.
-      constexpr int kReadyHandlers = 16;
-      for (int i = 0; i < kReadyHandlers && !done(); ++i) {
-        lock.unlock();
-        const bool ran = drive->poll_one();
-        lock.lock();
-        if (!ran) break;
-      }
-    }
-    bool ok = true;
-    while (drive && !done()) {
-      if (deadline && Clock::now() >= *deadline) {
-        ok = false;
-        break;
-      }
+    // Past the deadline, what is ready still runs (up to kReadyHandlers): a wait_for(0) loop
+    // makes progress.
+    constexpr int kReadyHandlers = 16;
+    for (int late = 0; drive && !done();) {
+      const bool past = Clock::now() >= until;
+      if (past && ++late > kReadyHandlers) return false;
       lock.unlock();
-      const bool ran = drive->run_one_until(deadline ? *deadline : Clock::now() + std::chrono::hours(1));
+      const bool ran = past ? drive->poll_one() : drive->run_one_until(until);
       lock.lock();
-      if (!ran && context.io().stopped()) drive.reset();  // nothing runs any more: wait as before
+      if (ran) continue;
+      if (past) return false;
+      if (context.io().stopped()) drive.reset();  // nothing runs any more: wait as before
     }
-    if (drive) return ok;
+    if (drive) return true;
   }
   // Another thread drives, or none may: handlers wake this one. The io thread must not
   // linger meanwhile (it may be the one to run them).

@@ -59,6 +59,8 @@ class InProcessCluster {
     auto config = taskwire::runtime::Config::from_env();
     config.role = role;
     contexts_.push_back(std::make_unique<taskwire::runtime::Context>(config, 1));
+    // The client's get() runs its context's event loop while it waits (see Context::Drive).
+    if (config.role == "client") contexts_.back()->enable_driving();
     registries_.push_back(std::make_unique<taskwire::comm::Registry>(*contexts_.back()));
     taskwire::comm::register_builtin_backends(*registries_.back());
     contexts_.back()->start();

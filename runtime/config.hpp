@@ -48,7 +48,7 @@ struct Config {
   /// event loop itself (runtime::Context::Drive), so that a reply wakes it directly.
   bool client_drive = true;
   /// After such a wait the client's io thread stays parked this long, so that the next
-  /// submission and wait run on the calling thread alone (Context::set_drive_linger).
+  /// submission and wait run on the calling thread alone (Context::enable_driving).
   std::chrono::microseconds client_drive_linger{1000};
 
   /// Defaults overlaid with TASKWIRE_AUTH_TOKEN, TASKWIRE_CONNECT_TIMEOUT_MS,

@@ -27,24 +27,36 @@ void Context::start() {
   for (unsigned i = 0; i < nthreads_; ++i) threads_.emplace_back([this] { run_thread(); });
 }
 
-void Context::run_thread() {
-  for (;;) {
-    try {
-      if (nthreads_ > 1) {
-        io_.run();
-        return;
-      }
-      // One thread: handler by handler, so that a Drive can take the loop between two.
-      for (;;) {
-        if (drive_wanted_.load(std::memory_order_acquire)) park();
-        if (io_.stopped()) return;
-        io_.run_one();
-      }
-    } catch (const std::exception& e) {
-      // A handler that throws is a bug in that handler; keep serving everyone else.
-      spdlog::error("uncaught exception in an io handler: {}", e.what());
-    }
+template <class Run>
+std::size_t Context::run_logged(Run run) {
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    // A handler that throws is a bug in that handler; keep serving everyone else.
+    spdlog::error("uncaught exception in an io handler: {}", e.what());
+    return 1;
   }
+}
+
+void Context::run_thread() {
+  if (!drivable_) {
+    while (!io_.stopped()) run_logged([&] { return io_.run(); });
+    return;
+  }
+  // Handler by handler, so that a Drive can take the loop between two.
+  for (;;) {
+    if (drive_wanted_.load(std::memory_order_acquire)) park();
+    if (io_.stopped()) return;
+    run_logged([&] { return io_.run_one(); });
+  }
+}
+
+bool Context::Drive::run_one_until(std::chrono::steady_clock::time_point deadline) {
+  return ctx_->run_logged([&] { return ctx_->io_.run_one_until(deadline); }) > 0;
+}
+
+bool Context::Drive::poll_one() {
+  return ctx_->run_logged([&] { return ctx_->io_.poll_one(); }) > 0;
 }
 
 void Context::stop() {

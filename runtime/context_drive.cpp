@@ -1,8 +1,6 @@
 // Context::Drive, Context::Awake and the own thread's parking (see context.hpp).
 #include <taskwire/runtime/context.hpp>
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 
 namespace taskwire::runtime {
@@ -12,7 +10,8 @@ constexpr std::chrono::milliseconds kLongestLingers{10};
 constexpr std::chrono::seconds kMostLinger{1};
 }  // namespace
 
-void Context::set_drive_linger(std::chrono::microseconds linger) noexcept {
+void Context::enable_driving(std::chrono::microseconds linger) noexcept {
+  drivable_ = nthreads_ == 1;
   linger_ = std::clamp<std::chrono::microseconds>(linger, std::chrono::microseconds(0), kMostLinger);
 }
 
@@ -52,7 +51,7 @@ void Context::park() {
 }
 
 std::optional<Context::Drive> Context::try_drive(std::chrono::steady_clock::time_point deadline) {
-  if (nthreads_ != 1 || running_in_this_thread()) return std::nullopt;
+  if (!drivable_ || running_in_this_thread()) return std::nullopt;
   std::unique_lock lock(park_mu_);
   if (!started_ || driven_) return std::nullopt;
   driven_ = true;
@@ -98,24 +97,6 @@ Context::Drive::~Drive() {
     }
   }
   if (wake) ctx_->park_cv_.notify_all();
-}
-
-bool Context::Drive::run_one_until(std::chrono::steady_clock::time_point deadline) {
-  try {
-    return ctx_->io_.run_one_until(deadline) > 0;
-  } catch (const std::exception& e) {  // as on the context's own thread
-    spdlog::error("uncaught exception in an io handler: {}", e.what());
-    return true;
-  }
-}
-
-bool Context::Drive::poll_one() {
-  try {
-    return ctx_->io_.poll_one() > 0;
-  } catch (const std::exception& e) {
-    spdlog::error("uncaught exception in an io handler: {}", e.what());
-    return true;
-  }
 }
 
 Context::Awake Context::keep_awake() {

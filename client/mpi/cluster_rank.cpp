@@ -72,8 +72,10 @@ ClusterRank::ClusterRank(runtime::MpiEnvironment& env, LaunchOptions options, La
   config.mpi.yield_unchecked = is_client() && !is_scheduler();
   config.name = fmt::format("rank-{}", env_.rank());
   context_ = std::make_unique<runtime::Context>(config, 1);
-  // Only where the context serves nothing but the program's client (not the scheduler too).
-  if (is_client() && !is_scheduler()) context_->set_drive_linger(config.client_drive_linger);
+  // The program's waits run the loop; they linger only where the context serves nothing but
+  // the program's client (not the scheduler too).
+  if (is_client())
+    context_->enable_driving(is_scheduler() ? std::chrono::microseconds(0) : config.client_drive_linger);
   registry_ = std::make_unique<comm::Registry>(*context_);
   comm::register_builtin_backends(*registry_);
   context_->start();

@@ -24,11 +24,26 @@ std::chrono::steady_clock::time_point in(std::chrono::milliseconds ms) {
   return std::chrono::steady_clock::now() + ms;
 }
 
+// A started one-thread context that threads may drive.
+struct DrivableContext : runtime::Context {
+  explicit DrivableContext(std::chrono::microseconds linger = {}) : Context(runtime::Config{}, 1) {
+    enable_driving(linger);
+    start();
+  }
+};
+
+// Runs the loop on this thread until done() or 10 s have passed; whether done() holds.
+template <class Done>
+bool drive_until(runtime::Context::Drive& drive, Done done) {
+  const auto give_up = in(10'000ms);
+  while (!done() && std::chrono::steady_clock::now() < give_up) drive.run_one_until(in(100ms));
+  return done();
+}
+
 }  // namespace
 
 TEST_CASE("runtime: a Drive runs the context's handlers on the calling thread", "[runtime]") {
-  runtime::Context ctx(runtime::Config{}, 1);
-  ctx.start();
+  DrivableContext ctx;
   const auto io_thread = runner_of(ctx);
   REQUIRE(io_thread != std::this_thread::get_id());
   {
@@ -41,10 +56,7 @@ TEST_CASE("runtime: a Drive runs the context's handlers on the calling thread", 
         asio::post(ctx.executor(), [&] { ran_on.push_back(std::this_thread::get_id()); });
     });
     poster.join();
-    const auto give_up = in(10'000ms);
-    while (ran_on.size() < 100 && std::chrono::steady_clock::now() < give_up)
-      drive->run_one_until(in(100ms));
-    REQUIRE(ran_on.size() == 100);
+    REQUIRE(drive_until(*drive, [&] { return ran_on.size() == 100; }));
     for (const auto& id : ran_on) CHECK(id == std::this_thread::get_id());
     // Nothing to run: returns at the deadline with nothing run.
     const auto t0 = std::chrono::steady_clock::now();
@@ -59,15 +71,21 @@ TEST_CASE("runtime: a Drive runs the context's handlers on the calling thread", 
 TEST_CASE("runtime: only one thread drives, and only a single-thread context it does not run",
           "[runtime]") {
   runtime::Context idle(runtime::Config{}, 1);
+  idle.enable_driving();
   CHECK_FALSE(idle.try_drive());  // not started: nothing to take over
 
+  runtime::Context plain(runtime::Config{}, 1);
+  plain.start();
+  CHECK_FALSE(plain.try_drive());  // driving not enabled: its thread runs io_context::run()
+  plain.stop();
+
   runtime::Context two(runtime::Config{}, 2);
+  two.enable_driving();
   two.start();
   CHECK_FALSE(two.try_drive());
   two.stop();
 
-  runtime::Context ctx(runtime::Config{}, 1);
-  ctx.start();
+  DrivableContext ctx;
   std::promise<bool> inside;
   asio::post(ctx.executor(), [&] { inside.set_value(ctx.try_drive().has_value()); });
   auto f = inside.get_future();
@@ -86,8 +104,7 @@ TEST_CASE("runtime: only one thread drives, and only a single-thread context it 
 }
 
 TEST_CASE("runtime: stopping a driven context ends the drive and the parked thread", "[runtime]") {
-  runtime::Context ctx(runtime::Config{}, 1);
-  ctx.start();
+  DrivableContext ctx;
   auto drive = ctx.try_drive();
   REQUIRE(drive);
   std::thread stopper([&] { ctx.stop(); });  // joins the parked own thread
@@ -101,17 +118,13 @@ TEST_CASE("runtime: stopping a driven context ends the drive and the parked thre
 
 TEST_CASE("runtime: a handler that throws while driven is logged, not thrown at the driver",
           "[runtime]") {
-  runtime::Context ctx(runtime::Config{}, 1);
-  ctx.start();
+  DrivableContext ctx;
   auto drive = ctx.try_drive();
   REQUIRE(drive);
   bool after = false;
   asio::post(ctx.executor(), [] { throw std::runtime_error("a bug in a handler"); });
   asio::post(ctx.executor(), [&] { after = true; });
-  const auto give_up = in(10'000ms);
-  CHECK_NOTHROW([&] {
-    while (!after && std::chrono::steady_clock::now() < give_up) drive->run_one_until(in(100ms));
-  }());
+  CHECK_NOTHROW(drive_until(*drive, [&] { return after; }));
   CHECK(after);
   drive.reset();
   ctx.stop();
@@ -119,9 +132,7 @@ TEST_CASE("runtime: a handler that throws while driven is logged, not thrown at 
 
 TEST_CASE("runtime: after a Drive the own thread lingers, and the next Drive needs no wake-up",
           "[runtime]") {
-  runtime::Context ctx(runtime::Config{}, 1);
-  ctx.set_drive_linger(std::chrono::seconds(1));
-  ctx.start();
+  DrivableContext ctx(std::chrono::seconds(1));
   REQUIRE(ctx.try_drive());  // taken and given back: the own thread now lingers for 1 s
   std::promise<std::thread::id> ran;
   asio::post(ctx.executor(), [&] { ran.set_value(std::this_thread::get_id()); });
@@ -130,19 +141,14 @@ TEST_CASE("runtime: after a Drive the own thread lingers, and the next Drive nee
   auto drive = ctx.try_drive();  // the lingering thread is not asked to park again
   REQUIRE(drive);
   // (The first Drive's nudge to park may still be queued: it runs too.)
-  const auto give_up = in(10'000ms);
-  while (f.wait_for(0s) != std::future_status::ready && std::chrono::steady_clock::now() < give_up)
-    drive->run_one_until(in(100ms));
-  REQUIRE(f.wait_for(0s) == std::future_status::ready);
+  REQUIRE(drive_until(*drive, [&] { return f.wait_for(0s) == std::future_status::ready; }));
   CHECK(f.get() == std::this_thread::get_id());
   drive.reset();
   ctx.stop();
 }
 
 TEST_CASE("runtime: a linger ends by itself", "[runtime]") {
-  runtime::Context ctx(runtime::Config{}, 1);
-  ctx.set_drive_linger(20ms);
-  ctx.start();
+  DrivableContext ctx(20ms);
   const auto io_thread = runner_of(ctx);
   REQUIRE(ctx.try_drive());
   CHECK(runner_of(ctx) == io_thread);  // within runner_of's 10 s, with no one driving
@@ -151,9 +157,7 @@ TEST_CASE("runtime: a linger ends by itself", "[runtime]") {
 
 TEST_CASE("runtime: keep_awake ends a linger, and a Drive ending while one exists does not linger",
           "[runtime]") {
-  runtime::Context ctx(runtime::Config{}, 1);
-  ctx.set_drive_linger(std::chrono::seconds(1));
-  ctx.start();
+  DrivableContext ctx(std::chrono::seconds(1));
   const auto io_thread = runner_of(ctx);
   REQUIRE(ctx.try_drive());  // lingers for 1 s
   auto t0 = std::chrono::steady_clock::now();
@@ -180,9 +184,7 @@ TEST_CASE("runtime: keep_awake ends a linger, and a Drive ending while one exist
 TEST_CASE("runtime: Drives that run nothing cannot keep the loop unserved", "[runtime]") {
   // A thread polling wait_for(0) takes and gives back the loop in a row: lingers in a row
   // end 10 ms after the own thread parked, so what is posted meanwhile still runs.
-  runtime::Context ctx(runtime::Config{}, 1);
-  ctx.set_drive_linger(std::chrono::seconds(1));
-  ctx.start();
+  DrivableContext ctx(std::chrono::seconds(1));
   const auto io_thread = runner_of(ctx);
   REQUIRE(ctx.try_drive());
   std::promise<std::thread::id> ran;
@@ -198,8 +200,7 @@ TEST_CASE("runtime: Drives that run nothing cannot keep the loop unserved", "[ru
 }
 
 TEST_CASE("runtime: a Drive kept across stop() and start() still has the loop alone", "[runtime]") {
-  runtime::Context ctx(runtime::Config{}, 1);
-  ctx.start();
+  DrivableContext ctx;
   auto drive = ctx.try_drive();
   REQUIRE(drive);
   ctx.stop();
@@ -207,10 +208,7 @@ TEST_CASE("runtime: a Drive kept across stop() and start() still has the loop al
   std::vector<std::thread::id> ran_on;
   for (int i = 0; i < 200; ++i)
     asio::post(ctx.executor(), [&] { ran_on.push_back(std::this_thread::get_id()); });
-  const auto give_up = in(10'000ms);
-  while (ran_on.size() < 200 && std::chrono::steady_clock::now() < give_up)
-    drive->run_one_until(in(100ms));
-  REQUIRE(ran_on.size() == 200);
+  REQUIRE(drive_until(*drive, [&] { return ran_on.size() == 200; }));
   for (const auto& id : ran_on) CHECK(id == std::this_thread::get_id());
   drive.reset();
   CHECK(runner_of(ctx) != std::this_thread::get_id());  // the new own thread again
