@@ -3,6 +3,7 @@
 #include "bench/array.hpp"
 #include "bench/bandwidth.hpp"
 #include "bench/cluster_ranks.hpp"
+#include "bench/dag.hpp"
 #include "bench/idle.hpp"
 #include "bench/latency.hpp"
 #include "bench/relay.hpp"
@@ -151,6 +152,45 @@ int array_main(const std::vector<std::string>& args) {
   return bench::run_array(o);
 }
 
+int dag_main(const std::vector<std::string>& args) {
+  bench::DagOptions o;
+  std::string backends = "mpi,tcp", workloads = "stencil,matmul,tree,shuffle",
+              sizes = "1K,16K,128K,1M,8M", level = "warn";
+  bool no_check = false;
+  po::options_description desc(
+      "taskwire-bench dag: task graphs that move data between workers, over MPI and TCP in the\n"
+      "same launch, every result checked against a direct computation in the client:\n"
+      "  stencil  a ring of W blocks, T steps; each task reads its own and both\n"
+      "           neighbours' blocks of the previous step\n"
+      "  matmul   blocked product, n x n output blocks of BYTES, a tree of adds per block\n"
+      "  tree     L leaves of BYTES, then a binary tree of element-wise adds\n"
+      "  shuffle  4 inputs cut in 4 pieces of BYTES; output j joins piece j of every input\n"
+      "Run under mpiexec.mpich -n 4 (rank 0 scheduler, rank 1 client, the rest workers).\n"
+      "Each round starts a cluster per transport in turn; medians over the rounds.\n\n"
+      "Options");
+  desc.add_options()("help,h", "show this help")(
+      "backend,b", po::value(&backends)->default_value(backends), "comma-separated: mpi, tcp")(
+      "workloads,w", po::value(&workloads)->default_value(workloads), "comma-separated")(
+      "sizes", po::value(&sizes)->default_value(sizes), "payload bytes per task result (K, M: binary)")(
+      "repeats", po::value(&o.repeats)->default_value(o.repeats), "rounds (median reported)")(
+      "nthreads", po::value(&o.nthreads)->default_value(o.nthreads), "threads per worker rank")(
+      "stencil-width", po::value(&o.shape.stencil_width)->default_value(o.shape.stencil_width), "stencil blocks W")(
+      "stencil-steps", po::value(&o.shape.stencil_steps)->default_value(o.shape.stencil_steps), "stencil steps T")(
+      "matmul-blocks", po::value(&o.shape.matmul_blocks)->default_value(o.shape.matmul_blocks), "matmul blocks per side n")(
+      "matmul-inner", po::value(&o.shape.matmul_inner)->default_value(o.shape.matmul_inner),
+      "matmul inner extent of an input block (rows x inner)")(
+      "tree-leaves", po::value(&o.shape.tree_leaves)->default_value(o.shape.tree_leaves), "tree leaves L")(
+      "no-check", po::bool_switch(&no_check), "skip the direct computations")(
+      "csv", po::value(&o.csv), "append rows backend,workload,bytes,tasks,seconds (medians) to FILE")(
+      "log-level", po::value(&level)->default_value(level), "trace .. off");
+  if (!parse_options(args, desc, level)) return 0;
+  o.check = !no_check;
+  o.backends = split(backends);
+  o.workloads = split(workloads);
+  o.sizes = parse_sizes(sizes);
+  return bench::run_dag(o);
+}
+
 int bandwidth_main(const std::vector<std::string>& args) {
   bench::BandwidthOptions o;
   std::string backends = "mpi,raw-mpi,tcp,raw-tcp", sizes, level = "warn";
@@ -217,6 +257,7 @@ void usage() {
       "  bandwidth  one-way stream rank 0 -> rank 1, GB/s, vs raw baselines (mpiexec -n 2)\n"
       "  tasks      task throughput: independent map, dependent chain, fan-in, submit-get round trip\n"
       "  array      sum((X + X^T)^T) of a blocked random matrix over MPI and TCP (mpiexec -n 5)\n"
+      "  dag        task graphs that move data (stencil, matmul, tree, shuffle), MPI vs TCP (-n 4)\n"
       "  idle       CPU per rank while a cluster is up and idle, MPI and TCP (mpiexec -n 4)\n"
       "  relay      the host's floor under a round trip: 4 processes relaying a byte, no work\n\n"
       "`taskwire-bench SUBCOMMAND --help` shows a subcommand's options.\n");
@@ -235,6 +276,7 @@ int main(int argc, char* argv[]) {
     if (sub == "latency") return latency_main(args);
     if (sub == "tasks") return tasks_main(args);
     if (sub == "array") return array_main(args);
+    if (sub == "dag") return dag_main(args);
     if (sub == "bandwidth") return bandwidth_main(args);
     if (sub == "idle") return idle_main(args);
     if (sub == "relay") return relay_main(args);
