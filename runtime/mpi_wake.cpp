@@ -109,8 +109,22 @@ void WakeBoard::wake(int rank) noexcept {
   if (!reaches(rank)) return;
   auto* w = words_[static_cast<std::size_t>(rank)];
   std::atomic_thread_fence(std::memory_order_seq_cst);  // the MPI_Isend before, the load after
-  if (w->load(std::memory_order_seq_cst) != kSleeping) return;
-  if (w->exchange(kAwake, std::memory_order_seq_cst) != kSleeping) return;  // someone else woke it
+  if (w->load(std::memory_order_seq_cst) == kAwake) return;
+  if (w->exchange(kAwake, std::memory_order_seq_cst) == kAwake) return;  // someone else woke it
+  send_wake(rank);
+}
+
+void WakeBoard::wake_if_awaiting_sends(int rank) noexcept {
+  if (!reaches(rank)) return;
+  auto* w = words_[static_cast<std::size_t>(rank)];
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // the receive before, the load after
+  std::uint32_t awaiting = kAwaitingSends;
+  if (w->load(std::memory_order_seq_cst) != kAwaitingSends) return;
+  if (!w->compare_exchange_strong(awaiting, kAwake, std::memory_order_seq_cst)) return;
+  send_wake(rank);
+}
+
+void WakeBoard::send_wake(int rank) noexcept {
   sockaddr_un a;
   const socklen_t len = socket_address(keys_[static_cast<std::size_t>(rank)], a);
   const char byte = 'w';

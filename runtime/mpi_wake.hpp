@@ -6,7 +6,9 @@
 // millisecond per hop in a cluster whose ranks take turns (client -> scheduler -> worker ->
 // scheduler -> client), and a CPU cost for every idle wake-up. The board gives each rank
 //   - a state word in shared memory (POSIX shm, one page per rank, mapped by every rank on
-//     its host): kAwake or kSleeping, published by the rank's poller before it sleeps;
+//     its host): kAwake, kSleeping or kAwaitingSends, published by the rank's poller before
+//     it sleeps (kAwaitingSends: a message of its waits behind a send that only completes
+//     when the receiver's MPI has taken it, a rendezvous: wake it when you receive from it);
 //   - a UNIX datagram socket in the abstract namespace (nothing left on disk), readable
 //     when someone woke the rank: the poller's event loop waits on it with its timer.
 // A sender, after MPI_Isend to a peer on its host, calls wake(peer): a shared-memory load
@@ -14,6 +16,8 @@
 // one wake-up per sleep). Lost wake-ups are excluded as in a futex: the sleeper publishes
 // kSleeping, then polls once more before it sleeps; the sender's MPI_Isend precedes its
 // load of the word (both sequentially consistent).
+// A receiver calls wake_if_awaiting_sends(sender) after each receive: a shared-memory load,
+// and a datagram only to a sender that sleeps in kAwaitingSends.
 // Peers on other hosts, or where shm or sockets are unavailable, are simply not woken: their
 // pollers fall back to the timed sleep.
 #include <atomic>
@@ -25,7 +29,7 @@ namespace taskwire::runtime {
 
 class WakeBoard {
  public:
-  static constexpr std::uint32_t kAwake = 0, kSleeping = 1;
+  static constexpr std::uint32_t kAwake = 0, kSleeping = 1, kAwaitingSends = 2;
   static long current_pid() noexcept;
 
   /// Creates this rank's word and socket, named after `key` (the process id; tests use
@@ -57,6 +61,9 @@ class WakeBoard {
 
   /// Wakes `rank` if it sleeps. Cheap when it is awake; safe from any thread.
   void wake(int rank) noexcept;
+  /// Wakes `rank` only if it sleeps in kAwaitingSends (for a receiver that just took one of
+  /// its messages). Cheap otherwise; safe from any thread.
+  void wake_if_awaiting_sends(int rank) noexcept;
 
  private:
   std::atomic<std::uint32_t>* own_ = nullptr;
@@ -64,6 +71,7 @@ class WakeBoard {
   int fd_ = -1;
   std::vector<std::atomic<std::uint32_t>*> words_;  // per rank, null if not reachable
   std::vector<long> keys_;
+  void send_wake(int rank) noexcept;
   bool all_attached_ = false;
   int local_ranks_ = 1;
 };

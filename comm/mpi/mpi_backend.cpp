@@ -3,8 +3,6 @@
 #include <taskwire/comm/mpi/mpi_listener.hpp>
 #include <taskwire/comm/mpi/mpi_poller.hpp>
 
-#include <cstdlib>
-#include <string_view>
 
 namespace taskwire::comm::mpi {
 
@@ -16,9 +14,7 @@ std::shared_ptr<MpiPoller> MpiBackendCore::poller() {
   if (poller_) return poller_;
   auto p = MpiPoller::instance();
   if (!p) return nullptr;
-  const char* own = std::getenv("TASKWIRE_MPI_POLL_THREAD");  // measuring only: see mpi_poller.hpp
-  driver_ = std::make_shared<PollDriver>(p, context_.executor(), context_.config().mpi,
-                                         own && std::string_view(own) == "1");
+  driver_ = std::make_shared<PollDriver>(p, context_.executor(), context_.config().mpi);
   driver_->start();
   poller_ = std::move(p);
   return poller_;

@@ -1,5 +1,6 @@
 // PollDriver: where the MpiPoller's turns run (see mpi_poller.hpp).
 #include <taskwire/comm/mpi/mpi_poller.hpp>
+#include <taskwire/comm/mpi/mpi_poll_policy.hpp>
 #include <taskwire/runtime/context.hpp>
 
 #include <fcntl.h>
@@ -39,46 +40,27 @@ int runnable_tasks() {
 // ---- PollDriver --------------------------------------------------------------------------
 
 PollDriver::PollDriver(std::shared_ptr<MpiPoller> poller, asio::any_io_executor executor,
-                       runtime::MpiPollConfig config, bool own_thread)
+                       runtime::MpiPollConfig config)
     : poller_(std::move(poller)), strand_(asio::make_strand(executor)), timer_(strand_),
       guard_timer_(strand_), board_(poller_->board()),
       context_(&asio::query(executor, asio::execution::context)),
       urgent_(&runtime::UrgentWork::of(asio::query(executor, asio::execution::context))),
-      backoff_(config), deep_sleep_(config.sleep_cap * MpiPoller::kDeepIdleFactor),
-      spin_after_progress_(config.spin_after_progress),
-      yield_after_progress_(config.yield_after_progress), yield_unchecked_(config.yield_unchecked),
-      cores_(available_cores()), own_thread_(own_thread) {
+      backoff_(config), yield_unchecked_(config.yield_unchecked), cores_(available_cores()) {
   // Each driver waits on its own duplicate of the board's socket (drivers may run on
   // different io_contexts); whichever reads a datagram wakes, and its turn serves every
   // connection of the process.
-  if (!own_thread_ && board_ && board_->usable())
+  if (board_ && board_->usable())
     if (const int fd = ::dup(board_->fd()); fd >= 0)
       wake_fd_ = std::make_unique<asio::posix::stream_descriptor>(strand_, fd);
-  if (spin_after_progress_.count() < 0) {
-    // Measured (mpiexec.mpich -n 4 taskwire-bench tasks -b mpi, 2 cores): spinning 100 us
-    // after progress made a submit-get round trip 468 us, not spinning 227 us; with a core
-    // per rank the spin is what takes a ping-pong to 3 us.
-    const bool oversubscribed = board_ && board_->local_ranks() > cores_;
-    spin_after_progress_ = oversubscribed && wake_fd_ && board_->all_peers_reach_me()
-                               ? std::chrono::microseconds(0)
-                               : std::chrono::microseconds(100);
-  }
+  const bool oversubscribed = board_ && board_->local_ranks() > cores_ && wake_fd_ &&
+                              board_->all_peers_reach_me();
+  policy_ = PollPolicy::from(config, oversubscribed);
 }
 
-PollDriver::~PollDriver() {
-  stopped_ = true;
-  if (thread_.joinable()) {
-    if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
-    else thread_.join();
-  }
-}
+PollDriver::~PollDriver() { stopped_ = true; }
 
 void PollDriver::start() {
   poller_->attach(this);
-  if (own_thread_) {
-    thread_ = std::thread([this] { thread_loop(); });
-    return;
-  }
   auto self = shared_from_this();
   asio::post(strand_, [self] {
     if (self->wake_fd_) self->guard();
@@ -90,14 +72,6 @@ void PollDriver::stop() noexcept {
   if (stopped_.exchange(true)) return;
   poller_->detach(this);
   try {
-    if (own_thread_) {
-      {
-        std::lock_guard lock(sleep_mu_);
-      }
-      sleep_cv_.notify_all();
-      if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
-      return;
-    }
     asio::post(strand_, [self = shared_from_this()] {
       self->timer_.cancel();
       self->guard_timer_.cancel();
@@ -112,13 +86,6 @@ void PollDriver::wake() noexcept {
   kicked_ = true;
   if (sleeping_.exchange(false)) {
     try {
-      if (own_thread_) {
-        {
-          std::lock_guard lock(sleep_mu_);
-        }
-        sleep_cv_.notify_one();
-        return;
-      }
       asio::post(strand_, [self = shared_from_this()] { self->woken(self->sleep_id_); });
     } catch (...) {
     }
@@ -126,42 +93,19 @@ void PollDriver::wake() noexcept {
 }
 
 std::chrono::microseconds PollDriver::next_wait(const TurnResult& r) {
-  untimed_ = false;
-  yield_next_ = false;
   const auto now = MpiPoller::Clock::now();
   if (r.progress || kicked_.exchange(false)) {
     backoff_.reset();
     last_progress_ = now;
   }
-  // Right after progress a reply is likely within a round trip or two: keep polling rather
-  // than sleep, as a timer wake-up costs tens of us here.
-  if (now - last_progress_ < spin_after_progress_) return std::chrono::microseconds(0);
-  // Oversubscribed, a spinning rank takes the core the next hop's rank needs, and sleeping
-  // makes each hop a wake-up (~20 us here). While a core is free, poll and yield instead:
-  // a chain of tasks, where only the scheduler and one worker run, then needs no wake-ups.
-  // Measured (mpiexec.mpich -n 4 taskwire-bench tasks -b mpi, 2 cores, medians of 5 runs):
-  // chain 82 -> 46 us per link, fan-in unchanged; spinning without the free-core check took
-  // the chain to 42 us but fan-in from 25 to 32 us per task.
-  if (now - last_progress_ < yield_after_progress_ && core_free(now)) {
-    yield_next_ = true;
-    return std::chrono::microseconds(0);
-  }
-  // A rendezvous transfer moves only while both sides call into MPI: keep polling while
-  // requests are in flight and something moved recently; a transfer stuck for longer (a
-  // reader holding it back) falls back to the backoff, capped at kBusySleepCap.
-  if (r.busy && now - last_progress_ < MpiPoller::kBusySpin) return std::chrono::microseconds(0);
-  auto wait = backoff_.next();
-  if (r.busy) return std::min(wait, MpiPoller::kBusySleepCap);
-  // Every peer can wake this rank when it sends: sleep until then (the timer only bounds
-  // what a wake-up lost to a sender's delayed MPI_Isend could cost).
-  if (wake_fd_ && board_->all_peers_reach_me()) {
-    untimed_ = true;
-    return MpiPoller::kWakeableIdleSleep;
-  }
-  // Long silence: each timer wake-up costs ~30 us of CPU on this VM (the task switch), so
-  // 1000 a second alone would be 3 % of a core.
-  if (now - last_progress_ >= MpiPoller::kDeepIdleAfter) wait = std::max(wait, deep_sleep_);
-  return wait;
+  const PollView view{now - last_progress_, r.receiving, r.sending, r.sends_blocked,
+                      wake_fd_ && board_->all_peers_reach_me()};
+  const auto d = decide(policy_, view, [&] { return core_free(now); }, [&] { return backoff_.next(); });
+  using Action = PollDecision::Action;
+  untimed_ = d.action == Action::sleep_until_woken;
+  yield_next_ = d.action == Action::yield_then_poll;
+  sleep_word_ = d.word;
+  return d.action == Action::sleep || untimed_ ? d.wait : std::chrono::microseconds(0);
 }
 
 bool PollDriver::core_free(MpiPoller::Clock::time_point now) {
@@ -172,20 +116,6 @@ bool PollDriver::core_free(MpiPoller::Clock::time_point now) {
     core_free_ = runnable > 0 && runnable <= cores_;
   }
   return core_free_;
-}
-
-void PollDriver::thread_loop() {
-  while (!stopped_) {
-    const TurnResult r = poller_->turn();
-    if (r.finished) return;
-    const auto wait = next_wait(r);
-    if (std::exchange(yield_next_, false)) ::sched_yield();
-    if (wait.count() == 0) continue;
-    std::unique_lock lock(sleep_mu_);
-    sleeping_ = true;
-    sleep_cv_.wait_for(lock, wait, [this] { return kicked_.load() || stopped_.load(); });
-    sleeping_ = false;
-  }
 }
 
 void PollDriver::run() {
@@ -243,7 +173,7 @@ void PollDriver::sleep(std::chrono::microseconds wait) {
   if (word) {
     // Publish "asleep", then look once more: a sender that sent before it saw the word
     // (its MPI_Isend precedes its load) left a message this turn finds.
-    word->store(runtime::WakeBoard::kSleeping, std::memory_order_seq_cst);
+    word->store(sleep_word_, std::memory_order_seq_cst);
     const TurnResult r = poller_->turn(context_);
     if (r.finished) return;
     if (r.progress) last_progress_ = MpiPoller::Clock::now();
@@ -275,7 +205,7 @@ void PollDriver::read_wake_socket() {
 
 // Wakes an untimed sleep that a wake-up lost (see kWakeableIdleSleep), every so often.
 void PollDriver::guard() {
-  guard_timer_.expires_after(MpiPoller::kWakeableIdleSleep);
+  guard_timer_.expires_after(policy_.wakeable_sleep);
   guard_timer_.async_wait([self = shared_from_this()](error_code ec) {
     if (ec || self->stopped_) return;
     self->woken(self->sleep_id_);

@@ -222,7 +222,7 @@ TurnResult MpiPoller::turn(const asio::execution_context* here) {
     Locked lock(*this);
     if (drained_) return {false, false, true};
     r.progress = turn_locked();
-    r.busy = !requests_.empty();
+    note_requests(r);
   }
   // Each is a connection's run_outbox(): inline when its strand is free, else queued behind
   // what the strand holds. That saves the io_context a pass per message, which on this VM
@@ -252,6 +252,24 @@ bool MpiPoller::turn_locked() {
     progress = true;
   }
   return progress;
+}
+
+// What the driver's next wait depends on: receives in flight move with this rank's own
+// progress (a rendezvous receive copies the data itself); a send in flight completes once the
+// receiver took it, and a rendezvous send that MPI holds back (no room on the way) leaves only
+// in a later MPI call of ours, when the peer may already sleep: so each turn wakes the peers of
+// sends in flight (a shared-memory load when they are awake). Without it a message waited for
+// the peer's idle timer (50 ms, taskwire-bench dag).
+void MpiPoller::note_requests(TurnResult& r) {
+  for (const auto& p : pending_) {
+    if (p.kind != Pending::send) {
+      r.receiving = true;
+      continue;
+    }
+    r.sending = true;
+    if (p.conn->sendq.size() > 1) r.sends_blocked = true;
+    if (board_) board_->wake(p.conn->peer);
+  }
 }
 
 bool MpiPoller::track(MPI_Request req, Pending p) {
@@ -306,6 +324,7 @@ void MpiPoller::on_completed(Pending& p, const MPI_Status& status) {
     fail(c, errc::io, "MPI request failed: " + mpi_text(status.MPI_ERROR));
     return;
   }
+  if (p.kind != Pending::send) taken_from(c->peer);
   switch (p.kind) {
     case Pending::send:
       --c->sendq.front().outstanding;

@@ -10,60 +10,27 @@
 // the comm's strand); no handler runs under the poller's lock. State and MPI calls are
 // serialised by runtime::MpiEnvironment::mutex().
 //
-// Where the poller runs (decided by measurement): as a PollDriver handler on each
-// MpiBackend's io_context that polls in bursts (kBurst) and sleeps on a steady_timer when
-// idle; a local write wakes it at once. The alternative, a thread of its own handing
-// completions to Asio, costs a cross-thread wake-up per message.
-//
-// Where a small round trip's time went (issue 3; this VM is a PVM guest where every system
-// call costs ~1.7 us and a timer sleep/wake-up ~30 us of CPU): the io_context pass between
-// poll turns (asio's scheduler runs epoll_wait(0) once per pass through its queue) and the
-// posts of each completion and of each read, i.e. ~3 system calls per one-way message.
-// So now: turns run back to back inside one handler for up to kBurst; completions for comms
-// on the driver's own io_context are dispatched right after the turn (inline when their
-// strand is free) and so are the completions of writes those handlers start; async_read
-// from the comm's own strand arms the read without a post; polling goes on for
-// config.mpi.spin_after_progress (100 us) after any progress; Frame::allocate no longer zero-fills.
-// Measured with `mpiexec.mpich -n 2 taskwire-bench latency -b mpi,raw-mpi,tcp` (p50, us) on
-// this 2-core VM with other agents' builds running (load average 7-10): whenever a third
-// process competes for the two cores, every polling rank (raw MPI too) falls into
-// millisecond round trips and TCP (whose receiver the kernel wakes) wins; figures are from
-// moments both ranks had a core:
-//                           8 B    4 KiB   64 KiB
-//   before: mpi            10.2-10.7  13.1  (32 KiB 28.5)   raw MPI 1.1, tcp 25-32
-//   after:  mpi             2.4-2.8   3.9-4.3                raw MPI 0.34-0.40 (1.1 at
-//                                                            other moments), tcp 28-30
-// Idle rank: each timer wake-up costs ~30 us of CPU here (the task switch), so the 1 ms cap
-// alone is ~3 %: after kDeepIdleAfter of silence the sleep may grow to kDeepIdleFactor x the
-// cap (measured 1.4-2.4 % idle with it, 2.6-4.2 % without, same load).
-// Wake-ups (runtime::WakeBoard, this session): a rank that sends to a sleeping peer on its
-// host wakes it with one datagram on a socket its driver waits on next to its timer, so the
-// idle sleep is kWakeableIdleSleep (50 ms) when every peer can wake this rank, and polling
-// after progress stops at once when the host has more ranks than cores (since session 5: it
-// goes on for yield_after_progress, yielding the core, while the host has a free core; see
-// PollDriver::next_wait). Measured with
-// `mpiexec.mpich -n 4 taskwire-bench tasks -b mpi` (scheduler, client, 2 workers, 2 cores):
-// submit-get round trip 7.8 ms -> 203 us (TCP 222 us), idle rank 2-3.7 % -> 0.3 % of a core.
-// TASKWIRE_MPI_POLL_THREAD=1 selects the poller-thread variant for comparison (timed sleeps).
-//
-// Idle backoff after mpi4py.futures' Backoff (runtime::MpiBackoff): reset on any progress or
-// local send; config.mpi.spin_polls quick polls, then sleeps doubling from 1 us to
-// config.mpi.sleep_cap. While requests are in flight (a rendezvous transfer needs MPI
-// progress to move) the sleep is capped at kBusySleepCap.
+// Where the poller runs: as a PollDriver handler on each MpiBackend's io_context that polls
+// in bursts (kBurst) and sleeps on a timer, or on the wake board's socket, when idle; a local
+// write wakes it at once. When it polls, yields or sleeps is PollPolicy (mpi_poll_policy.hpp).
+// Wake-ups (runtime::WakeBoard): a rank wakes a sleeping peer on its host after it sends to
+// it, and again after each turn while a send to it is in flight (a send MPI held back leaves
+// in a later call); a receiver wakes a sender that sleeps awaiting its sends. The measurements
+// behind these choices are in docs/mpi-poll-policy.md.
 #include <taskwire/comm/mpi/mpi_connection.hpp>
+#include <taskwire/comm/mpi/mpi_poll_policy.hpp>
 #include <taskwire/comm/mpi/mpi_wire.hpp>
 #include <taskwire/runtime/config.hpp>
 #include <taskwire/runtime/mpi_environment.hpp>
+#include <taskwire/runtime/mpi_wake.hpp>
 
 #include <atomic>
 #include <functional>
 #include <chrono>
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -87,7 +54,9 @@ struct ListenerEntry {
 
 struct TurnResult {
   bool progress = false;  ///< something completed or arrived
-  bool busy = false;      ///< requests are in flight
+  bool receiving = false;      ///< receives are in flight
+  bool sending = false;        ///< sends are in flight
+  bool sends_blocked = false;  ///< a message waits behind a send in flight
   bool finished = false;  ///< shut down: the driver can stop
   bool deferred = false;  ///< a completion could not run inline: let the io_context run
 };
@@ -95,18 +64,10 @@ struct TurnResult {
 class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
  public:
   using Clock = std::chrono::steady_clock;
-  static constexpr std::chrono::microseconds kBusySleepCap{50};
-  static constexpr std::chrono::microseconds kBusySpin{2000};
   /// Longest run of back-to-back polls inside one handler of the driver.
   static constexpr std::chrono::microseconds kBurst{20};
   /// How long a free-core check (yield_after_progress) stays good.
   static constexpr std::chrono::microseconds kLoadCheckEvery{30};
-  /// After this long without progress the idle sleep may grow to kDeepIdleFactor x the cap.
-  static constexpr std::chrono::milliseconds kDeepIdleAfter{1000};
-  static constexpr int kDeepIdleFactor = 3;
-  /// Idle sleep when every other rank can wake this one (runtime::WakeBoard): a sender
-  /// wakes it at once, so the timer only bounds how long a missed wake-up could cost.
-  static constexpr std::chrono::milliseconds kWakeableIdleSleep{50};
 
   /// The process's poller, created on first use; null when no MpiEnvironment is alive.
   static std::shared_ptr<MpiPoller> instance();
@@ -193,6 +154,12 @@ class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
   void run_outbox(const ConnectionPtr& c);
 
   bool turn_locked();
+  void note_requests(TurnResult& r);
+  /// A receive from `peer` completed: if it sleeps waiting for its sends, one of them may be
+  /// done now (a rendezvous completes at the sender once the receiver has the data).
+  void taken_from(int peer) noexcept {
+    if (board_) board_->wake_if_awaiting_sends(peer);
+  }
   bool complete_requests();
   bool receive_incoming();
   void on_completed(Pending& p, const MPI_Status& status);
@@ -260,13 +227,12 @@ class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
 
 /// Drives the poller from one io_context (one per MpiBackend): re-posts itself while busy,
 /// sleeps on a timer when idle, woken at once by a local write. Its state is confined to its
-/// strand; wake() is safe from any thread.
-/// With TASKWIRE_MPI_POLL_THREAD=1 it runs on a thread of its own instead (sleeping on a
-/// condition variable): the measured alternative, kept so the figures can be re-measured.
+/// strand; wake() is safe from any thread. The policy (when to poll, yield or sleep, and
+/// how long) is next_wait(); docs/mpi-poll-policy.md has the measurements behind it.
 class PollDriver : public std::enable_shared_from_this<PollDriver> {
  public:
   PollDriver(std::shared_ptr<MpiPoller> poller, asio::any_io_executor executor,
-             runtime::MpiPollConfig config, bool own_thread = false);
+             runtime::MpiPollConfig config);
   ~PollDriver();
   void start();
   void stop() noexcept;  ///< detaches; pending handlers then return without polling
@@ -280,7 +246,6 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   void stay_awake();
   void read_wake_socket();
   void guard();
-  void thread_loop();
   std::chrono::microseconds next_wait(const TurnResult& r);
   bool core_free(MpiPoller::Clock::time_point now);
 
@@ -298,9 +263,7 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   const asio::execution_context* context_;  ///< the io_context the driver runs on
   const runtime::UrgentWork* urgent_;       ///< work posted for it that a burst would delay
   runtime::MpiBackoff backoff_;
-  std::chrono::microseconds deep_sleep_;
-  std::chrono::microseconds spin_after_progress_;
-  std::chrono::microseconds yield_after_progress_;
+  PollPolicy policy_;
   bool yield_unchecked_;
   bool yield_next_ = false;  ///< give up the core before the next turn (see next_wait)
   bool core_free_ = false;   ///< the last free-core check's answer, taken at load_checked_
@@ -308,10 +271,7 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   MpiPoller::Clock::time_point load_checked_{};
   MpiPoller::Clock::time_point last_progress_{};
   std::atomic<bool> stopped_{false}, sleeping_{false}, kicked_{false};
-  bool own_thread_;
-  std::thread thread_;
-  std::mutex sleep_mu_;
-  std::condition_variable sleep_cv_;
+  std::uint32_t sleep_word_ = runtime::WakeBoard::kSleeping;  ///< what the coming sleep publishes
 };
 
 }  // namespace taskwire::comm::mpi

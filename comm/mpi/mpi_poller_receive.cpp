@@ -125,7 +125,10 @@ void MpiPoller::receive_head(const ConnectionPtr& c, MPI_Message& msg, MPI_Count
   }
   int done = 0;
   MPI_Test(&req, &done, MPI_STATUS_IGNORE);  // small heads are usually here already
-  if (done) on_head(c, in);
+  if (done) {
+    taken_from(c->peer);
+    on_head(c, in);
+  }
   else track(req, Pending{c, &in, Pending::recv_head, nullptr});
 }
 

@@ -55,6 +55,35 @@ TEST_CASE("a rank wakes a sleeping peer once per sleep, and never an awake one",
   CHECK(a.own_word()->load() == WakeBoard::kAwake);
 }
 
+TEST_CASE("a receiver wakes a sender only while it sleeps awaiting its sends", "[runtime][wake]") {
+  WakeBoard a(key(5)), b(key(6));
+  REQUIRE(a.usable());
+  REQUIRE(b.usable());
+  const std::vector<long> keys{key(5), key(6)};
+  a.attach(keys, 0);
+  b.attach(keys, 1);
+  a.unlink_own();
+  b.unlink_own();
+
+  b.own_word()->store(WakeBoard::kSleeping);  // asleep, no message waiting behind a send
+  a.wake_if_awaiting_sends(1);
+  CHECK(b.own_word()->load() == WakeBoard::kSleeping);
+  CHECK_FALSE(readable(b.fd(), 50));
+
+  b.own_word()->store(WakeBoard::kAwaitingSends);
+  a.wake_if_awaiting_sends(1);
+  CHECK(b.own_word()->load() == WakeBoard::kAwake);
+  CHECK(readable(b.fd(), 5000));
+  b.drain();
+  a.wake_if_awaiting_sends(1);  // awake now: nothing more
+  CHECK_FALSE(readable(b.fd(), 50));
+
+  b.own_word()->store(WakeBoard::kAwaitingSends);  // a message to it wakes it as any sleep
+  a.wake(1);
+  CHECK(b.own_word()->load() == WakeBoard::kAwake);
+  CHECK(readable(b.fd(), 5000));
+}
+
 TEST_CASE("a peer that is not on this host (or gone) is not reachable", "[runtime][wake]") {
   WakeBoard a(key(3));
   REQUIRE(a.usable());

@@ -1,0 +1,103 @@
+// comm::mpi::decide (mpi_poll_policy.hpp): the MPI poll driver's policy, without MPI.
+#include <taskwire/comm/mpi/mpi_poll_policy.hpp>
+
+#include <catch2/catch.hpp>
+
+namespace {
+
+using namespace std::chrono_literals;
+using taskwire::comm::mpi::decide;
+using taskwire::comm::mpi::PollDecision;
+using taskwire::comm::mpi::PollPolicy;
+using taskwire::comm::mpi::PollView;
+using taskwire::runtime::WakeBoard;
+using Action = PollDecision::Action;
+
+struct Probe {
+  bool free_core = false;
+  int core_checks = 0, backoffs = 0;
+  std::chrono::microseconds next{8};
+  PollDecision operator()(const PollPolicy& p, const PollView& v) {
+    return decide(p, v, [this] { ++core_checks; return free_core; },
+                  [this] { ++backoffs; return next; });
+  }
+};
+
+PollPolicy oversubscribed() {
+  taskwire::runtime::MpiPollConfig c;  // spin_after_progress -1: automatic
+  return PollPolicy::from(c, true);
+}
+
+}  // namespace
+
+TEST_CASE("poll policy: spin after progress only with a core per rank", "[mpi][policy]") {
+  taskwire::runtime::MpiPollConfig c;
+  CHECK(PollPolicy::from(c, false).spin_after_progress == 100us);
+  CHECK(PollPolicy::from(c, true).spin_after_progress == 0us);
+  c.spin_after_progress = 7us;
+  CHECK(PollPolicy::from(c, true).spin_after_progress == 7us);
+
+  Probe probe;
+  const auto p = PollPolicy::from(taskwire::runtime::MpiPollConfig{}, false);
+  auto d = probe(p, PollView{50us, false, false, false, true});
+  CHECK(d.action == Action::poll);
+  CHECK(probe.core_checks == 0);
+  CHECK(probe.backoffs == 0);  // the backoff does not advance while polling
+}
+
+TEST_CASE("poll policy: yield while a core is free, else sleep", "[mpi][policy]") {
+  Probe probe;
+  const auto p = oversubscribed();
+  probe.free_core = true;
+  CHECK(probe(p, PollView{100us, false, false, false, true}).action == Action::yield_then_poll);
+  probe.free_core = false;
+  CHECK(probe(p, PollView{100us, false, false, false, true}).action == Action::sleep_until_woken);
+  // Past the yield window the core is not even looked at.
+  probe.core_checks = 0;
+  CHECK(probe(p, PollView{p.yield_after_progress + 1us, false, false, false, true}).action ==
+        Action::sleep_until_woken);
+  CHECK(probe.core_checks == 0);
+}
+
+TEST_CASE("poll policy: receives in flight poll soon, sends in flight sleep on a timer",
+          "[mpi][policy]") {
+  Probe probe;
+  const auto p = oversubscribed();
+  const auto late = p.yield_after_progress + 1us;
+
+  probe.next = 5us;  // early in the backoff: its wait
+  auto d = probe(p, PollView{late, true, true, true, true});
+  CHECK(d.action == Action::sleep);
+  CHECK(d.wait == 5us);
+  probe.next = 900us;  // late in the backoff: capped
+  d = probe(p, PollView{late, true, false, false, true});
+  CHECK(d.wait == p.in_flight_sleep_cap);
+
+  d = probe(p, PollView{late, false, true, false, true});  // sends only: a timed sleep
+  CHECK(d.action == Action::sleep);
+  CHECK(d.wait == p.sleep_cap);
+  CHECK(d.word == WakeBoard::kSleeping);
+  d = probe(p, PollView{late, false, true, true, true});  // a message waits behind one
+  CHECK(d.action == Action::sleep);
+  CHECK(d.word == WakeBoard::kAwaitingSends);
+}
+
+TEST_CASE("poll policy: idle, a rank every peer can wake sleeps until woken", "[mpi][policy]") {
+  Probe probe;
+  const auto p = oversubscribed();
+  const auto late = p.yield_after_progress + 1us;
+  auto d = probe(p, PollView{late, false, false, false, true});
+  CHECK(d.action == Action::sleep_until_woken);
+  CHECK(d.wait == p.wakeable_sleep);
+  CHECK(d.word == WakeBoard::kSleeping);
+
+  probe.next = 16us;  // no wake-ups (a peer on another host): the backoff, longer when silent
+  d = probe(p, PollView{late, false, false, false, false});
+  CHECK(d.action == Action::sleep);
+  CHECK(d.wait == 16us);
+  d = probe(p, PollView{p.deep_idle_after, false, false, false, false});
+  CHECK(d.wait == p.deep_sleep);
+  probe.next = 900us;
+  d = probe(p, PollView{late, false, true, false, false});  // sends in flight, no wake-ups
+  CHECK(d.wait == p.in_flight_sleep_cap);
+}
