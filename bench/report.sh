@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/report.sh: runs every taskwire-bench subcommand with --csv into one directory, then
 # writes OUTDIR/report.md: the tables, the MPI/TCP ratios, and PNG plots made with gnuplot
-# (latency and bandwidth vs message size, task throughput per workload).
+# (latency and bandwidth vs message size, task throughput per workload, task graphs that move
+# data: time per graph against payload size).
 #
 #   bench/report.sh [--quick|--smoke] [--bench PATH] [OUTDIR]   (OUTDIR: ./benchmark-report)
 #
@@ -50,6 +51,7 @@ if [ $quick = 2 ]; then
   tasks_args=(--independent 200 --chain 50 --fan-in 500 --roundtrips 20 --repeats 1)
   relay_args=(--roundtrips 200 --repeats 1)
   array_args=(--n 400 --blocks 4)
+  dag_args=(--repeats 1 --sizes 1K,64K --stencil-steps 2 --matmul-blocks 2 --tree-leaves 2)
   idle_args=(--seconds 0.3 --settle 0.1)
 elif [ $quick = 1 ]; then
   lat_args=(--seconds-per-size 0.05 --iterations 500)
@@ -57,6 +59,7 @@ elif [ $quick = 1 ]; then
   tasks_args=(--repeats 3 --roundtrips 100)  # medians of 3, even when quick
   relay_args=(--roundtrips 5000 --repeats 3)
   array_args=(--n 4000 --blocks 8)
+  dag_args=(--repeats 3 --sizes 1K,16K,128K,1M)
   idle_args=(--seconds 2 --settle 0.5)
 else
   lat_args=(--seconds-per-size 0.4)
@@ -64,6 +67,7 @@ else
   tasks_args=(--repeats 3)
   relay_args=(--roundtrips 20000 --repeats 3)
   array_args=(--n 20000 --blocks 8)
+  dag_args=(--repeats 5)
   idle_args=(--seconds 5 --settle 1)
 fi
 
@@ -86,6 +90,7 @@ run bandwidth mpiexec.mpich -n 2 "$bench" bandwidth -b mpi,raw-mpi,tcp,raw-tcp -
 run tasks mpiexec.mpich -n 4 "$bench" tasks -b mpi,tcp "${tasks_args[@]}" --csv "$out/tasks.csv"
 run relay "$bench" relay "${relay_args[@]}" --csv "$out/relay.csv"
 run array mpiexec.mpich -n 5 "$bench" array -b mpi,tcp "${array_args[@]}" --csv "$out/array.csv"
+run dag mpiexec.mpich -n 4 "$bench" dag -b mpi,tcp "${dag_args[@]}" --csv "$out/dag.csv"
 run idle mpiexec.mpich -n 4 "$bench" idle -b mpi,tcp "${idle_args[@]}" --csv "$out/idle.csv"
 load_after="$(uptime)"
 elapsed=$(( $(date +%s) - started ))
@@ -144,11 +149,35 @@ set key top right autotitle columnhead
 set yrange [0:*]
 plot for [i=2:$(( ${#tb[@]} + 1 ))] '$out/tasks.dat' using i:xtic(1)
 EOF
+  # dag: one panel per workload, time against payload size, mpi next to tcp
+  awk -F, -v out="$out" 'NR > 1 { print $3, $5 * 1e3 > (out "/dag-" $2 "-" $1 ".dat") }' "$out/dag.csv"
+  dag_panels=""
+  for w in $(tail -n +2 "$out/dag.csv" | cut -d, -f2 | awk '!seen[$0]++'); do
+    lines=""
+    for b in $(backends_of "$out/dag.csv"); do
+      lines+="${lines:+, }'$out/dag-$w-$b.dat' using 1:2 with linespoints lw 2 title '$b'"
+    done
+    dag_panels+="set title '$w'"$'\n'"plot $lines"$'\n'
+  done
+  gnuplot <<EOF
+set terminal $term size 1000,760
+set output '$out/dag.png'
+set multiplot layout 2,2 title 'Task graphs that move data (mpiexec.mpich -n 4, medians): time per graph'
+set xlabel 'payload per task result (bytes)'
+set ylabel 'ms'
+set logscale x 2
+set logscale y 10
+set format x '%.0b%B'
+set grid
+set key top left
+$dag_panels
+unset multiplot
+EOF
   rm -f "$out"/*.dat
-  for p in latency bandwidth tasks; do
+  for p in latency bandwidth tasks dag; do
     [ -s "$out/$p.png" ] || { echo "report.sh: gnuplot made no $p.png" >&2; exit 1; }
   done
-  plots=3
+  plots=4
 fi
 
 # ---- report.md -----------------------------------------------------------------------------
@@ -230,6 +259,21 @@ img() { [ $plots -gt 0 ] && printf '![%s](%s.png)\n\n' "$1" "$1" || true; }
   csv_table "$out/array.csv"
   echo
   echo "Time ratio: $(ratio_line "$out/array.csv" 1 5 mpi tcp) (below 1: faster over MPI)."
+  echo
+  echo "## Task graphs that move data (\`taskwire-bench dag\`, mpiexec.mpich -n 4, ms, medians)"
+  echo
+  echo "stencil: a ring of blocks over time steps, each task reading its own and both neighbours'"
+  echo "blocks; matmul: blocked product with a tree of adds per output block; tree: map, then a"
+  echo "binary tree of element-wise adds; shuffle: every output reads a piece of every input."
+  echo "Rounds alternate the transports; every result is checked against a direct computation."
+  echo
+  img dag
+  awk -F, 'function human(n) { if (n >= 1048576) return sprintf("%.0f MiB", n / 1048576);
+      if (n >= 1024) return sprintf("%.0f KiB", n / 1024); return n " B" }
+    NR == 1 { print "backend,graph,ms"; next } { printf "%s,%s %s (%d tasks),%.3f\n", $1, $2, human($3), $4, $5 * 1e3 }' \
+    "$out/dag.csv" > "$out/dag-ms.csv"
+  pivot "$out/dag-ms.csv" 2 graph 3 "%.2f" mpi tcp mpi/tcp
+  rm -f "$out/dag-ms.csv"
   echo
   echo "## Idle CPU (mpiexec.mpich -n 4, cluster up and idle, % of one core per rank)"
   echo
