@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --smoke) quick=2 ;;
     --bench) bench="$2"; shift ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "report.sh: unknown option $1" >&2; exit 2 ;;
     *) out="$1" ;;
   esac
