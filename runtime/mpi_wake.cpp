@@ -1,7 +1,9 @@
 #include <taskwire/runtime/mpi_wake.hpp>
 
 #include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -28,6 +30,32 @@ socklen_t socket_address(long key, sockaddr_un& a) {
   return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
 }
 
+// Next to the word, on its page: the owner's pid and eventfd, for peers to take a copy of.
+struct Contact {
+  std::int64_t pid;
+  std::int32_t event_fd;
+};
+constexpr std::size_t kContactOffset = 64;
+Contact* contact_of(std::atomic<std::uint32_t>* word) {
+  return reinterpret_cast<Contact*>(reinterpret_cast<char*>(word) + kContactOffset);
+}
+
+// A copy of `fd` of process `pid` (pidfd_getfd, Linux 5.6; needs the same rights over it as
+// process_vm_readv, which MPI's shared-memory transport uses too); -1 when not allowed.
+int copy_fd_of(std::int64_t pid, int fd) {
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
+  if (pidfd < 0) return -1;
+  const int copy = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+  ::close(pidfd);
+  return copy;
+#else
+  (void)pid;
+  (void)fd;
+  return -1;
+#endif
+}
+
 std::atomic<std::uint32_t>* map_word(int fd) {
   void* p = ::mmap(nullptr, kWordBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   return p == MAP_FAILED ? nullptr : static_cast<std::atomic<std::uint32_t>*>(p);
@@ -37,7 +65,7 @@ std::atomic<std::uint32_t>* map_word(int fd) {
 
 long WakeBoard::current_pid() noexcept { return ::getpid(); }
 
-WakeBoard::WakeBoard(long key) {
+WakeBoard::WakeBoard(long key, bool with_event_fd) {
   static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
   own_name_ = shm_name(key);
   // A stale name from a dead process with the same pid is simply reused.
@@ -52,6 +80,8 @@ WakeBoard::WakeBoard(long key) {
   ::close(shm);
   if (!own_) return;
   new (own_) std::atomic<std::uint32_t>(kAwake);
+  if (with_event_fd) event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  *contact_of(own_) = Contact{::getpid(), event_fd_};
   fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   sockaddr_un a;
   const socklen_t len = socket_address(key, a);
@@ -65,6 +95,9 @@ WakeBoard::WakeBoard(long key) {
 WakeBoard::~WakeBoard() {
   unlink_own();
   if (fd_ >= 0) ::close(fd_);
+  if (event_fd_ >= 0) ::close(event_fd_);
+  for (int fd : peer_event_fds_)
+    if (fd >= 0) ::close(fd);
   for (auto* w : words_)  // peers' words only: attach() skips this rank
     if (w) ::munmap(w, kWordBytes);
   if (own_) ::munmap(own_, kWordBytes);
@@ -73,6 +106,9 @@ WakeBoard::~WakeBoard() {
 void WakeBoard::attach(const std::vector<long>& keys, int own_rank) {
   keys_ = keys;
   words_.assign(keys.size(), nullptr);
+  for (int fd : peer_event_fds_)
+    if (fd >= 0) ::close(fd);
+  peer_event_fds_.assign(keys.size(), -1);
   all_attached_ = usable();
   local_ranks_ = 1;
   for (std::size_t r = 0; r < keys.size(); ++r) {
@@ -83,6 +119,8 @@ void WakeBoard::attach(const std::vector<long>& keys, int own_rank) {
       if (shm >= 0) {
         words_[r] = map_word(shm);
         ::close(shm);
+        if (words_[r] && contact_of(words_[r])->event_fd >= 0)
+          peer_event_fds_[r] = copy_fd_of(contact_of(words_[r])->pid, contact_of(words_[r])->event_fd);
       }
     }
     if (!words_[r]) all_attached_ = false;
@@ -102,6 +140,9 @@ void WakeBoard::drain() noexcept {
   if (fd_ < 0) return;
   char buf[64];
   while (::recv(fd_, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+  }
+  std::uint64_t count;
+  if (event_fd_ >= 0 && ::read(event_fd_, &count, sizeof count) < 0) {
   }
 }
 
@@ -124,7 +165,14 @@ void WakeBoard::wake_if_awaiting_sends(int rank) noexcept {
   send_wake(rank);
 }
 
+// An eventfd write wakes the peer as an ordinary wake-up; a datagram on a UNIX socket is a
+// "synchronous" one, on which Linux puts the woken task on the waker's CPU, expecting the
+// waker to sleep: a waker that goes on polling then holds the peer off its CPU.
 void WakeBoard::send_wake(int rank) noexcept {
+  if (const int efd = peer_event_fds_[static_cast<std::size_t>(rank)]; efd >= 0) {
+    const std::uint64_t one = 1;
+    if (::write(efd, &one, sizeof one) == sizeof one) return;
+  }
   sockaddr_un a;
   const socklen_t len = socket_address(keys_[static_cast<std::size_t>(rank)], a);
   const char byte = 'w';

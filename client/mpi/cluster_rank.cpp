@@ -186,9 +186,13 @@ void ClusterRank::wait_for_workers() {
   const auto expected = static_cast<std::size_t>(worker_count());
   const auto deadline = std::chrono::steady_clock::now() + options_.connect_timeout;
   std::size_t seen = 0;
+  const auto finished = scheduler_->finished();
   while ((seen = scheduler_->inspect([](const scheduler::SchedulerState& s) {
             return s.workers().size();
           })) < expected) {
+    // A client outside the job (taskwire-mpi's TCP door) may have come, worked and shut the
+    // cluster down before the last worker registered: nothing to wait for any more.
+    if (finished.wait_for(0s) == std::future_status::ready) return;
     if (std::chrono::steady_clock::now() > deadline) {
       spdlog::warn("rank {}: only {} of {} workers registered within {} ms; starting anyway",
                    env_.rank(), seen, expected, options_.connect_timeout.count());

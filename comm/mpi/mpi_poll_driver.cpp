@@ -52,6 +52,9 @@ PollDriver::PollDriver(std::shared_ptr<MpiPoller> poller, asio::any_io_executor 
   if (board_ && board_->usable())
     if (const int fd = ::dup(board_->fd()); fd >= 0)
       wake_fd_ = std::make_unique<asio::posix::stream_descriptor>(strand_, fd);
+  if (wake_fd_ && board_->event_fd() >= 0)
+    if (const int fd = ::dup(board_->event_fd()); fd >= 0)
+      wake_event_fd_ = std::make_unique<asio::posix::stream_descriptor>(strand_, fd);
   const bool oversubscribed = board_ && board_->local_ranks() > cores_ && wake_fd_ &&
                               board_->all_peers_reach_me();
   policy_ = PollPolicy::from(config, oversubscribed);
@@ -77,6 +80,7 @@ void PollDriver::stop() noexcept {
       self->guard_timer_.cancel();
       error_code ignored;
       if (self->wake_fd_) self->wake_fd_->close(ignored);
+      if (self->wake_event_fd_) self->wake_event_fd_->close(ignored);
     });
   } catch (...) {
   }
@@ -194,6 +198,14 @@ void PollDriver::sleep(std::chrono::microseconds wait) {
 // One read of the wake socket stays pending while the driver sleeps (and after, until a
 // datagram comes): it consumes the datagram that wakes this rank, with no separate drain.
 void PollDriver::read_wake_socket() {
+  if (wake_event_fd_ && !reading_event_ && wake_event_fd_->is_open()) {
+    reading_event_ = true;
+    wake_event_fd_->async_read_some(asio::buffer(&wake_count_, sizeof wake_count_),
+                                    [self = shared_from_this()](error_code ec, std::size_t) {
+                                      self->reading_event_ = false;
+                                      if (!ec && !self->stopped_) self->woken(self->sleep_id_);
+                                    });
+  }
   if (reading_ || !wake_fd_->is_open()) return;
   reading_ = true;
   wake_fd_->async_read_some(asio::buffer(wake_buf_),

@@ -255,8 +255,11 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   asio::steady_timer guard_timer_;  ///< bounds untimed sleeps (see guard())
   std::shared_ptr<runtime::WakeBoard> board_;
   std::unique_ptr<asio::posix::stream_descriptor> wake_fd_;  ///< board's socket, when usable
+  std::unique_ptr<asio::posix::stream_descriptor> wake_event_fd_;  ///< board's eventfd, if any
   char wake_buf_[16];
+  std::uint64_t wake_count_ = 0;
   bool reading_ = false;   ///< a read of wake_fd_ is pending
+  bool reading_event_ = false;  ///< a read of wake_event_fd_ is pending
   bool untimed_ = false;   ///< the coming sleep waits for a wake-up, not for the timer
   bool in_sleep_ = false;  ///< a sleep is set up and not yet ended (strand-confined)
   std::uint64_t sleep_id_ = 0;  ///< the current sleep; stale wake-ups carry an older one

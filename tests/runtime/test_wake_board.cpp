@@ -18,6 +18,12 @@ bool readable(int fd, int timeout_ms) {
 
 long key(int n) { return static_cast<long>(::getpid()) * 1000 + 900 + n; }
 
+// Woken by either path: the eventfd a peer holds a copy of, or a datagram.
+bool woken(const WakeBoard& b, int timeout_ms) {
+  pollfd p[2] = {{b.fd(), POLLIN, 0}, {b.event_fd(), POLLIN, 0}};
+  return ::poll(p, b.event_fd() >= 0 ? 2 : 1, timeout_ms) >= 1;
+}
+
 }  // namespace
 
 TEST_CASE("a rank wakes a sleeping peer once per sleep, and never an awake one", "[runtime][wake]") {
@@ -37,21 +43,21 @@ TEST_CASE("a rank wakes a sleeping peer once per sleep, and never an awake one",
   CHECK(b.all_peers_reach_me());
 
   a.wake(1);  // b is awake: nothing sent
-  CHECK_FALSE(readable(b.fd(), 50));
+  CHECK_FALSE(woken(b, 50));
 
   b.own_word()->store(WakeBoard::kSleeping);
   a.wake(1);
   CHECK(b.own_word()->load() == WakeBoard::kAwake);
-  CHECK(readable(b.fd(), 5000));
+  CHECK(woken(b, 5000));
   b.drain();
-  CHECK_FALSE(readable(b.fd(), 0));
+  CHECK_FALSE(woken(b, 0));
 
   a.wake(1);  // woken already, not asleep again: no second datagram
-  CHECK_FALSE(readable(b.fd(), 50));
+  CHECK_FALSE(woken(b, 50));
 
   a.own_word()->store(WakeBoard::kSleeping);  // and the other way round
   b.wake(0);
-  CHECK(readable(a.fd(), 5000));
+  CHECK(woken(a, 5000));
   CHECK(a.own_word()->load() == WakeBoard::kAwake);
 }
 
@@ -68,20 +74,46 @@ TEST_CASE("a receiver wakes a sender only while it sleeps awaiting its sends", "
   b.own_word()->store(WakeBoard::kSleeping);  // asleep, no message waiting behind a send
   a.wake_if_awaiting_sends(1);
   CHECK(b.own_word()->load() == WakeBoard::kSleeping);
-  CHECK_FALSE(readable(b.fd(), 50));
+  CHECK_FALSE(woken(b, 50));
 
   b.own_word()->store(WakeBoard::kAwaitingSends);
   a.wake_if_awaiting_sends(1);
   CHECK(b.own_word()->load() == WakeBoard::kAwake);
-  CHECK(readable(b.fd(), 5000));
+  CHECK(woken(b, 5000));
   b.drain();
   a.wake_if_awaiting_sends(1);  // awake now: nothing more
-  CHECK_FALSE(readable(b.fd(), 50));
+  CHECK_FALSE(woken(b, 50));
 
   b.own_word()->store(WakeBoard::kAwaitingSends);  // a message to it wakes it as any sleep
   a.wake(1);
   CHECK(b.own_word()->load() == WakeBoard::kAwake);
+  CHECK(woken(b, 5000));
+}
+
+TEST_CASE("a wake-up goes by eventfd where the peer's can be copied, else by datagram",
+          "[runtime][wake]") {
+  WakeBoard a(key(7)), b(key(8), /*with_event_fd=*/false);
+  REQUIRE(a.usable());
+  REQUIRE(b.usable());
+  REQUIRE(a.event_fd() >= 0);  // eventfd(2): Linux
+  CHECK(b.event_fd() == -1);
+  const std::vector<long> keys{key(7), key(8)};
+  a.attach(keys, 0);
+  b.attach(keys, 1);
+  a.unlink_own();
+  b.unlink_own();
+
+  b.own_word()->store(WakeBoard::kSleeping);  // b has no eventfd: a datagram
+  a.wake(1);
   CHECK(readable(b.fd(), 5000));
+  b.drain();
+
+  a.own_word()->store(WakeBoard::kSleeping);  // a has one, and b could copy it (same process)
+  b.wake(0);
+  CHECK(readable(a.event_fd(), 5000));
+  CHECK_FALSE(readable(a.fd(), 0));
+  a.drain();
+  CHECK_FALSE(readable(a.event_fd(), 0));
 }
 
 TEST_CASE("a peer that is not on this host (or gone) is not reachable", "[runtime][wake]") {
