@@ -104,7 +104,7 @@ std::chrono::microseconds PollDriver::next_wait(const TurnResult& r) {
   }
   const PollView view{now - last_progress_, r.receiving, r.sending, r.sends_blocked,
                       wake_fd_ && board_->all_peers_reach_me()};
-  const auto d = decide(policy_, view, [&] { return core_free(now); }, [&] { return backoff_.next(); });
+  const auto d = decide(policy_, view, [this] { return core_free(); }, [&] { return backoff_.next(); });
   using Action = PollDecision::Action;
   untimed_ = d.action == Action::sleep_until_woken;
   yield_next_ = d.action == Action::yield_then_poll;
@@ -112,14 +112,13 @@ std::chrono::microseconds PollDriver::next_wait(const TurnResult& r) {
   return d.action == Action::sleep || untimed_ ? d.wait : std::chrono::microseconds(0);
 }
 
-bool PollDriver::core_free(MpiPoller::Clock::time_point now) {
+// Read at every poll of the yield window: a check kept for 30 us let a worker's io thread
+// yield-poll on while its own task started computing, next to it (TaskBench METG
+// 617-627 us with the kept check, 274-448 us with this; docs/mpi-poll-policy.md).
+bool PollDriver::core_free() const {
   if (yield_unchecked_) return true;
-  if (now - load_checked_ >= MpiPoller::kLoadCheckEvery) {
-    load_checked_ = now;
-    const int runnable = runnable_tasks();
-    core_free_ = runnable > 0 && runnable <= cores_;
-  }
-  return core_free_;
+  const int runnable = runnable_tasks();
+  return runnable > 0 && runnable <= cores_;
 }
 
 void PollDriver::run() {
@@ -182,6 +181,9 @@ void PollDriver::sleep(std::chrono::microseconds wait) {
     if (r.finished) return;
     if (r.progress) last_progress_ = MpiPoller::Clock::now();
     if (r.progress || r.deferred || stopped_) return stay_awake();
+    // Without this look a message sent as the word flipped could wait for the guard (50 ms:
+    // seen in traces of taskwire-taskbench, a worker's task-finished message).
+    if (poller_->message_waiting()) return stay_awake();
   }
   sleeping_ = true;
   if (kicked_.load()) return stay_awake();  // a wake() raced with the decision to sleep

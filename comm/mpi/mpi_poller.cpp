@@ -244,6 +244,14 @@ TurnResult MpiPoller::turn(const asio::execution_context* here) {
   return r;
 }
 
+bool MpiPoller::message_waiting() {
+  Locked lock(*this);
+  if (drained_) return false;
+  int flag = 0;
+  MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE);
+  return flag != 0;
+}
+
 bool MpiPoller::turn_locked() {
   bool progress = complete_requests();
   progress |= receive_incoming();

@@ -66,8 +66,6 @@ class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
   using Clock = std::chrono::steady_clock;
   /// Longest run of back-to-back polls inside one handler of the driver.
   static constexpr std::chrono::microseconds kBurst{20};
-  /// How long a free-core check (yield_after_progress) stays good.
-  static constexpr std::chrono::microseconds kLoadCheckEvery{30};
 
   /// The process's poller, created on first use; null when no MpiEnvironment is alive.
   static std::shared_ptr<MpiPoller> instance();
@@ -108,6 +106,10 @@ class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
   /// lock is released, so they run inline when their strand is free; so are completions
   /// of what those handlers start (a write's). The rest are posted.
   TurnResult turn(const asio::execution_context* here = nullptr);
+  /// Whether a message is waiting that no turn has taken yet (MPI_Iprobe). For the last look
+  /// before a sleep: MPICH's MPI_Improbe looks, then progresses when it found nothing, so the
+  /// turn that ends with it can leave a message that arrived during that progress.
+  bool message_waiting();
   /// Cross-process wake-ups (never null; possibly unusable).
   const std::shared_ptr<runtime::WakeBoard>& board() const noexcept { return board_; }
   void attach(PollDriver* driver);
@@ -247,7 +249,7 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   void read_wake_socket();
   void guard();
   std::chrono::microseconds next_wait(const TurnResult& r);
-  bool core_free(MpiPoller::Clock::time_point now);
+  bool core_free() const;
 
   std::shared_ptr<MpiPoller> poller_;
   asio::strand<asio::any_io_executor> strand_;
@@ -269,9 +271,7 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   PollPolicy policy_;
   bool yield_unchecked_;
   bool yield_next_ = false;  ///< give up the core before the next turn (see next_wait)
-  bool core_free_ = false;   ///< the last free-core check's answer, taken at load_checked_
   int cores_;
-  MpiPoller::Clock::time_point load_checked_{};
   MpiPoller::Clock::time_point last_progress_{};
   std::atomic<bool> stopped_{false}, sleeping_{false}, kicked_{false};
   std::uint32_t sleep_word_ = runtime::WakeBoard::kSleeping;  ///< what the coming sleep publishes
