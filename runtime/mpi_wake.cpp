@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <string_view>
 
 namespace taskwire::runtime {
 namespace {
@@ -40,14 +41,23 @@ Contact* contact_of(std::atomic<std::uint32_t>* word) {
   return reinterpret_cast<Contact*>(reinterpret_cast<char*>(word) + kContactOffset);
 }
 
-// A copy of `fd` of process `pid` (pidfd_getfd, Linux 5.6; needs the same rights over it as
-// process_vm_readv, which MPI's shared-memory transport uses too); -1 when not allowed.
-int copy_fd_of(std::int64_t pid, int fd) {
+// A copy of eventfd `fd` of process `pid` (pidfd_getfd, Linux 5.6: ptrace rights over the
+// process, as process_vm_readv needs; a seccomp filter may still refuse it); -1 when not
+// allowed, or when what it names is not an eventfd (a stale page of a reused pid).
+int copy_event_fd_of(std::int64_t pid, int fd) {
 #if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
   if (pidfd < 0) return -1;
   const int copy = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, fd, 0));
   ::close(pidfd);
+  if (copy < 0) return -1;
+  char target[64] = {};
+  const std::string link = "/proc/self/fd/" + std::to_string(copy);
+  const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+  if (n <= 0 || std::string_view(target, static_cast<std::size_t>(n)) != "anon_inode:[eventfd]") {
+    ::close(copy);
+    return -1;
+  }
   return copy;
 #else
   (void)pid;
@@ -120,7 +130,8 @@ void WakeBoard::attach(const std::vector<long>& keys, int own_rank) {
         words_[r] = map_word(shm);
         ::close(shm);
         if (words_[r] && contact_of(words_[r])->event_fd >= 0)
-          peer_event_fds_[r] = copy_fd_of(contact_of(words_[r])->pid, contact_of(words_[r])->event_fd);
+          peer_event_fds_[r] =
+              copy_event_fd_of(contact_of(words_[r])->pid, contact_of(words_[r])->event_fd);
       }
     }
     if (!words_[r]) all_attached_ = false;

@@ -23,7 +23,8 @@
 // kSleeping, then polls once more before it sleeps; the sender's MPI_Isend precedes its
 // load of the word (both sequentially consistent).
 // A receiver calls wake_if_awaiting_sends(sender) after each receive: a shared-memory load,
-// and a wake-up only for a sender that sleeps in kAwaitingSends.
+// and a wake-up only for a sender that sleeps in kAwaitingSends. That one is not free of lost
+// wake-ups (the send may complete only after the receiver looked): such a sleep is timed.
 // Peers on other hosts, or where shm or sockets are unavailable, are simply not woken: their
 // pollers fall back to the timed sleep.
 #include <atomic>
@@ -59,13 +60,18 @@ class WakeBoard {
   /// Ranks of this job on this host, this one included (1 before attach()).
   int local_ranks() const noexcept { return local_ranks_; }
 
-  /// This rank's word (kSleeping while its poller sleeps). Null when unusable.
+  /// This rank's word (kSleeping or kAwaitingSends while its poller sleeps). Null when
+  /// unusable.
   std::atomic<std::uint32_t>* own_word() const noexcept { return own_; }
   /// Readable after a wake-up by a datagram; drain() empties it. -1 when unusable.
   int fd() const noexcept { return fd_; }
   /// Readable after a wake-up by a peer that holds a copy of it (an eventfd: read 8 bytes to
   /// reset it, or drain()); -1 when there is none. Wait on both.
   int event_fd() const noexcept { return event_fd_; }
+  /// Whether wake(rank) writes a copy of rank's eventfd (else it sends a datagram).
+  bool wakes_by_event_fd(int rank) const noexcept {
+    return reaches(rank) && peer_event_fds_[static_cast<std::size_t>(rank)] >= 0;
+  }
   void drain() noexcept;
 
   /// Wakes `rank` if it sleeps. Cheap when it is awake; safe from any thread.

@@ -50,11 +50,14 @@ PollDriver::PollDriver(std::shared_ptr<MpiPoller> poller, asio::any_io_executor 
   // different io_contexts); whichever reads a datagram wakes, and its turn serves every
   // connection of the process.
   if (board_ && board_->usable())
-    if (const int fd = ::dup(board_->fd()); fd >= 0)
+    if (const int fd = ::fcntl(board_->fd(), F_DUPFD_CLOEXEC, 0); fd >= 0)
       wake_fd_ = std::make_unique<asio::posix::stream_descriptor>(strand_, fd);
-  if (wake_fd_ && board_->event_fd() >= 0)
-    if (const int fd = ::dup(board_->event_fd()); fd >= 0)
+  if (wake_fd_ && board_->event_fd() >= 0) {
+    if (const int fd = ::fcntl(board_->event_fd(), F_DUPFD_CLOEXEC, 0); fd >= 0)
       wake_event_fd_ = std::make_unique<asio::posix::stream_descriptor>(strand_, fd);
+    else
+      wake_fd_.reset();  // peers write the eventfd nobody would wait on: no wakeable sleeps
+  }
   const bool oversubscribed = board_ && board_->local_ranks() > cores_ && wake_fd_ &&
                               board_->all_peers_reach_me();
   policy_ = PollPolicy::from(config, oversubscribed);
@@ -112,9 +115,8 @@ std::chrono::microseconds PollDriver::next_wait(const TurnResult& r) {
   return d.action == Action::sleep || untimed_ ? d.wait : std::chrono::microseconds(0);
 }
 
-// Read at every poll of the yield window: a check kept for 30 us let a worker's io thread
-// yield-poll on while its own task started computing, next to it (TaskBench METG
-// 617-627 us with the kept check, 274-448 us with this; docs/mpi-poll-policy.md).
+// Read at every poll of the yield window: a check kept for 30 us let a rank go on
+// yield-polling after a task started computing next to it (docs/mpi-poll-policy.md).
 bool PollDriver::core_free() const {
   if (yield_unchecked_) return true;
   const int runnable = runnable_tasks();
@@ -217,7 +219,7 @@ void PollDriver::read_wake_socket() {
                             });
 }
 
-// Wakes an untimed sleep that a wake-up lost (see kWakeableIdleSleep), every so often.
+// Wakes an untimed sleep that a wake-up lost (see PollPolicy::wakeable_sleep), every so often.
 void PollDriver::guard() {
   guard_timer_.expires_after(policy_.wakeable_sleep);
   guard_timer_.async_wait([self = shared_from_this()](error_code ec) {

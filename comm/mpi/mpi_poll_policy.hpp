@@ -17,7 +17,8 @@ struct PollPolicy {
   std::chrono::microseconds spin_after_progress{0};
   /// Then poll and yield this long after progress, while the host has a free core.
   std::chrono::microseconds yield_after_progress{200};
-  /// Longest timed sleep: while sends are in flight, or between polls with no wake-ups.
+  /// Timed sleep while sends are in flight; the backoff's longest sleep without wake-ups
+  /// (before deep_idle_after).
   std::chrono::microseconds sleep_cap{1000};
   /// Longest sleep while receives are in flight (they move with this rank's own MPI calls),
   /// or sends when no peer can wake this rank to complete them.

@@ -265,18 +265,31 @@ bool MpiPoller::turn_locked() {
 // What the driver's next wait depends on: receives in flight move with this rank's own
 // progress (a rendezvous receive copies the data itself); a send in flight completes once the
 // receiver took it, and a rendezvous send that MPI holds back (no room on the way) leaves only
-// in a later MPI call of ours, when the peer may already sleep: so each turn wakes the peers of
+// in a later MPI call of ours, when the peer may already sleep: so turns wake the peers of
 // sends in flight (a shared-memory load when they are awake). Without it a message waited for
-// the peer's idle timer (50 ms, taskwire-bench dag).
+// the peer's idle timer (50 ms, taskwire-bench dag). A receive still in flight two turns
+// after it was posted may wait for its sender (a rendezvous the receiver does not pull
+// itself): its sender is woken too. Each request wakes its peer at its first turns, then at
+// most every kRewakeEvery, so a receiver that holds a sender back is not woken at every turn.
 void MpiPoller::note_requests(TurnResult& r) {
-  for (const auto& p : pending_) {
+  const auto now = Clock::now();
+  auto wake_for = [&](Pending& p) {
+    if (!board_ || !p.conn || now < p.next_wake) return;
+    if (p.turns > 2) p.next_wake = now + kRewakeEvery;
+    board_->wake(p.conn->peer);
+  };
+  for (auto& p : pending_) {
+    ++p.turns;
     if (p.kind != Pending::send) {
       r.receiving = true;
+      if (p.turns > 2) wake_for(p);
       continue;
     }
     r.sending = true;
-    if (p.conn->sendq.size() > 1) r.sends_blocked = true;
-    if (board_) board_->wake(p.conn->peer);
+    // A message waits behind this send: another one of the queue, or the rest of this one's
+    // chunks beyond the window of sends in flight.
+    if (p.conn->sendq.size() > 1 || !p.conn->sendq.front().all_posted()) r.sends_blocked = true;
+    wake_for(p);
   }
 }
 

@@ -127,7 +127,11 @@ class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
     InMessage* in = nullptr;
     Kind kind = discard;
     std::shared_ptr<char[]> scratch;  // where a discarded message lands
+    unsigned turns = 0;               // turns that found it in flight
+    Clock::time_point next_wake{};    // see note_requests
   };
+  /// How often a peer is woken again for the same request in flight (see note_requests).
+  static constexpr std::chrono::microseconds kRewakeEvery{1000};
   using Lock = std::unique_lock<std::mutex>;
   /// Holds the mutex; on release, destroys what was buried meanwhile only after unlocking
   /// (a handler may hold the last reference to a comm, whose destructor locks again).
