@@ -2,7 +2,8 @@
 # bench/report.sh: runs every taskwire-bench subcommand with --csv into one directory, then
 # writes OUTDIR/report.md: the tables, the MPI/TCP ratios, and PNG plots made with gnuplot
 # (latency and bandwidth vs message size, task throughput per workload, task graphs that move
-# data: time per graph against payload size).
+# data: time per graph against payload size), and TaskBench's METG(50%) (bench/metg.sh) when
+# taskwire-taskbench was built next to taskwire-bench.
 #
 #   bench/report.sh [--quick|--smoke] [--bench PATH] [OUTDIR]   (OUTDIR: ./benchmark-report)
 #
@@ -22,7 +23,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --smoke) quick=2 ;;
     --bench) bench="$2"; shift ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "report.sh: unknown option $1" >&2; exit 2 ;;
     *) out="$1" ;;
   esac
@@ -52,6 +53,7 @@ if [ $quick = 2 ]; then
   relay_args=(--roundtrips 200 --repeats 1)
   array_args=(--n 400 --blocks 4)
   dag_args=(--repeats 1 --sizes 1K,64K --stencil-steps 2 --matmul-blocks 2 --tree-leaves 2)
+  metg_args=(--quick --steps 10 --iters "4096 16")
   idle_args=(--seconds 0.3 --settle 0.1)
 elif [ $quick = 1 ]; then
   lat_args=(--seconds-per-size 0.05 --iterations 500)
@@ -60,6 +62,7 @@ elif [ $quick = 1 ]; then
   relay_args=(--roundtrips 5000 --repeats 3)
   array_args=(--n 4000 --blocks 8)
   dag_args=(--repeats 3 --sizes 1K,16K,128K,1M)
+  metg_args=(--quick)
   idle_args=(--seconds 2 --settle 0.5)
 else
   lat_args=(--seconds-per-size 0.4)
@@ -68,6 +71,7 @@ else
   relay_args=(--roundtrips 20000 --repeats 3)
   array_args=(--n 20000 --blocks 8)
   dag_args=(--repeats 5)
+  metg_args=(--steps 500)
   idle_args=(--seconds 5 --settle 1)
 fi
 
@@ -91,6 +95,14 @@ run tasks mpiexec.mpich -n 4 "$bench" tasks -b mpi,tcp "${tasks_args[@]}" --csv 
 run relay "$bench" relay "${relay_args[@]}" --csv "$out/relay.csv"
 run array mpiexec.mpich -n 5 "$bench" array -b mpi,tcp "${array_args[@]}" --csv "$out/array.csv"
 run dag mpiexec.mpich -n 4 "$bench" dag -b mpi,tcp "${dag_args[@]}" --csv "$out/dag.csv"
+# TaskBench's METG(50%), when the driver was built (a task-bench checkout was found)
+taskbench_dir="$(dirname "$bench")/../taskbench"
+metg=0
+if [ -x "$taskbench_dir/taskwire-taskbench" ] && [ -x "$taskbench_dir/taskbench-mpi-nonblock" ]; then
+  run metg "$here/bench/metg.sh" "${metg_args[@]}" --csv "$out/metg.csv" \
+    --nonblock "$taskbench_dir/taskbench-mpi-nonblock" --taskbench "$taskbench_dir/taskwire-taskbench"
+  metg=1
+fi
 run idle mpiexec.mpich -n 4 "$bench" idle -b mpi,tcp "${idle_args[@]}" --csv "$out/idle.csv"
 load_after="$(uptime)"
 elapsed=$(( $(date +%s) - started ))
@@ -275,6 +287,18 @@ img() { [ $plots -gt 0 ] && printf '![%s](%s.png)\n\n' "$1" "$1" || true; }
   pivot "$out/dag-ms.csv" 2 graph 3 "%.2f" mpi tcp mpi/tcp
   rm -f "$out/dag-ms.csv"
   echo
+  if [ $metg = 1 ]; then
+    echo "## TaskBench METG(50%) (\`bench/metg.sh\`: stencil_1d, width 2, compute_bound)"
+    echo
+    echo "The smallest time per task (elapsed x 2 cores / tasks) at which a system still reaches half"
+    echo "the peak FLOP/s that TaskBench's own MPI implementation (nonblock, \`mpiexec.mpich -n 2\`)"
+    echo "reaches in this run; taskwire runs under \`mpiexec.mpich -n 4\` (2 single-thread workers)."
+    echo
+    echo '```'
+    sed -n '/^system  *METG/,/^$/p' "$out/metg.txt"
+    echo '```'
+    echo
+  fi
   echo "## Idle CPU (mpiexec.mpich -n 4, cluster up and idle, % of one core per rank)"
   echo
   echo "Rank 0 runs the scheduler, rank 1 the client (asleep), ranks 2 and 3 workers."
