@@ -24,17 +24,26 @@ bool woken(const WakeBoard& b, int timeout_ms) {
   return ::poll(p, b.event_fd() >= 0 ? 2 : 1, timeout_ms) >= 1;
 }
 
+// Two boards standing for ranks 0 and 1 of one host, attached to each other.
+struct Ranks {
+  Ranks(int n, bool second_has_event_fd = true)
+      : a(key(n)), b(key(n + 1), second_has_event_fd) {
+    REQUIRE(a.usable());
+    REQUIRE(b.usable());
+    const std::vector<long> keys{key(n), key(n + 1)};
+    a.attach(keys, 0);
+    b.attach(keys, 1);
+    a.unlink_own();  // both mapped each other: the names can go, the mappings stay
+    b.unlink_own();
+  }
+  WakeBoard a, b;
+};
+
 }  // namespace
 
 TEST_CASE("a rank wakes a sleeping peer once per sleep, and never an awake one", "[runtime][wake]") {
-  WakeBoard a(key(1)), b(key(2));
-  REQUIRE(a.usable());
-  REQUIRE(b.usable());
-  const std::vector<long> keys{key(1), key(2)};
-  a.attach(keys, 0);
-  b.attach(keys, 1);
-  a.unlink_own();  // both mapped each other: the names can go, the mappings stay
-  b.unlink_own();
+  Ranks ranks(1);
+  auto& [a, b] = ranks;
   CHECK(a.reaches(1));
   CHECK_FALSE(a.reaches(0));
   CHECK_FALSE(a.reaches(2));
@@ -62,14 +71,8 @@ TEST_CASE("a rank wakes a sleeping peer once per sleep, and never an awake one",
 }
 
 TEST_CASE("a receiver wakes a sender only while it sleeps awaiting its sends", "[runtime][wake]") {
-  WakeBoard a(key(5)), b(key(6));
-  REQUIRE(a.usable());
-  REQUIRE(b.usable());
-  const std::vector<long> keys{key(5), key(6)};
-  a.attach(keys, 0);
-  b.attach(keys, 1);
-  a.unlink_own();
-  b.unlink_own();
+  Ranks ranks(5);
+  auto& [a, b] = ranks;
 
   b.own_word()->store(WakeBoard::kSleeping);  // asleep, no message waiting behind a send
   a.wake_if_awaiting_sends(1);
@@ -92,15 +95,9 @@ TEST_CASE("a receiver wakes a sender only while it sleeps awaiting its sends", "
 
 TEST_CASE("a wake-up goes by eventfd where the peer's can be copied, else by datagram",
           "[runtime][wake]") {
-  WakeBoard a(key(7)), b(key(8), /*with_event_fd=*/false);
-  REQUIRE(a.usable());
-  REQUIRE(b.usable());
+  Ranks ranks(7, /*second_has_event_fd=*/false);
+  auto& [a, b] = ranks;
   REQUIRE(a.event_fd() >= 0);  // eventfd(2): Linux
-  const std::vector<long> keys{key(7), key(8)};
-  a.attach(keys, 0);
-  b.attach(keys, 1);
-  a.unlink_own();
-  b.unlink_own();
   CHECK(a.reaches(1));
   CHECK_FALSE(a.wakes_by_event_fd(1));  // b has none to copy
 
