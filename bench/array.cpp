@@ -1,5 +1,6 @@
 #include "bench/array.hpp"
 #include "bench/cluster_ranks.hpp"
+#include "bench/splitmix.hpp"
 #include "bench/stats.hpp"
 
 #include <taskwire/client/mpi/launch.hpp>
@@ -41,13 +42,7 @@ struct BlockSpec {
   }
 };
 
-// splitmix64: fast, and good enough for a benchmark's uniform doubles in [0, 1).
-inline std::uint64_t splitmix64(std::uint64_t& s) {
-  std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+using taskwire::bench::splitmix64;
 
 Block random_block(BlockSpec s) {
   Block b{s.rows, s.cols, {}};

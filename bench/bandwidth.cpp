@@ -214,12 +214,6 @@ std::vector<Row> raw_mpi_backend(RankPair& pair, const BandwidthOptions& o) {
   return rows;
 }
 
-std::string human_bytes(std::size_t n) {
-  if (n >= (1u << 20) && n % (1u << 20) == 0) return fmt::format("{} MiB", n >> 20);
-  if (n >= 1024 && n % 1024 == 0) return fmt::format("{} KiB", n >> 10);
-  return fmt::format("{} B", n);
-}
-
 void print(const BandwidthOptions& o, const std::vector<Row>& rows) {
   CsvWriter csv(o.csv, "backend,bytes,messages,seconds,gb_per_s");
   std::map<std::pair<std::string, std::size_t>, double> gbs;

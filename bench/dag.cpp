@@ -20,12 +20,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using RowKey = std::tuple<std::string, std::string, std::size_t>;  // backend, workload, bytes
 
-std::string size_text(std::size_t b) {
-  if (b >= (1u << 20) && b % (1u << 20) == 0) return fmt::format("{} MiB", b >> 20);
-  if (b >= (1u << 10) && b % (1u << 10) == 0) return fmt::format("{} KiB", b >> 10);
-  return fmt::format("{} B", b);
-}
-
 void validate(const DagOptions& o) {
   for (const auto& w : o.workloads) {
     const auto& all = dag_workloads();
@@ -66,7 +60,7 @@ struct Round {
         if (o.check && result != expected[key]) {
           all_right = false;
           fmt::print("  WRONG: {} {} at {} gave {:.17g}, the direct computation {:.17g}\n", backend,
-                     w, size_text(bytes), result, expected[key]);
+                     w, human_bytes(bytes), result, expected[key]);
         }
       }
   }
@@ -85,7 +79,7 @@ void print_table(const DagOptions& o, const std::map<RowKey, std::vector<double>
     for (std::size_t bytes : o.sizes) {
       const int tasks = tasks_of(w, o.shape);
       const std::size_t moved = payload_bytes(w, bytes);
-      fmt::print("{:<8} {:>9} {:>6}", w, size_text(bytes), tasks);
+      fmt::print("{:<8} {:>9} {:>6}", w, human_bytes(bytes), tasks);
       std::map<std::string, double> p50;
       for (const auto& b : o.backends) {
         p50[b] = summarize(times.at({b, w, bytes})).p50;

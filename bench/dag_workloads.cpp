@@ -1,4 +1,5 @@
 #include "bench/dag_workloads.hpp"
+#include "bench/splitmix.hpp"
 
 #include <taskwire/runtime/function_registry.hpp>
 
@@ -10,12 +11,7 @@ namespace dag_fns {
 
 using taskwire::bench::Payload;
 
-inline std::uint64_t splitmix64(std::uint64_t& s) {
-  std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+using taskwire::bench::splitmix64;
 
 /// `count` uniform doubles in [0, 1), the same for the same (seed, index) on any rank.
 Payload generate(unsigned long long seed, int index, long long count) {

@@ -81,12 +81,6 @@ std::vector<Row> measure_raw_tcp(const LatencyOptions& o) {
   return rows;
 }
 
-std::string human_bytes(std::size_t n) {
-  if (n >= (1u << 20) && n % (1u << 20) == 0) return fmt::format("{} MiB", n >> 20);
-  if (n >= 1024 && n % 1024 == 0) return fmt::format("{} KiB", n >> 10);
-  return fmt::format("{} B", n);
-}
-
 }  // namespace
 
 int print_rows(const LatencyOptions& o, const std::vector<Row>& all);

@@ -1,5 +1,7 @@
 #pragma once
-// Summary statistics and CSV output shared by the benchmarks.
+// Summary statistics and output (sizes, CSV) shared by the benchmarks.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -8,6 +10,13 @@
 #include <vector>
 
 namespace taskwire::bench {
+
+/// "64 KiB", "16 MiB", "1000 B".
+inline std::string human_bytes(std::size_t n) {
+  if (n >= (1u << 20) && n % (1u << 20) == 0) return fmt::format("{} MiB", n >> 20);
+  if (n >= 1024 && n % 1024 == 0) return fmt::format("{} KiB", n >> 10);
+  return fmt::format("{} B", n);
+}
 
 struct Summary {
   double p50 = 0, p99 = 0, mean = 0;

@@ -58,9 +58,9 @@ PollDriver::PollDriver(std::shared_ptr<MpiPoller> poller, asio::any_io_executor 
     else
       wake_fd_.reset();  // peers write the eventfd nobody would wait on: no wakeable sleeps
   }
-  const bool oversubscribed = board_ && board_->local_ranks() > cores_ && wake_fd_ &&
-                              board_->all_peers_reach_me();
-  policy_ = PollPolicy::from(config, oversubscribed);
+  // The board is attached before any driver exists: whether peers can wake this rank is fixed.
+  wakeable_ = wake_fd_ && board_->all_peers_reach_me();
+  policy_ = PollPolicy::from(config, wakeable_ && board_->local_ranks() > cores_);
 }
 
 PollDriver::~PollDriver() { stopped_ = true; }
@@ -105,8 +105,7 @@ std::chrono::microseconds PollDriver::next_wait(const TurnResult& r) {
     backoff_.reset();
     last_progress_ = now;
   }
-  const PollView view{now - last_progress_, r.receiving, r.sending, r.sends_blocked,
-                      wake_fd_ && board_->all_peers_reach_me()};
+  const PollView view{now - last_progress_, r.receiving, r.sending, r.sends_blocked, wakeable_};
   const auto d = decide(policy_, view, [this] { return core_free(); }, [&] { return backoff_.next(); });
   using Action = PollDecision::Action;
   untimed_ = d.action == Action::sleep_until_woken;
@@ -199,24 +198,22 @@ void PollDriver::sleep(std::chrono::microseconds wait) {
   });
 }
 
-// One read of the wake socket stays pending while the driver sleeps (and after, until a
-// datagram comes): it consumes the datagram that wakes this rank, with no separate drain.
+// One read of each wake descriptor (the socket, the eventfd) stays pending while the driver
+// sleeps (and after, until a wake-up comes): it consumes what woke this rank, with no
+// separate drain.
 void PollDriver::read_wake_socket() {
-  if (wake_event_fd_ && !reading_event_ && wake_event_fd_->is_open()) {
-    reading_event_ = true;
-    wake_event_fd_->async_read_some(asio::buffer(&wake_count_, sizeof wake_count_),
-                                    [self = shared_from_this()](error_code ec, std::size_t) {
-                                      self->reading_event_ = false;
-                                      if (!ec && !self->stopped_) self->woken(self->sleep_id_);
-                                    });
-  }
-  if (reading_ || !wake_fd_->is_open()) return;
-  reading_ = true;
-  wake_fd_->async_read_some(asio::buffer(wake_buf_),
-                            [self = shared_from_this()](error_code ec, std::size_t) {
-                              self->reading_ = false;
-                              if (!ec && !self->stopped_) self->woken(self->sleep_id_);
-                            });
+  arm_wake_read(wake_event_fd_.get(), asio::buffer(&wake_count_, sizeof wake_count_), reading_event_);
+  arm_wake_read(wake_fd_.get(), asio::buffer(wake_buf_), reading_);
+}
+
+void PollDriver::arm_wake_read(asio::posix::stream_descriptor* fd, asio::mutable_buffer into,
+                               bool& pending) {
+  if (!fd || pending || !fd->is_open()) return;
+  pending = true;
+  fd->async_read_some(into, [self = shared_from_this(), &pending](error_code ec, std::size_t) {
+    pending = false;
+    if (!ec && !self->stopped_) self->woken(self->sleep_id_);
+  });
 }
 
 // Wakes an untimed sleep that a wake-up lost (see PollPolicy::wakeable_sleep), every so often.

@@ -272,6 +272,7 @@ bool MpiPoller::turn_locked() {
 // itself): its sender is woken too. Each request wakes its peer at its first turns, then at
 // most every kRewakeEvery, so a receiver that holds a sender back is not woken at every turn.
 void MpiPoller::note_requests(TurnResult& r) {
+  if (pending_.empty()) return;  // the common turn: no clock read
   const auto now = Clock::now();
   auto wake_for = [&](Pending& p) {
     if (!board_ || !p.conn || now < p.next_wake) return;

@@ -11,8 +11,8 @@
 // serialised by runtime::MpiEnvironment::mutex().
 //
 // Where the poller runs: as a PollDriver handler on each MpiBackend's io_context that polls
-// in bursts (kBurst) and sleeps on a timer, or on the wake board's socket, when idle; a local
-// write wakes it at once. When it polls, yields or sleeps is PollPolicy (mpi_poll_policy.hpp).
+// in bursts (kBurst) and sleeps on a timer, or on the wake board's eventfd and socket, when
+// idle; a local write wakes it at once. When it polls, yields or sleeps is PollPolicy (mpi_poll_policy.hpp).
 // Wake-ups (runtime::WakeBoard): a rank wakes a sleeping peer on its host after it sends to
 // it, and again after each turn while a send to it is in flight (a send MPI held back leaves
 // in a later call); a receiver wakes a sender that sleeps awaiting its sends. The measurements
@@ -251,6 +251,7 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   void woken(std::uint64_t id);
   void stay_awake();
   void read_wake_socket();
+  void arm_wake_read(asio::posix::stream_descriptor* fd, asio::mutable_buffer into, bool& pending);
   void guard();
   std::chrono::microseconds next_wait(const TurnResult& r);
   bool core_free() const;
@@ -274,6 +275,7 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   runtime::MpiBackoff backoff_;
   PollPolicy policy_;
   bool yield_unchecked_;
+  bool wakeable_ = false;  ///< every peer can wake this rank (and it waits on the board)
   bool yield_next_ = false;  ///< give up the core before the next turn (see next_wait)
   int cores_;
   MpiPoller::Clock::time_point last_progress_{};
