@@ -45,6 +45,8 @@ enum class Op : std::uint8_t {
   key_in_memory = 20, key_erred, key_cancelled, who_has_reply, shutting_down, key_lost,
   // worker -> scheduler
   register_worker = 40, heartbeat, task_finished, task_erred, missing_data, worker_closing,
+  // nanny -> scheduler (since protocol version 4)
+  worker_died = 50,
   // scheduler -> worker
   compute_task = 60, free_keys, close_worker,
   // anyone -> worker (peer data)
@@ -101,8 +103,21 @@ struct RegisterWorker {
   std::string name;
   std::string address;  ///< where peers fetch data from this worker
   std::uint32_t nthreads = 1;
+  /// A nanny watches this worker and reports its death (worker_died): the scheduler waits a
+  /// moment for that report before it reschedules the worker's tasks (since version 4).
+  bool nanny = false;
   template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & name & address & nthreads; }
+  void serialize(Ar& ar, unsigned) { ar & name & address & nthreads & nanny; }
+};
+/// A nanny's report that its worker process died: how, and which tasks it was running (the
+/// scheduler blames only those, not the tasks that were merely queued there).
+struct WorkerDied {
+  std::string address;               ///< the worker's address, as it registered
+  std::string name;
+  std::string cause;                 ///< e.g. "SIGSEGV (Segmentation fault)", "exit code 3"
+  std::vector<Key> running;          ///< tasks that were executing when it died
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & address & name & cause & running; }
 };
 /// Payload: none, or one frame holding the result when it is small (at most the worker's
 /// inline_result_bytes); the scheduler forwards it, unread, with key_in_memory to the

@@ -76,15 +76,34 @@ struct AddWorker {
   std::string name;
   double now = 0;  ///< seconds, on the clock CheckHeartbeats uses; counts as a heartbeat
   std::string stimulus_id;
+  bool nanny = false;  ///< a nanny reports this worker's death (WorkerDied)
 };
 
 /// The worker is gone (connection lost, or it said goodbye when `expected`). Its tasks are
-/// rescheduled; an unexpected loss counts against each running task (allowed_failures).
+/// rescheduled; an unexpected loss counts against each task it was processing
+/// (allowed_failures). For a worker with a nanny, the tasks wait (at most
+/// SchedulerOptions::death_report_seconds) for the nanny's WorkerDied, which says how it
+/// died and which tasks really ran.
 struct RemoveWorker {
   static constexpr std::string_view kind = "remove-worker";
   std::string address;
   std::string reason;
   bool expected = false;
+  std::string stimulus_id;
+  double now = 0;
+};
+
+/// A nanny's report: its worker process died (`cause`, e.g. "SIGSEGV (Segmentation fault)")
+/// while running `running`. Only those tasks are blamed; the worker's other tasks are
+/// rescheduled without counting against them. Before or after the RemoveWorker of the same
+/// worker, whichever comes first.
+struct WorkerDied {
+  static constexpr std::string_view kind = "worker-died";
+  std::string address;
+  std::string name;
+  std::string cause;
+  std::vector<std::string> running;
+  double now = 0;
   std::string stimulus_id;
 };
 
@@ -96,7 +115,8 @@ struct Heartbeat {
 };
 
 /// Produced by the server's timer: removes (and asks to close) every worker whose last
-/// heartbeat is more than `timeout` seconds before `now`. timeout <= 0 checks nothing.
+/// heartbeat is more than `timeout` seconds before `now` (timeout <= 0 checks nothing), and
+/// reschedules the tasks of dead workers whose nanny's report is overdue.
 struct CheckHeartbeats {
   static constexpr std::string_view kind = "check-heartbeats";
   double now = 0;
@@ -152,7 +172,7 @@ struct AddKeys {
 };
 
 using Event = std::variant<UpdateGraph, ClientReleasesKeys, CancelKeys, RemoveClient, AddData,
-                           AddWorker, RemoveWorker, Heartbeat, CheckHeartbeats, TaskFinished,
-                           TaskErred, MissingData, Reschedule, AddKeys>;
+                           AddWorker, RemoveWorker, WorkerDied, Heartbeat, CheckHeartbeats,
+                           TaskFinished, TaskErred, MissingData, Reschedule, AddKeys>;
 
 }  // namespace taskwire::scheduler

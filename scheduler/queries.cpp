@@ -158,7 +158,7 @@ std::string SchedulerState::validate() const {
       }
     }
     if (const WorkerState* ws = ts->processing_on;
-        ws && (find_worker(ws->address) != ws || !ws->processing.count(ts))) {
+        ws && ((find_worker(ws->address) != ws && !is_dying(ws)) || !ws->processing.count(ts))) {
       return bad("processing on a worker that does not know it");
     }
     for (const ClientState* cs : ts->who_wants) {
@@ -203,6 +203,11 @@ std::string SchedulerState::validate() const {
   if (!queued_.empty() && free_slots > 0) return "tasks queued while workers have free slots";
   if (!unrunnable_.empty() && !workers_.empty()) return "tasks in no-worker while workers exist";
   return {};
+}
+
+bool SchedulerState::is_dying(const WorkerState* ws) const {
+  return std::any_of(dying_.begin(), dying_.end(),
+                     [ws](const DyingWorker& d) { return d.ws.get() == ws; });
 }
 
 }  // namespace taskwire::scheduler

@@ -46,6 +46,7 @@ struct TaskState {
   std::vector<ClientState*> who_wants;
 
   int suspicious = 0;                          ///< workers that died while running it
+  std::vector<std::string> killed;             ///< their names, in order
   bool has_lost_dependencies = false;          ///< a dependency was forgotten: can never run
   std::shared_ptr<const TaskFailure> failure;  ///< set once it or a dependency erred
   std::vector<std::string> erred_on;  ///< workers that reported it erred (to free it there)
@@ -59,6 +60,7 @@ struct WorkerState {
   int nthreads = 1;
   double last_seen = 0;
   bool removed = false;
+  bool nanny = false;  ///< a nanny reports its death (WorkerDied)
 
   PtrSet<TaskState> processing;
   PtrSet<TaskState> has_what;

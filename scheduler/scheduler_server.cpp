@@ -186,7 +186,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
           p->id = b.address;
           workers[b.address] = p;
           spdlog::info("scheduler: worker {} ({}, {} threads) joined", b.address, b.name, b.nthreads);
-          handle(AddWorker{b.address, static_cast<int>(b.nthreads), b.name, now(), ""});
+          handle(AddWorker{b.address, static_cast<int>(b.nthreads), b.name, now(), "", b.nanny});
           break;
         }
         case Op::heartbeat:
@@ -210,6 +210,12 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
         case Op::missing_data: {
           auto b = r.body<protocol::MissingData>();
           handle(MissingData{require_worker(p, "missing_data"), b.missing, b.from, b.key, ""});
+          break;
+        }
+        case Op::worker_died: {  // from a nanny, on a connection of its own
+          if (p->kind != Peer::unknown) throw std::runtime_error("worker_died from a worker or client");
+          auto b = r.body<protocol::WorkerDied>();
+          handle(WorkerDied{b.address, b.name, b.cause, std::move(b.running), now(), ""});
           break;
         }
         case Op::worker_closing:
@@ -272,7 +278,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
       if (!stopping) {
         if (p->closing) spdlog::info("scheduler: worker {} left", p->id);
         else spdlog::warn("scheduler: lost worker {}: {}", p->id, why);
-        handle(RemoveWorker{p->id, why, p->closing, ""});
+        handle(RemoveWorker{p->id, why, p->closing, "", now()});
       }
     } else if (p->kind == Peer::client && clients.erase(p->id)) {
       spdlog::info("scheduler: client {} disconnected", p->id);

@@ -42,10 +42,15 @@ struct SchedulerOptions {
   double short_task_cover_seconds = 0.002;
   /// The most slots per thread short tasks can get that way.
   int max_short_task_slots = 64;
-  /// How many workers may die while running a task before the next such death errs it
-  /// (Dask's distributed.scheduler.allowed-failures, whose default is 3). Default 2: a task
-  /// errs when the third worker running it dies. Expected removals do not count.
-  int allowed_failures = 2;
+  /// A task errs once this many workers died while running it (a task that crashes its
+  /// worker, however often it is retried elsewhere, must not take the cluster down).
+  /// Expected removals do not count, nor, when a nanny reported the death, tasks that were
+  /// only queued there.
+  int allowed_failures = 3;
+  /// How long the tasks of a worker with a nanny wait, after its connection is lost, for the
+  /// nanny's report (WorkerDied) of how it died and what it ran; then they are rescheduled
+  /// all the same, every one of them blamed. Checked on CheckHeartbeats.
+  double death_report_seconds = 1.0;
   /// Seconds assumed for a function that never reported a duration (Dask: 0.5 s).
   double default_task_duration = 0.5;
   /// Bytes per second, to weigh fetching dependencies against waiting for a busy worker.
@@ -105,6 +110,8 @@ class SchedulerState {
   std::optional<WorkerInfo> worker(std::string_view address) const;
   std::vector<std::string> wanted_by(std::string_view client) const;  ///< sorted keys
   std::size_t queued_count() const { return queued_.size(); }
+  /// Dead workers whose tasks wait for their nanny's report (WorkerDied).
+  std::size_t awaiting_death_reports() const { return dying_.size(); }
   std::size_t no_worker_count() const { return unrunnable_.size(); }
   /// Expected seconds for one call of `function`: the average of reported durations.
   double expected_duration(std::string_view function) const;
@@ -124,6 +131,7 @@ class SchedulerState {
   void on(const AddData& e);
   void on(const AddWorker& e);
   void on(const RemoveWorker& e);
+  void on(const WorkerDied& e);
   void on(const Heartbeat& e);
   void on(const CheckHeartbeats& e);
   void on(const TaskFinished& e);
@@ -132,7 +140,15 @@ class SchedulerState {
   void on(const Reschedule& e);
   void on(const AddKeys& e);
   void detach_worker(WorkerState* ws, const std::string& reason, bool expected);
-  void reschedule_work_of(WorkerState* ws, bool expected);
+  /// `report`: the nanny's, if any (then only its running tasks are blamed); `how` ends the
+  /// error of a task that killed too many workers ("by SIGSEGV", "(connection lost)").
+  void reschedule_work_of(WorkerState* ws, bool expected, const WorkerDied* report = nullptr,
+                          const std::string& how = "");
+  void release_processing_of(WorkerState* ws, bool expected, const WorkerDied* report,
+                             const std::string& how);
+  void drop_replicas_of(WorkerState* ws);
+  void expire_death_reports(double now);
+  bool is_dying(const WorkerState* ws) const;
   void client_releases(ClientState* cs, const std::vector<TaskState*>& tasks);
   void add_want(TaskState* ts, ClientState* cs);
   void drop_want(TaskState* ts, ClientState* cs);
@@ -211,6 +227,14 @@ class SchedulerState {
   std::unordered_map<const WorkerState*, std::size_t> last_to_worker_;  ///< index in out_
   std::vector<std::unique_ptr<TaskState>> forgotten_;
   std::vector<std::unique_ptr<WorkerState>> removed_workers_;
+  /// Workers with a nanny whose connection was lost, their tasks still processing on them
+  /// until the nanny's report comes or `deadline` passes.
+  struct DyingWorker {
+    std::unique_ptr<WorkerState> ws;
+    double deadline = 0;
+    std::string reason;
+  };
+  std::vector<DyingWorker> dying_;
 };
 
 }  // namespace taskwire::scheduler

@@ -3,6 +3,8 @@
 // handle_missing_data, reschedule, add_keys).
 #include <taskwire/scheduler/scheduler_state.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <unordered_set>
 
@@ -31,6 +33,7 @@ void SchedulerState::on(const AddWorker& e) {
   owned->name = e.name.empty() ? e.address : e.name;
   owned->nthreads = std::max(1, e.nthreads);
   owned->last_seen = e.now;
+  owned->nanny = e.nanny;
   workers_.emplace(e.address, std::move(owned));
   log(LogLevel::info,
       fmt::format("worker {} joined with {} threads", e.address, std::max(1, e.nthreads)));
@@ -41,7 +44,47 @@ void SchedulerState::on(const RemoveWorker& e) {
   WorkerState* ws = find_worker(e.address);
   if (!ws) return log(LogLevel::debug, fmt::format("remove unknown worker {}", e.address));
   detach_worker(ws, e.reason, e.expected);
-  reschedule_work_of(ws, e.expected);
+  if (e.expected || !ws->nanny || ws->processing.empty())
+    return reschedule_work_of(ws, e.expected, nullptr, fmt::format("({})", e.reason));
+  // Its nanny knows how it died and which tasks it was running: those wait for that report.
+  // Its data is gone all the same.
+  drop_replicas_of(ws);
+  run_transitions();
+  dying_.push_back({std::move(removed_workers_.back()), e.now + options_.death_report_seconds,
+                    e.reason});
+  removed_workers_.pop_back();
+}
+
+void SchedulerState::on(const WorkerDied& e) {
+  auto dying = std::find_if(dying_.begin(), dying_.end(),
+                            [&](const DyingWorker& d) { return d.ws->address == e.address; });
+  WorkerState* ws = nullptr;
+  if (dying != dying_.end()) {
+    removed_workers_.push_back(std::move(dying->ws));  // freed at the end of this handle()
+    dying_.erase(dying);
+    ws = removed_workers_.back().get();
+  } else if ((ws = find_worker(e.address))) {  // the report came before the lost connection
+    detach_worker(ws, "its process died: " + e.cause, false);
+  } else {
+    return log(LogLevel::debug, fmt::format("death report on unknown worker {}", e.address));
+  }
+  log(LogLevel::warning,
+      fmt::format("worker {} died ({}) while running {}", ws->name, e.cause,
+                  e.running.empty() ? std::string("no task") : joined_keys(e.running)));
+  reschedule_work_of(ws, false, &e, "by " + e.cause);
+}
+
+void SchedulerState::expire_death_reports(double now) {
+  for (std::size_t i = 0; i < dying_.size();) {
+    if (dying_[i].deadline > now) {
+      ++i;
+      continue;
+    }
+    removed_workers_.push_back(std::move(dying_[i].ws));
+    const std::string how = fmt::format("({}; its nanny sent no report)", dying_[i].reason);
+    dying_.erase(dying_.begin() + static_cast<std::ptrdiff_t>(i));
+    reschedule_work_of(removed_workers_.back().get(), false, nullptr, how);
+  }
 }
 
 void SchedulerState::detach_worker(WorkerState* ws, const std::string& reason, bool expected) {
@@ -51,24 +94,45 @@ void SchedulerState::detach_worker(WorkerState* ws, const std::string& reason, b
   removed_workers_.push_back(std::move(workers_.extract(ws->address).mapped()));
 }
 
-void SchedulerState::reschedule_work_of(WorkerState* ws, bool expected) {
+void SchedulerState::reschedule_work_of(WorkerState* ws, bool expected, const WorkerDied* report,
+                                        const std::string& how) {
+  release_processing_of(ws, expected, report, how);
+  drop_replicas_of(ws);
+  run_transitions();
+  if (!ws->processing.empty()) {  // cannot happen: every task above left processing
+    log(LogLevel::error, fmt::format("{} tasks still processing on removed worker {}",
+                                     ws->processing.size(), ws->address));
+  }
+}
+
+void SchedulerState::release_processing_of(WorkerState* ws, bool expected,
+                                           const WorkerDied* report, const std::string& how) {
   for (TaskState* ts : by_priority(ws->processing)) {
-    if (!expected) ++ts->suspicious;
-    if (ts->suspicious <= options_.allowed_failures) {
+    const bool blamed =
+        !expected && (!report || std::find(report->running.begin(), report->running.end(),
+                                           ts->key) != report->running.end());
+    if (blamed) {
+      ++ts->suspicious;
+      ts->killed.push_back(ws->name);
+    }
+    if (!blamed || ts->suspicious < options_.allowed_failures) {
       recommend(ts, S::released);  // and from there waiting again, elsewhere
       continue;
     }
     auto failure = std::make_shared<const TaskFailure>(TaskFailure{
         ts->key,
-        fmt::format("Attempted to run task '{}' on {} different workers, but all those workers "
-                    "died while running it. The last worker that attempted to run it was {}.",
-                    ts->key, ts->suspicious, ws->address),
+        fmt::format("task '{}' ({}) killed {} workers that ran it: {}; last: {} {}. The "
+                    "workers' logs say more; allowed_failures is {}.",
+                    ts->key, ts->function, ts->suspicious, fmt::join(ts->killed, ", "),
+                    ws->name, how, options_.allowed_failures),
         ""});
     log(LogLevel::error, failure->message);
     processing_to_erred(ts, ws->address, std::move(failure));
     log_transition(ts, S::processing);
   }
+}
 
+void SchedulerState::drop_replicas_of(WorkerState* ws) {
   std::vector<std::string> lost;
   for (TaskState* ts : by_priority(ws->has_what)) {
     remove_replica(ts, ws);
@@ -81,11 +145,6 @@ void SchedulerState::reschedule_work_of(WorkerState* ws, bool expected) {
                                        "recomputed if still needed: {}",
                                        ws->address, lost.size(), joined_keys(lost)));
   }
-  run_transitions();
-  if (!ws->processing.empty()) {  // cannot happen: every task above left processing
-    log(LogLevel::error, fmt::format("{} tasks still processing on removed worker {}",
-                                     ws->processing.size(), ws->address));
-  }
 }
 
 void SchedulerState::on(const Heartbeat& e) {
@@ -95,6 +154,7 @@ void SchedulerState::on(const Heartbeat& e) {
 }
 
 void SchedulerState::on(const CheckHeartbeats& e) {
+  expire_death_reports(e.now);
   if (!(e.timeout > 0)) return;
   std::vector<WorkerState*> silent;
   for (const auto& [address, ws] : workers_) {
@@ -107,7 +167,7 @@ void SchedulerState::on(const CheckHeartbeats& e) {
     emit_to_worker(ws, CloseWorker{ws->address, reason, stimulus_id_});
     detach_worker(ws, reason, false);
   }
-  for (WorkerState* ws : silent) reschedule_work_of(ws, false);
+  for (WorkerState* ws : silent) reschedule_work_of(ws, false, nullptr, "(no heartbeat)");
 }
 
 void SchedulerState::on(const TaskFinished& e) {
