@@ -1,5 +1,6 @@
 #include <taskwire/runtime/log.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <stdexcept>
 #include <unistd.h>
@@ -36,7 +37,7 @@ void init_logging(const LogOptions& options) {
     replace_all(path, "{rank}", std::to_string(rank));
     replace_all(path, "{pid}", std::to_string(::getpid()));
     try {
-      sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, true));
+      sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, !options.append));
     } catch (const spdlog::spdlog_ex& e) {
       throw std::runtime_error("cannot open log file '" + path + "': " + e.what());
     }
@@ -46,6 +47,7 @@ void init_logging(const LogOptions& options) {
   logger->set_pattern(fmt::format("[%Y-%m-%d %H:%M:%S.%e] [rank {}] [%^%l%$] %v", rank));
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(std::move(logger));
+  spdlog::flush_every(std::chrono::seconds(1));  // a crashed process's log loses at most 1 s
 }
 
 }  // namespace taskwire::runtime

@@ -10,6 +10,9 @@ struct LogOptions {
   /// "{pid}" by the process id, so `--log-file 'rank{rank}.log'` gives one file per rank.
   std::string file;
   int rank = -1;  ///< -1: read it from PMI_RANK / PMIX_RANK / OMPI_COMM_WORLD_RANK
+  /// Append to the file instead of starting it afresh (a worker under a nanny shares the
+  /// nanny's file, and a restarted worker must not erase its predecessor's last words).
+  bool append = false;
 };
 
 /// Installs the default logger (stderr, plus the file if set). Throws std::invalid_argument

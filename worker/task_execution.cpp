@@ -18,6 +18,7 @@
 #include <taskwire/worker/worker_server_impl.hpp>
 
 #include <taskwire/runtime/function_registry.hpp>
+#include <taskwire/worker/crash_record.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -38,6 +39,7 @@ Event Worker::Impl::run_task(Execute& task) {
     result = ExecuteFailure{task.key, unknown_function_message(task.function, name_, address_), 0,
                             ""};
   } else {
+    const crash::RunningTask running(task.key, task.function);  // for a crash's last words
     try {
       auto frame = fn->invoke(task.args);
       result = ExecuteSuccess{task.key, std::move(frame), elapsed(), ""};

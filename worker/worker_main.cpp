@@ -2,16 +2,21 @@
 //   taskwire-worker SCHEDULER_ADDR --nthreads N --preload lib.so [--preload ...] [--name NAME]
 // Exits 0 after a clean shutdown (close_worker from the scheduler, SIGINT, SIGTERM), non-zero
 // with a message on any fatal error (the scheduler unreachable or lost, a bad option, a
-// library that cannot be loaded).
+// library that cannot be loaded). By default the process is a nanny (nanny.hpp) that runs
+// the worker in a child process and restarts it when it dies.
 #include <taskwire/comm/backends.hpp>
 #include <taskwire/runtime/log.hpp>
 #include <taskwire/runtime/preload.hpp>
 #include <taskwire/runtime/scheduler_file.hpp>
+#include <taskwire/worker/crash_record.hpp>
+#include <taskwire/worker/nanny.hpp>
 #include <taskwire/worker/worker_server.hpp>
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <unistd.h>
 
 #include <csignal>
 #include <iostream>
@@ -21,43 +26,64 @@
 
 namespace po = boost::program_options;
 using namespace taskwire;
+using namespace taskwire::worker;
 
 
-int main(int argc, char* argv[]) {
+namespace {
+
+struct MainOptions {
   std::string scheduler, scheduler_file, name, listen, level = "info", log_file, token;
   std::vector<std::string> libraries;
   unsigned nthreads = 1;
   long heartbeat_ms = 500, connect_timeout_ms = 0;
   double inline_task_us = 20;
+  bool no_nanny = false;
+  int restart_limit = 10;
+};
+
+po::options_description describe(MainOptions& o) {
   po::options_description desc(
       "taskwire-worker: a taskwire worker daemon. It connects to the scheduler, runs the tasks\n"
-      "it is given on a thread pool and serves its results to other workers and clients.\n\n"
+      "it is given on a thread pool and serves its results to other workers and clients.\n"
+      "A nanny process runs it and restarts it when it dies (--no-nanny: no nanny).\n\n"
       "usage: taskwire-worker SCHEDULER_ADDR [options]\n"
       "       taskwire-worker --scheduler-file F [options]\n\nOptions");
   desc.add_options()("help,h", "show this help")(
-      "scheduler", po::value(&scheduler),
+      "scheduler", po::value(&o.scheduler),
       "the scheduler's address, e.g. tcp://10.0.0.5:8786 (also the first positional argument)")(
-      "scheduler-file", po::value(&scheduler_file),
+      "scheduler-file", po::value(&o.scheduler_file),
       "read the scheduler's address from this file (written by taskwire-scheduler)")(
-      "nthreads", po::value(&nthreads)->default_value(nthreads), "threads running tasks")(
-      "inline-task-us", po::value(&inline_task_us)->default_value(inline_task_us),
+      "nthreads", po::value(&o.nthreads)->default_value(o.nthreads), "threads running tasks")(
+      "inline-task-us", po::value(&o.inline_task_us)->default_value(o.inline_task_us),
       "a function whose runs average at most this many microseconds runs on the event loop "
       "instead of a pool thread (saves two thread hand-overs per task); 0: always the pool")(
-      "preload", po::value(&libraries)->composing(),
+      "preload", po::value(&o.libraries)->composing(),
       "shared library whose TASKWIRE_REGISTER'ed functions this worker can run; repeatable")(
-      "name", po::value(&name), "this worker's name (default: its contact address)")(
-      "listen", po::value(&listen),
+      "name", po::value(&o.name), "this worker's name (default: its contact address)")(
+      "listen", po::value(&o.listen),
       "where peers fetch data from this worker (default: tcp://HOST:0 on the interface that "
       "reaches the scheduler, or inproc://auto)")(
-      "heartbeat-ms", po::value(&heartbeat_ms)->default_value(heartbeat_ms),
+      "heartbeat-ms", po::value(&o.heartbeat_ms)->default_value(o.heartbeat_ms),
       "milliseconds between heartbeats to the scheduler")(
-      "connect-timeout-ms", po::value(&connect_timeout_ms)->default_value(connect_timeout_ms),
+      "connect-timeout-ms", po::value(&o.connect_timeout_ms)->default_value(o.connect_timeout_ms),
       "give up connecting to the scheduler after this long (0: TASKWIRE_CONNECT_TIMEOUT_MS or "
       "10 s)")(
-      "auth-token", po::value(&token), "token to present to peers (or TASKWIRE_AUTH_TOKEN)")(
-      "log-level", po::value(&level)->default_value(level),
+      "no-nanny", po::bool_switch(&o.no_nanny),
+      "run the worker in this process: no restart when it dies, and the scheduler learns "
+      "only that its connection closed")(
+      "restart-limit", po::value(&o.restart_limit)->default_value(o.restart_limit),
+      "the nanny gives up (exit 1) when the worker died this many times within a minute")(
+      "auth-token", po::value(&o.token), "token to present to peers (or TASKWIRE_AUTH_TOKEN)")(
+      "log-level", po::value(&o.level)->default_value(o.level),
       "trace, debug, info, warn, error, critical, off")(
-      "log-file", po::value(&log_file), "also log to this file ({rank} and {pid} are replaced)");
+      "log-file", po::value(&o.log_file),
+      "also log to this file ({rank} and {pid} are replaced); the nanny and its worker share it");
+  return desc;
+}
+
+/// Returns -1 to go on, else the exit status.
+int parse(int argc, char* argv[], MainOptions& o) {
+  const auto desc = describe(o);
   po::positional_options_description positional;
   positional.add("scheduler", 1);
   try {
@@ -68,65 +94,101 @@ int main(int argc, char* argv[]) {
       return 0;
     }
     po::notify(vm);
-    if (scheduler.empty() && scheduler_file.empty())
+    if (o.scheduler.empty() && o.scheduler_file.empty())
       throw po::error("no scheduler address: give SCHEDULER_ADDR or --scheduler-file");
-    if (!scheduler.empty() && !scheduler_file.empty())
+    if (!o.scheduler.empty() && !o.scheduler_file.empty())
       throw po::error("give SCHEDULER_ADDR or --scheduler-file, not both");
-    if (nthreads == 0) throw po::error("--nthreads must be at least 1");
-    if (!(inline_task_us >= 0)) throw po::error("--inline-task-us must not be negative");
-    if (heartbeat_ms <= 0) throw po::error("--heartbeat-ms must be positive");
-    if (connect_timeout_ms < 0) throw po::error("--connect-timeout-ms must not be negative");
+    if (o.nthreads == 0) throw po::error("--nthreads must be at least 1");
+    if (!(o.inline_task_us >= 0)) throw po::error("--inline-task-us must not be negative");
+    if (o.heartbeat_ms <= 0) throw po::error("--heartbeat-ms must be positive");
+    if (o.connect_timeout_ms < 0) throw po::error("--connect-timeout-ms must not be negative");
+    if (o.restart_limit < 0) throw po::error("--restart-limit must not be negative");
   } catch (const po::error& e) {
     fmt::print(stderr, "taskwire-worker: {}\nTry 'taskwire-worker --help'.\n", e.what());
     return 2;
   }
+  return -1;
+}
 
+runtime::Config context_config(const MainOptions& o, const char* role) {
+  auto config = runtime::Config::from_env();
+  config.role = role;
+  if (!o.name.empty()) config.name = o.name;
+  if (!o.token.empty()) config.auth_token = o.token;
+  return config;
+}
+
+int run_as_nanny(int argc, char* argv[], const MainOptions& o) {
+  block_nanny_signals();  // before any thread starts: only the nanny's loop takes them
+  runtime::init_logging({o.level, o.log_file, -1});
+  runtime::Context ctx(context_config(o, "nanny"), 1);
+  comm::Registry registry(ctx);
+  comm::register_builtin_backends(registry);
+  ctx.start();
+  NannyOptions nanny;
+  nanny.child_args.assign(argv + 1, argv + argc);
+  nanny.child_args.push_back("--no-nanny");
+  nanny.scheduler = o.scheduler;
+  nanny.scheduler_file = o.scheduler_file;
+  nanny.restart_limit = o.restart_limit;
+  return run_nanny(registry, nanny);
+}
+
+int run_worker(const MainOptions& o) {
+  const bool nannied = adopt_nanny();
+  runtime::init_logging({o.level, o.log_file, -1, nannied});
+  crash::install_fatal_signal_handlers(
+      fmt::format("taskwire-worker {}(pid {})", o.name.empty() ? "" : o.name + " ", ::getpid()));
+  for (const auto& lib : o.libraries) runtime::preload_library(lib);
+  const std::string scheduler =
+      o.scheduler_file.empty() ? o.scheduler
+                               : runtime::SchedulerFile::read(o.scheduler_file).address_for("tcp");
+  runtime::Context ctx(context_config(o, "worker"), 1);
+  comm::Registry registry(ctx);
+  comm::register_builtin_backends(registry);
+  ctx.start();
+
+  worker::WorkerOptions options;
+  options.scheduler_address = scheduler;
+  options.name = o.name;
+  options.nanny = nannied;
+  options.nthreads = o.nthreads;
+  options.inline_task_seconds = o.inline_task_us * 1e-6;
+  options.listen_address = o.listen;
+  options.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_ms);
+  options.connect_timeout = std::chrono::milliseconds(o.connect_timeout_ms);
+  worker::Worker worker(ctx, registry, options);
+
+  asio::signal_set signals(ctx.io(), SIGINT, SIGTERM);
+  signals.async_wait([&worker](error_code ec, int sig) {
+    if (ec) return;
+    spdlog::info("worker: signal {} received, shutting down", sig);
+    worker.request_stop();
+  });
+  worker.start();
+  fmt::print("taskwire-worker {} at {} (scheduler {})\n", worker.name(), worker.address(),
+             scheduler);
+  std::fflush(stdout);
+
+  worker.wait_closed();
+  worker.stop();
+  signals.cancel();
+  const auto status = worker.close_status();
+  if (!status.clean) {
+    fmt::print(stderr, "taskwire-worker: {}\n", status.reason);
+    return 1;
+  }
+  spdlog::info("worker: stopped ({})", status.reason);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  MainOptions options;
+  if (const int rc = parse(argc, argv, options); rc >= 0) return rc;
   try {
-    runtime::init_logging({level, log_file, -1});
-    for (const auto& lib : libraries) runtime::preload_library(lib);
-    if (!scheduler_file.empty())
-      scheduler = runtime::SchedulerFile::read(scheduler_file).address_for("tcp");
-
-    auto config = runtime::Config::from_env();
-    config.role = "worker";
-    if (!name.empty()) config.name = name;
-    if (!token.empty()) config.auth_token = token;
-    runtime::Context ctx(config, 1);
-    comm::Registry registry(ctx);
-    comm::register_builtin_backends(registry);
-    ctx.start();
-
-    worker::WorkerOptions options;
-    options.scheduler_address = scheduler;
-    options.name = name;
-    options.nthreads = nthreads;
-    options.inline_task_seconds = inline_task_us * 1e-6;
-    options.listen_address = listen;
-    options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
-    options.connect_timeout = std::chrono::milliseconds(connect_timeout_ms);
-    worker::Worker worker(ctx, registry, options);
-
-    asio::signal_set signals(ctx.io(), SIGINT, SIGTERM);
-    signals.async_wait([&worker](error_code ec, int sig) {
-      if (ec) return;
-      spdlog::info("worker: signal {} received, shutting down", sig);
-      worker.request_stop();
-    });
-    worker.start();
-    fmt::print("taskwire-worker {} at {} (scheduler {})\n", worker.name(), worker.address(),
-               scheduler);
-    std::fflush(stdout);
-
-    worker.wait_closed();
-    worker.stop();
-    signals.cancel();
-    const auto status = worker.close_status();
-    if (!status.clean) {
-      fmt::print(stderr, "taskwire-worker: {}\n", status.reason);
-      return 1;
-    }
-    spdlog::info("worker: stopped ({})", status.reason);
-    return 0;
+    return options.no_nanny ? run_worker(options) : run_as_nanny(argc, argv, options);
   } catch (const std::exception& e) {
     fmt::print(stderr, "taskwire-worker: {}\n", e.what());
     return 1;

@@ -1,6 +1,7 @@
 // The worker server: lifecycle, the scheduler link and task execution. Transfers between
 // workers are in peer_transfers.cpp.
 #include <taskwire/worker/worker_server_impl.hpp>
+#include <taskwire/worker/crash_record.hpp>
 
 #include <taskwire/comm/core/address.hpp>
 #include <taskwire/runtime/function_registry.hpp>
@@ -141,7 +142,8 @@ void Worker::Impl::start() {
 void Worker::Impl::on_started() {
   if (closing_) return;
   to_scheduler(Op::register_worker,
-               protocol::RegisterWorker{name_, address_, options_.nthreads});
+               protocol::RegisterWorker{name_, address_, options_.nthreads, options_.nanny});
+  crash::set_identity(name_, address_);
   read_scheduler();
   schedule_heartbeat();
 }

@@ -27,6 +27,9 @@ struct WorkerOptions {
   std::string scheduler_address;
   /// This worker's name in logs and messages. Default: its contact address.
   std::string name;
+  /// A nanny watches this process and reports its death to the scheduler (taskwire-worker
+  /// sets it when it runs under its nanny).
+  bool nanny = false;
   /// Threads executing tasks (at least 1).
   unsigned nthreads = 1;
   /// Where peers fetch data from this worker. Default: on the scheduler's scheme:

@@ -35,7 +35,9 @@ if [ "$mode" = door ]; then
 fi
 
 scheduler=$2 worker=$3 lib=$4 client=$5
-workers=(1 2 3) heartbeat=5
+workers=(1 2 3) heartbeat=5 nanny=
+# sigkill and sigstop signal the worker process itself, so no nanny in between
+[ "$mode" != daemons ] && nanny=--no-nanny
 # sigstop: the stopped worker must not be removed for missing heartbeats meanwhile
 [ "$mode" = sigstop ] && workers=(1) heartbeat=120
 "$scheduler" --listen tcp://127.0.0.1:0 --scheduler-file "$dir/s.json" \
@@ -43,7 +45,7 @@ workers=(1 2 3) heartbeat=5
 pids+=($!)
 wait_for_file "$dir/s.json"
 for w in "${workers[@]}"; do
-  "$worker" --scheduler-file "$dir/s.json" --preload "$lib" --name "w$w" \
+  "$worker" --scheduler-file "$dir/s.json" --preload "$lib" --name "w$w" $nanny \
     --log-level info >"$dir/worker$w.log" 2>&1 &
   pids+=($!)
 done

@@ -1,0 +1,113 @@
+// The client of the fault tests (faults_test.sh), in its own process, finding the scheduler
+// through a scheduler file:
+//   fault_client poison FILE   tasks that segfault and abort: each future fails within 10 s
+//                              naming the task and the signal; the cluster then serves again
+//   fault_client chaos FILE    10 rounds of a 2 000-task graph with data dependencies while
+//                              the test kills a worker every ~0.5 s: every result right
+//   fault_client shutdown FILE shuts the cluster down (the test calls it once every worker
+//                              its nanny restarted is back, not while one is starting)
+// Prints "CHECKED <what>" / "FAILED <what>"; exits 0 only if every check passed.
+#include "tests/faults/fault_functions.hpp"
+#include "tests/launch/checks.hpp"
+
+#include <taskwire/client/client.hpp>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+using namespace taskwire;
+using launch_checks::check;
+using launch_checks::failures;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A task that kills every worker that runs it errs once it has killed 3 of them.
+void crash_errs(Client& client, int (*fn)(int), const std::string& name,
+                const std::string& signal) {
+  auto f = client.submit(fn, 7);
+  if (!f.wait_for(std::chrono::seconds(10))) {
+    check(false, name + ": the future fails within 10 s");
+    return;
+  }
+  try {
+    f.get();
+    check(false, name + ": get() throws");
+  } catch (const TaskError& e) {
+    fmt::print("{}: {}\n", name, e.what());
+    check(contains(e.what(), f.key()), name + ": the error names the task");
+    check(contains(e.what(), "killed 3 workers"), name + ": the error says it killed 3 workers");
+    check(contains(e.what(), signal), name + ": the error names " + signal);
+  }
+}
+
+void serves(Client& client, const std::string& when) {
+  std::vector<int> xs(100);
+  for (int i = 0; i < 100; ++i) xs[i] = i;
+  const auto ys = client.gather(client.map(fault_fns::inc, xs));
+  bool right = ys.size() == xs.size();
+  for (std::size_t i = 0; right && i < ys.size(); ++i) right = ys[i] == xs[i] + 1;
+  check(right, "the cluster serves new tasks " + when);
+}
+
+void poison(Client& client) {
+  crash_errs(client, fault_fns::segfault, "segfault", "SIGSEGV");
+  serves(client, "after a segfaulting task");
+  crash_errs(client, fault_fns::abort_task, "abort", "SIGABRT");
+  serves(client, "after an aborting task");
+}
+
+// Layers of slow adds, each task reading two results of the layer before.
+void chaos(Client& client) {
+  constexpr int kWidth = 500, kLayers = 4, kRounds = 10;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<Future<int>> layer;
+    std::vector<long> expected;
+    for (int i = 0; i < kWidth; ++i) {
+      layer.push_back(client.submit(fault_fns::inc, round * kWidth + i));
+      expected.push_back(round * kWidth + i + 1);
+    }
+    for (int l = 1; l < kLayers; ++l) {
+      std::vector<Future<int>> next;
+      std::vector<long> next_expected;
+      for (int i = 0; i < kWidth; ++i) {
+        next.push_back(client.submit(fault_fns::slow_add, layer[i], layer[(i + 1) % kWidth]));
+        next_expected.push_back(expected[i] + expected[(i + 1) % kWidth]);
+      }
+      layer = std::move(next);
+      expected = std::move(next_expected);
+    }
+    const auto got = client.gather(layer);
+    bool right = true;
+    for (int i = 0; i < kWidth; ++i) right = right && got[i] == expected[i];
+    check(right, fmt::format("chaos round {}: {} results right", round + 1, kWidth));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    fmt::print(stderr, "usage: fault_client poison|chaos|shutdown SCHEDULER_FILE\n");
+    return 2;
+  }
+  const std::string mode = argv[1];
+  try {
+    auto client = Client::from_scheduler_file(argv[2]);
+    if (mode == "poison") poison(client);
+    else if (mode == "chaos") chaos(client);
+    else if (mode == "shutdown") client.shutdown();
+    else throw std::invalid_argument("unknown mode " + mode);
+    fmt::print("client: done, {} failures\n", failures);
+    return failures ? 1 : 0;
+  } catch (const std::exception& e) {
+    fmt::print("FAILED fault_client: {}\n", e.what());
+    return 1;
+  }
+}

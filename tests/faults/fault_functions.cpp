@@ -1,0 +1,37 @@
+#include "tests/faults/fault_functions.hpp"
+
+#include <taskwire/runtime/function_registry.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <thread>
+
+namespace fault_fns {
+int inc(int x) { return x + 1; }
+int add(int a, int b) { return a + b; }
+int slow_add(int a, int b) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return a + b;
+}
+// raise() rather than a null write: the sanitizers turn a null write into an error exit.
+int segfault(int x) {
+  std::raise(SIGSEGV);
+  return x;
+}
+int abort_task(int x) {
+  std::abort();
+  return x;
+}
+int hang(int x) {
+  for (int i = 0; i < 600; ++i) std::this_thread::sleep_for(std::chrono::seconds(1));
+  return x;
+}
+}  // namespace fault_fns
+
+TASKWIRE_REGISTER(fault_fns::inc);
+TASKWIRE_REGISTER(fault_fns::add);
+TASKWIRE_REGISTER(fault_fns::slow_add);
+TASKWIRE_REGISTER(fault_fns::segfault);
+TASKWIRE_REGISTER(fault_fns::abort_task);
+TASKWIRE_REGISTER(fault_fns::hang);

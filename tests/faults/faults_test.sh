@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Worker faults with the daemons as processes, each worker under its nanny (the default):
+#   faults_test.sh poison|chaos SCHEDULER_EXE WORKER_EXE PRELOAD_LIB CLIENT
+#   poison: 2 workers; tasks that segfault and abort must fail within 10 s naming the task
+#           and the signal, the dead workers come back, and new tasks run
+#   chaos:  4 workers; one worker process SIGKILLed at random every ~0.5 s while the client
+#           runs 10 rounds of a 2 000-task graph: every result right
+# Afterwards every daemon must have exited 0 and no process of the test may be left.
+set -uo pipefail
+mode=$1 scheduler=$2 worker=$3 lib=$4 client=$5
+dir=$(mktemp -d /tmp/taskwire-faults-XXXXXX)
+cleanup() { pkill -KILL -f "$dir" 2>/dev/null; rm -rf "$dir"; }
+trap cleanup EXIT
+fail() { echo "FAILED $*"; for f in "$dir"/*.log; do echo "--- $f"; tail -n 60 "$f"; done; exit 1; }
+
+"$scheduler" --listen tcp://127.0.0.1:0 --scheduler-file "$dir/s.json" >"$dir/scheduler.log" 2>&1 &
+daemons=($!)
+for _ in $(seq 1 300); do [ -s "$dir/s.json" ] && break; sleep 0.1; done
+[ -s "$dir/s.json" ] || fail "no scheduler file after 30 s"
+nworkers=2
+[ "$mode" = chaos ] && nworkers=4
+nannies=()
+for w in $(seq 1 $nworkers); do
+  "$worker" --scheduler-file "$dir/s.json" --preload "$lib" --name "w$w" --restart-limit 100 \
+    --log-file "$dir/worker$w.log" >"$dir/worker$w.out" 2>&1 &
+  nannies+=($!)
+done
+daemons+=("${nannies[@]}")
+for w in $(seq 1 $nworkers); do  # every worker registered
+  for _ in $(seq 1 300); do grep -q "taskwire-worker" "$dir/worker$w.out" && break; sleep 0.1; done
+  grep -q "taskwire-worker" "$dir/worker$w.out" || fail "worker w$w did not start"
+done
+
+timeout 240 "$client" "$mode" "$dir/s.json" >"$dir/client.log" 2>&1 &
+client_pid=$!
+if [ "$mode" = chaos ]; then
+  kills=0
+  for _ in $(seq 1 400); do  # bounded: 200 s
+    sleep 0.5
+    kill -0 "$client_pid" 2>/dev/null || break
+    child=$(pgrep -P "${nannies[RANDOM % nworkers]}" | head -n 1)
+    [ -n "$child" ] && kill -KILL "$child" 2>/dev/null && kills=$((kills + 1))
+  done
+  echo "chaos: SIGKILLed $kills worker processes"
+  [ "$kills" -ge 5 ] || fail "only $kills workers were killed: the test did not test"
+fi
+wait "$client_pid"
+rc=$?
+cat "$dir/client.log"
+[ $rc -eq 0 ] || fail "client exited $rc"
+grep -q "restarting the worker" "$dir"/worker*.out || fail "no worker was restarted"
+for w in $(seq 1 $nworkers); do  # every restarted worker is back (not starting while we stop)
+  for _ in $(seq 1 300); do
+    started=$(grep -c "nanny: started worker process" "$dir/worker$w.out")
+    joined=$(grep -c "^taskwire-worker w$w at" "$dir/worker$w.out")
+    [ "$started" = "$joined" ] && break
+    sleep 0.1
+  done
+  [ "$started" = "$joined" ] || fail "worker w$w: $started processes started, $joined joined"
+done
+timeout 60 "$client" shutdown "$dir/s.json" || fail "shutdown"
+if [ "$mode" = poison ]; then
+  grep -q "fatal signal SIGSEGV (Segmentation fault) while running task" "$dir"/worker*.out ||
+    fail "no worker said which task crashed it"
+fi
+for p in "${daemons[@]}"; do
+  timeout 15 tail --pid="$p" -f /dev/null || fail "daemon $p still running 15 s after shutdown"
+  wait "$p" || fail "daemon $p exited $?"
+done
+for _ in $(seq 1 50); do pgrep -f "$dir" >/dev/null || break; sleep 0.1; done
+pgrep -af "$dir" && fail "processes left after the daemons exited"
+echo "faults: $mode: every daemon exited 0, nothing left running"
