@@ -3,6 +3,7 @@
 #include <taskwire/runtime/mpi_broadcast.hpp>
 #include <taskwire/runtime/scheduler_file.hpp>
 #include <taskwire/scheduler/scheduler_server.hpp>
+#include <taskwire/worker/crash_record.hpp>
 #include <taskwire/worker/worker_server.hpp>
 
 #include <fmt/format.h>
@@ -149,6 +150,9 @@ void ClusterRank::start() {
     o.connect_timeout = options_.connect_timeout;
     worker_ = std::make_unique<worker::Worker>(*context_, *registry_, o);
     worker_->start();
+    // No nanny under mpiexec: a rank that dies ends the job, and this says which task did it.
+    worker::crash::install_fatal_signal_handlers(
+        fmt::format("taskwire rank {} (worker {})", env_.rank(), worker_->name()));
     spdlog::info("rank {}: worker {} at {}", env_.rank(), worker_->name(), worker_->address());
   }
   if (is_scheduler()) wait_for_workers();
