@@ -45,10 +45,12 @@ enum class Op : std::uint8_t {
   key_in_memory = 20, key_erred, key_cancelled, who_has_reply, shutting_down, key_lost,
   // worker -> scheduler
   register_worker = 40, heartbeat, task_finished, task_erred, missing_data, worker_closing,
+  threads_busy = 46,  // since protocol version 4
   // nanny -> scheduler (since protocol version 4)
   worker_died = 50,
   // scheduler -> worker
   compute_task = 60, free_keys, close_worker,
+  free_processing = 66,  // free_keys of tasks processing there; answered by threads_busy (v4)
   // anyone -> worker (peer data)
   get_data = 80, data_reply,
 };
@@ -108,6 +110,13 @@ struct RegisterWorker {
   bool nanny = false;
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & name & address & nthreads & nanny; }
+};
+/// threads_busy: the worker's threads held by tasks the scheduler no longer counts there (a
+/// cancelled task still running), sent whenever that number changes.
+struct ThreadsBusy {
+  std::uint32_t count = 0;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & count; }
 };
 /// A nanny's report that its worker process died: how, and which tasks it was running (the
 /// scheduler blames only those, not the tasks that were merely queued there).

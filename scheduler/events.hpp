@@ -107,6 +107,15 @@ struct WorkerDied {
   std::string stimulus_id;
 };
 
+/// The worker's threads held by tasks the scheduler no longer counts there (a cancelled task
+/// that keeps running): new work is placed as if the worker had that many fewer threads.
+struct ThreadsBusy {
+  static constexpr std::string_view kind = "threads-busy";
+  std::string worker;
+  int count = 0;
+  std::string stimulus_id;
+};
+
 struct Heartbeat {
   static constexpr std::string_view kind = "heartbeat";
   std::string worker;
@@ -172,7 +181,7 @@ struct AddKeys {
 };
 
 using Event = std::variant<UpdateGraph, ClientReleasesKeys, CancelKeys, RemoveClient, AddData,
-                           AddWorker, RemoveWorker, WorkerDied, Heartbeat, CheckHeartbeats,
+                           AddWorker, RemoveWorker, WorkerDied, ThreadsBusy, Heartbeat, CheckHeartbeats,
                            TaskFinished, TaskErred, MissingData, Reschedule, AddKeys>;
 
 }  // namespace taskwire::scheduler

@@ -38,6 +38,9 @@ struct FreeKeys {
   std::string worker;
   std::vector<std::string> keys;
   std::string stimulus_id;
+  /// The keys were processing there (and may be running): the worker answers with how many
+  /// of its threads such tasks hold (threads_busy).
+  bool processing = false;
 };
 
 /// Ask a worker to shut down (it missed its heartbeats and was removed).

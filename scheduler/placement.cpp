@@ -10,15 +10,28 @@ namespace taskwire::scheduler {
 
 bool SchedulerState::queuing_enabled() const { return std::isfinite(options_.worker_saturation); }
 
+int SchedulerState::free_threads(const WorkerState* ws) const {
+  return std::max(0, ws->nthreads - ws->busy_threads);
+}
+
+double SchedulerState::load_per_thread(const WorkerState* ws, double work) const {
+  const int threads = free_threads(ws);
+  // A worker whose every thread is held by a task nobody waits for (cancelled, hung) comes
+  // last: new work there would wait behind it.
+  return threads > 0 ? work / threads : 1e12 + work;
+}
+
 int SchedulerState::task_slots(const WorkerState* ws, const TaskState* next) const {
-  int capacity = std::max(1, static_cast<int>(std::ceil(options_.worker_saturation * ws->nthreads)));
+  const int threads = free_threads(ws);
+  if (threads == 0) return 0;
+  int capacity = std::max(1, static_cast<int>(std::ceil(options_.worker_saturation * threads)));
   if (next && options_.short_task_cover_seconds > 0) {
     // Known-short tasks: cover the refill round trip (expected_duration is the default, long,
     // until the function reported a duration).
     const double per_thread = options_.short_task_cover_seconds /
                               std::max(expected_duration(next->function), 1e-9);
     const double most = static_cast<double>(options_.max_short_task_slots);
-    capacity = std::max(capacity, static_cast<int>(std::min(per_thread, most)) * ws->nthreads);
+    capacity = std::max(capacity, static_cast<int>(std::min(per_thread, most)) * threads);
   }
   return capacity - static_cast<int>(ws->processing.size());
 }
@@ -46,7 +59,7 @@ WorkerState* SchedulerState::decide_root_worker(const TaskState* ts) const {
   double best_load = 0;
   for (const auto& [address, ws] : workers_) {
     if (task_slots(ws.get(), ts) <= 0) continue;
-    const double load = static_cast<double>(ws->processing.size()) / ws->nthreads;
+    const double load = load_per_thread(ws.get(), static_cast<double>(ws->processing.size()));
     if (!best || load < best_load) {
       best = ws.get();
       best_load = load;
@@ -60,7 +73,7 @@ WorkerState* SchedulerState::decide_worker(const TaskState* ts) {
   WorkerState* idlest = nullptr;
   double idlest_load = 0;
   for (const auto& [address, ws] : workers_) {
-    const double load = occupancy(ws.get()) / ws->nthreads;
+    const double load = load_per_thread(ws.get(), occupancy(ws.get()));
     if (!idlest || load < idlest_load) {
       idlest = ws.get();
       idlest_load = load;
@@ -96,7 +109,7 @@ WorkerState* SchedulerState::decide_worker(const TaskState* ts) {
   // worker holding less data, then the address for determinism.
   auto objective = [&](const WorkerState* ws) {
     const double fetch = static_cast<double>(total_bytes - ws->held_dependency_bytes);
-    const double start = occupancy(ws) / ws->nthreads + fetch / options_.bandwidth;
+    const double start = load_per_thread(ws, occupancy(ws)) + fetch / options_.bandwidth;
     return std::make_tuple(start, ws->nbytes, std::string_view(ws->address));
   };
   WorkerState* best = candidates.front();

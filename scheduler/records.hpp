@@ -58,6 +58,9 @@ struct WorkerState {
   std::string address;
   std::string name;
   int nthreads = 1;
+  /// Threads held by tasks the scheduler no longer counts there (cancelled or released while
+  /// running, and still running): as the worker last said, or assumed on release.
+  int busy_threads = 0;
   double last_seen = 0;
   bool removed = false;
   bool nanny = false;  ///< a nanny reports its death (WorkerDied)

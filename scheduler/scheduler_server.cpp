@@ -115,7 +115,8 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
              it->second.frames);
   }
   void emit(FreeKeys& f) {
-    if (auto* out = out_to(peer_of(workers, f.worker))) out->add(Op::free_keys, protocol::Keys{f.keys});
+    if (auto* out = out_to(peer_of(workers, f.worker)))
+      out->add(f.processing ? Op::free_processing : Op::free_keys, protocol::Keys{f.keys});
   }
   void emit(CloseWorker& c) {
     spdlog::warn("scheduler: closing worker {}: {}", c.worker, c.reason);
@@ -210,6 +211,11 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
         case Op::missing_data: {
           auto b = r.body<protocol::MissingData>();
           handle(MissingData{require_worker(p, "missing_data"), b.missing, b.from, b.key, ""});
+          break;
+        }
+        case Op::threads_busy: {
+          auto b = r.body<protocol::ThreadsBusy>();
+          handle(ThreadsBusy{require_worker(p, "threads_busy"), static_cast<int>(b.count), ""});
           break;
         }
         case Op::worker_died: {  // from a nanny, on a connection of its own

@@ -12,6 +12,11 @@ SchedulerState::~SchedulerState() = default;
 Instructions SchedulerState::handle(const Event& event) {
   out_.clear();
   last_to_worker_.clear();
+  // Only a client's release can stop a task a worker is running; the worker's own stimuli
+  // (erred, rescheduled, missing data) concern tasks that are not running any more.
+  release_may_leave_running_ = std::holds_alternative<CancelKeys>(event) ||
+                               std::holds_alternative<ClientReleasesKeys>(event) ||
+                               std::holds_alternative<RemoveClient>(event);
   std::visit(
       [this](const auto& e) {
         stimulus_id_ = e.stimulus_id.empty() ? fmt::format("{}-{}", e.kind, ++stimulus_counter_)
@@ -32,16 +37,17 @@ void SchedulerState::emit_to_worker(WorkerState* ws, Instruction instruction) {
   out_.push_back(std::move(instruction));
 }
 
-void SchedulerState::free_keys(WorkerState* ws, const std::string& key) {
+void SchedulerState::free_keys(WorkerState* ws, const std::string& key, bool processing) {
   if (ws->removed) return;
   auto it = last_to_worker_.find(ws);
   if (it != last_to_worker_.end()) {
-    if (auto* pending = std::get_if<FreeKeys>(&out_[it->second])) {
+    if (auto* pending = std::get_if<FreeKeys>(&out_[it->second]);
+        pending && pending->processing == processing) {
       pending->keys.push_back(key);  // one FreeKeys per worker until something else is sent
       return;
     }
   }
-  emit_to_worker(ws, FreeKeys{ws->address, {key}, stimulus_id_});
+  emit_to_worker(ws, FreeKeys{ws->address, {key}, stimulus_id_, processing});
 }
 
 void SchedulerState::log(LogLevel level, std::string message) {

@@ -133,6 +133,7 @@ class SchedulerState {
   void on(const RemoveWorker& e);
   void on(const WorkerDied& e);
   void on(const Heartbeat& e);
+  void on(const ThreadsBusy& e);
   void on(const CheckHeartbeats& e);
   void on(const TaskFinished& e);
   void on(const TaskErred& e);
@@ -181,6 +182,8 @@ class SchedulerState {
   bool is_root(const TaskState* ts) const { return ts->dependencies.empty(); }
   /// Free slots on `ws` for root task `next` (null: ignore its expected duration).
   int task_slots(const WorkerState* ws, const TaskState* next) const;
+  int free_threads(const WorkerState* ws) const;  ///< not held by tasks nobody waits for
+  double load_per_thread(const WorkerState* ws, double work) const;
   double occupancy(const WorkerState* ws) const;
   std::int64_t size_of(const TaskState* ts) const;
   WorkerState* decide_root_worker(const TaskState* ts) const;
@@ -193,7 +196,7 @@ class SchedulerState {
 
   // instructions
   void emit_to_worker(WorkerState* ws, Instruction instruction);
-  void free_keys(WorkerState* ws, const std::string& key);
+  void free_keys(WorkerState* ws, const std::string& key, bool processing = false);
   void log(LogLevel level, std::string message);
   void report_failure(TaskState* ts, ClientState* cs);
   void report_state(TaskState* ts, ClientState* cs);
@@ -223,6 +226,7 @@ class SchedulerState {
   // state of the handle() call in progress
   Instructions out_;
   std::string stimulus_id_;
+  bool release_may_leave_running_ = false;  ///< a processing task released may go on running
   std::vector<TaskState*> recommendations_;  ///< stack; the target is TaskState::recommended
   std::unordered_map<const WorkerState*, std::size_t> last_to_worker_;  ///< index in out_
   std::vector<std::unique_ptr<TaskState>> forgotten_;

@@ -192,7 +192,12 @@ void SchedulerState::dispatch_ready(TaskState* ts) {
 }
 
 void SchedulerState::processing_to_released(TaskState* ts) {
-  if (WorkerState* ws = exit_processing(ts)) free_keys(ws, ts->key);
+  if (WorkerState* ws = exit_processing(ts)) {
+    free_keys(ws, ts->key, release_may_leave_running_);
+    // It may be running there and go on running: assume so until the worker answers
+    // (ThreadsBusy).
+    if (release_may_leave_running_) ws->busy_threads = std::min(ws->nthreads, ws->busy_threads + 1);
+  }
   propagate_released(ts);
 }
 

@@ -153,6 +153,12 @@ void SchedulerState::on(const Heartbeat& e) {
   ws->last_seen = std::max(ws->last_seen, e.now);
 }
 
+void SchedulerState::on(const ThreadsBusy& e) {
+  WorkerState* ws = find_worker(e.worker);
+  if (!ws) return;
+  ws->busy_threads = std::clamp(e.count, 0, ws->nthreads);  // handle() fills freed slots
+}
+
 void SchedulerState::on(const CheckHeartbeats& e) {
   expire_death_reports(e.now);
   if (!(e.timeout > 0)) return;

@@ -121,6 +121,16 @@ RunningTask::~RunningTask() {
   if (slot_) slot_->tid.store(0, std::memory_order_release);
 }
 
+std::vector<RunningEntry> running_in(const Record& record) {
+  std::vector<RunningEntry> out;
+  for (const Slot& s : record.slots) {
+    if (s.tid.load() <= 0) continue;
+    out.push_back({std::string(s.key, ::strnlen(s.key, sizeof s.key)),
+                   std::string(s.function, ::strnlen(s.function, sizeof s.function))});
+  }
+  return out;
+}
+
 void set_identity(std::string_view name, std::string_view address) {
   Record& record = current();
   copy_cut(record.name, sizeof record.name, name);
@@ -176,16 +186,6 @@ std::string SharedRecord::name() const {
 
 std::string SharedRecord::address() const {
   return std::string(record_->address, ::strnlen(record_->address, sizeof record_->address));
-}
-
-std::vector<SharedRecord::Running> SharedRecord::running() const {
-  std::vector<Running> out;
-  for (const Slot& s : record_->slots) {
-    if (s.tid.load() <= 0) continue;
-    out.push_back({std::string(s.key, ::strnlen(s.key, sizeof s.key)),
-                   std::string(s.function, ::strnlen(s.function, sizeof s.function))});
-  }
-  return out;
 }
 
 }  // namespace taskwire::worker::crash

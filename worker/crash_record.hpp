@@ -53,6 +53,12 @@ class RunningTask {
   Slot* slot_ = nullptr;
 };
 
+struct RunningEntry {
+  std::string key, function;
+};
+/// The tasks running in this process now (or, in a nanny's record, when its child stopped).
+std::vector<RunningEntry> running_in(const Record& record);
+
 /// Called once the worker has registered: its name and address, for the nanny's report.
 void set_identity(std::string_view name, std::string_view address);
 
@@ -78,10 +84,7 @@ class SharedRecord {
   bool registered() const noexcept;
   std::string name() const;
   std::string address() const;
-  struct Running {
-    std::string key, function;
-  };
-  std::vector<Running> running() const;  ///< tasks running when the child stopped
+  std::vector<RunningEntry> running() const { return running_in(*record_); }
 
  private:
   int fd_ = -1;

@@ -19,6 +19,10 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
+#include <future>
+#include <memory>
+#include <thread>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -134,6 +138,28 @@ int run_as_nanny(int argc, char* argv[], const MainOptions& o) {
   return run_nanny(registry, nanny);
 }
 
+// A task that never returns must not keep a closed worker alive: its thread cannot be
+// stopped, so after kStopGrace the process leaves without it.
+constexpr auto kStopGrace = std::chrono::seconds(3);
+
+void stop_or_exit(worker::Worker& worker, int exit_status) {
+  auto stopped = std::make_shared<std::promise<void>>();
+  auto done = stopped->get_future();
+  std::thread([&worker, stopped] {
+    worker.stop();
+    stopped->set_value();
+  }).detach();
+  if (done.wait_for(kStopGrace) == std::future_status::ready) return;
+  std::string running;
+  for (const auto& r : crash::running_in(crash::current()))
+    running += fmt::format("{}'{}' ({})", running.empty() ? "" : ", ", r.key, r.function);
+  spdlog::warn("worker {}: {} still running {} s after the worker closed; exiting without it",
+               worker.name(), running.empty() ? "a task" : running, kStopGrace.count());
+  spdlog::default_logger()->flush();
+  std::fflush(nullptr);
+  std::_Exit(exit_status);
+}
+
 int run_worker(const MainOptions& o) {
   const bool nannied = adopt_nanny();
   runtime::init_logging({o.level, o.log_file, -1, nannied});
@@ -171,9 +197,9 @@ int run_worker(const MainOptions& o) {
   std::fflush(stdout);
 
   worker.wait_closed();
-  worker.stop();
   signals.cancel();
   const auto status = worker.close_status();
+  stop_or_exit(worker, status.clean ? 0 : 1);
   if (!status.clean) {
     fmt::print(stderr, "taskwire-worker: {}\n", status.reason);
     return 1;

@@ -269,6 +269,9 @@ void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message)
           events.emplace_back(std::move(e));
           break;
         }
+        case Op::free_processing:
+          busy_threads_asked_ = true;
+          [[fallthrough]];
         case Op::free_keys:
           events.emplace_back(FreeKeysEvent{r.body<protocol::Keys>().keys, ""});
           break;
@@ -345,6 +348,12 @@ void Worker::Impl::handle(std::vector<Event> events) {
     run(state_->handle(std::move(done)));
   }
   inline_done_.clear();
+  if (const auto busy = state_->cancelled_on_threads();
+      (busy != reported_busy_threads_ || busy_threads_asked_) && !closing_) {
+    reported_busy_threads_ = busy;
+    busy_threads_asked_ = false;
+    to_scheduler(Op::threads_busy, protocol::ThreadsBusy{static_cast<std::uint32_t>(busy)});
+  }
 }
 
 void Worker::Impl::run(Instructions instructions) {

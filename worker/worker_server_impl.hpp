@@ -122,6 +122,8 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   };
   std::unordered_map<std::string, FunctionTiming> timings_;
   std::vector<Event> inline_done_;  ///< results of tasks run inline, for handle()
+  std::size_t reported_busy_threads_ = 0;  ///< last threads_busy sent
+  bool busy_threads_asked_ = false;        ///< free_processing came: answer threads_busy
   std::chrono::steady_clock::time_point inline_deadline_{};
   double inline_cpu_start_ = -1;  ///< thread CPU seconds when handle()'s first inline run began
 

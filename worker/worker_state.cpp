@@ -330,6 +330,7 @@ void WorkerState::ensure_computing() {
     }
     ts.status = TaskStatus::executing;
     ++executing_count_;
+    on_threads_.insert(key);
     emit(Execute{key, ts.function, std::move(args), ts.priority, stimulus_});
   }
 }
@@ -394,6 +395,13 @@ void WorkerState::validate() const {
         return kv.second.status == TaskStatus::memory;
       })))
     fail("the data store holds keys no task record accounts for");
+}
+
+std::size_t WorkerState::cancelled_on_threads() const {
+  return static_cast<std::size_t>(std::count_if(on_threads_.begin(), on_threads_.end(), [&](const Key& k) {
+    const auto it = tasks_.find(k);
+    return it != tasks_.end() && it->second.status == TaskStatus::cancelled;
+  }));
 }
 
 }  // namespace taskwire::worker

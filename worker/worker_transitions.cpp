@@ -98,6 +98,7 @@ void WorkerState::apply(ExecuteSuccess& e) {
   TaskState* ts = find(e.key);
   if (!ts || (ts->status != TaskStatus::executing && ts->status != TaskStatus::cancelled)) return;
   --executing_count_;
+  on_threads_.erase(e.key);
   ts->duration_s = e.duration_s;
   if (!ts->assigned && ts->dependents.empty()) {
     finished_running(*ts);
@@ -112,6 +113,7 @@ void WorkerState::apply(ExecuteFailure& e) {
   TaskState* ts = find(e.key);
   if (!ts || (ts->status != TaskStatus::executing && ts->status != TaskStatus::cancelled)) return;
   --executing_count_;
+  on_threads_.erase(e.key);
   ts->duration_s = e.duration_s;
   finished_running(*ts);
   if (!ts->assigned && ts->dependents.empty()) return forget(e.key);

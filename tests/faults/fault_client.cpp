@@ -4,6 +4,8 @@
 //                              naming the task and the signal; the cluster then serves again
 //   fault_client chaos FILE    10 rounds of a 2 000-task graph with data dependencies while
 //                              the test kills a worker every ~0.5 s: every result right
+//   fault_client hung FILE     a task that never returns, cancelled: 6 new tasks all run on
+//                              the other worker (none waits behind the hung one)
 //   fault_client shutdown FILE shuts the cluster down (the test calls it once every worker
 //                              its nanny restarted is back, not while one is starting)
 // Prints "CHECKED <what>" / "FAILED <what>"; exits 0 only if every check passed.
@@ -90,11 +92,35 @@ void chaos(Client& client) {
   }
 }
 
+void hung(Client& client) {
+  auto stuck = client.submit(fault_fns::hang, 1);
+  check(!stuck.wait_for(std::chrono::seconds(1)), "the hung task has not returned");
+  stuck.cancel();
+  try {
+    stuck.get();
+    check(false, "get() of the cancelled task throws");
+  } catch (const TaskError& e) {
+    check(true, std::string("get() of the cancelled task throws: ") + e.what());
+  }
+  std::vector<Future<int>> fresh;
+  for (int i = 0; i < 6; ++i) fresh.push_back(client.submit(fault_fns::where, i));
+  std::vector<int> pids;
+  for (auto& f : fresh) {
+    // A task placed behind the hung one would wait its 10 minutes.
+    if (!f.wait_for(std::chrono::seconds(30))) break;
+    pids.push_back(f.get());
+  }
+  check(pids.size() == fresh.size(), "6 new tasks all ran while the hung task holds its thread");
+  bool one_worker = !pids.empty();
+  for (int pid : pids) one_worker = one_worker && pid == pids.front();
+  check(one_worker, "all 6 ran on the same (idle) worker");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fmt::print(stderr, "usage: fault_client poison|chaos|shutdown SCHEDULER_FILE\n");
+    fmt::print(stderr, "usage: fault_client poison|chaos|hung|shutdown SCHEDULER_FILE\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -102,6 +128,7 @@ int main(int argc, char** argv) {
     auto client = Client::from_scheduler_file(argv[2]);
     if (mode == "poison") poison(client);
     else if (mode == "chaos") chaos(client);
+    else if (mode == "hung") hung(client);
     else if (mode == "shutdown") client.shutdown();
     else throw std::invalid_argument("unknown mode " + mode);
     fmt::print("client: done, {} failures\n", failures);

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <thread>
 
+#include <unistd.h>
+
 namespace fault_fns {
 int inc(int x) { return x + 1; }
 int add(int a, int b) { return a + b; }
@@ -27,6 +29,7 @@ int hang(int x) {
   for (int i = 0; i < 600; ++i) std::this_thread::sleep_for(std::chrono::seconds(1));
   return x;
 }
+int where(int) { return static_cast<int>(::getpid()); }
 }  // namespace fault_fns
 
 TASKWIRE_REGISTER(fault_fns::inc);
@@ -35,3 +38,4 @@ TASKWIRE_REGISTER(fault_fns::slow_add);
 TASKWIRE_REGISTER(fault_fns::segfault);
 TASKWIRE_REGISTER(fault_fns::abort_task);
 TASKWIRE_REGISTER(fault_fns::hang);
+TASKWIRE_REGISTER(fault_fns::where);

@@ -10,4 +10,5 @@ int slow_add(int a, int b);  ///< a + b after 1 ms: long enough for a kill to la
 int segfault(int x);         ///< dies of SIGSEGV
 int abort_task(int x);       ///< calls std::abort()
 int hang(int x);             ///< sleeps (up to 10 minutes), never returns in a test's time
+int where(int x);            ///< the process id of the worker that ran it
 }  // namespace fault_fns

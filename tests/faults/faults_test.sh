@@ -3,6 +3,9 @@
 #   faults_test.sh poison|chaos SCHEDULER_EXE WORKER_EXE PRELOAD_LIB CLIENT
 #   poison: 2 workers; tasks that segfault and abort must fail within 10 s naming the task
 #           and the signal, the dead workers come back, and new tasks run
+#   hung:   2 workers; a task that never returns is cancelled: 6 new tasks all run on the
+#           other worker, and shutdown ends every process within 10 s (the hung worker
+#           exits without its thread)
 #   chaos:  4 workers; one worker process SIGKILLed at random every ~0.5 s while the client
 #           runs 10 rounds of a 2 000-task graph: every result right
 # Afterwards every daemon must have exited 0 and no process of the test may be left.
@@ -48,7 +51,7 @@ wait "$client_pid"
 rc=$?
 cat "$dir/client.log"
 [ $rc -eq 0 ] || fail "client exited $rc"
-grep -q "restarting the worker" "$dir"/worker*.out || fail "no worker was restarted"
+[ "$mode" = hung ] || grep -q "restarting the worker" "$dir"/worker*.out || fail "no worker was restarted"
 for w in $(seq 1 $nworkers); do  # every restarted worker is back (not starting while we stop)
   for _ in $(seq 1 300); do
     started=$(grep -c "nanny: started worker process" "$dir/worker$w.out")
@@ -59,6 +62,12 @@ for w in $(seq 1 $nworkers); do  # every restarted worker is back (not starting 
   [ "$started" = "$joined" ] || fail "worker w$w: $started processes started, $joined joined"
 done
 timeout 60 "$client" shutdown "$dir/s.json" || fail "shutdown"
+if [ "$mode" = hung ]; then  # every daemon gone within 10 s of the shutdown, together
+  timeout 10 bash -c 'for p in "$@"; do tail --pid="$p" -f /dev/null; done' _ "${daemons[@]}" ||
+    fail "daemons still running 10 s after shutdown with a hung task"
+  grep -q "still running 3 s after the worker closed; exiting without it" "$dir"/worker*.out ||
+    fail "the hung worker did not say why it left"
+fi
 if [ "$mode" = poison ]; then
   grep -q "fatal signal SIGSEGV (Segmentation fault) while running task" "$dir"/worker*.out ||
     fail "no worker said which task crashed it"

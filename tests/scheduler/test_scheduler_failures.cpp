@@ -414,3 +414,28 @@ TEST_CASE("scheduler: task states and instructions format for logs", "[scheduler
   const Instruction log = LogEvent{LogLevel::warning, "hello", "s-2"};
   CHECK(fmt::format("{}", log) == "log warning: hello [s-2]");
 }
+
+TEST_CASE("scheduler: a cancelled task still running holds its thread until the worker "
+          "says it ended", "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  h.submit({task("hang", {}, "hang")});
+  REQUIRE(h.s.processing_on("hang") == std::string("tcp://a:1"));
+  h.add_worker("tcp://b:1");
+  h.handle(CancelKeys{"c1", {"hang"}, true, ""});
+  std::vector<TaskSpec> fresh;
+  for (int i = 0; i < 6; ++i) fresh.push_back(task(fmt::format("new-{}", i)));
+  h.submit(fresh);
+  for (int i = 0; i < 6; ++i) {
+    const auto on = h.s.processing_on(fmt::format("new-{}", i));
+    CHECK((!on || *on == "tcp://b:1"));  // placed on b, or queued: never behind the hung task
+  }
+  CHECK(h.s.processing("tcp://a:1").empty());
+  // The worker says the thread is still held; later, that it is free again.
+  h.handle(ThreadsBusy{"tcp://a:1", 1, ""});
+  CHECK(h.s.processing("tcp://a:1").empty());
+  const auto& freed = h.handle(ThreadsBusy{"tcp://a:1", 0, ""});
+  bool placed_on_a = false;
+  for (const auto& c : only<ComputeTask>(freed)) placed_on_a = placed_on_a || c.worker == "tcp://a:1";
+  CHECK(placed_on_a);
+}
