@@ -144,6 +144,20 @@ void SchedulerState::on(const UpdateGraph& e) {
   std::sort(to_wait.begin(), to_wait.end(),
             [](const TaskState* a, const TaskState* b) { return ByPriority{}(b, a); });
   for (TaskState* ts : to_wait) recommend(ts, S::waiting);
+  drop_unused_specs(e);
+}
+
+void SchedulerState::drop_unused_specs(const UpdateGraph& e) {
+  for (const TaskSpec& t : e.tasks) {
+    const TaskState* ts = find_task(t.key);
+    if (!ts || ts->spec != t.spec) out_.push_back(DropTaskSpec{t.key, t.spec, stimulus_id_});
+  }
+}
+
+void SchedulerState::drop_spec(TaskState* ts) {
+  if (!ts->computable || !ts->spec_held) return;
+  ts->spec_held = false;
+  out_.push_back(DropTaskSpec{ts->key, ts->spec, stimulus_id_});
 }
 
 void SchedulerState::on(const ClientReleasesKeys& e) {

@@ -110,7 +110,9 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   void emit(ComputeTask& ct) {
     auto* out = out_to(peer_of(workers, ct.worker));
     auto it = specs.find(ct.spec);
-    if (!out || it == specs.end()) return;
+    if (it == specs.end())  // the state machine drops a spec only once the task cannot run
+      return spdlog::error("scheduler: no spec for '{}' (spec {}): not sent", ct.key, ct.spec);
+    if (!out) return;
     out->add(Op::compute_task, ComputeTaskWire{it->second.spec, ct.priority.order, ct.dependencies},
              it->second.frames);
   }
@@ -322,6 +324,14 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     finished.set_value();
   }
 };
+
+std::size_t SchedulerServer::held_specs() {
+  auto impl = impl_;
+  std::packaged_task<std::size_t()> task([impl] { return impl->specs.size(); });
+  auto count = task.get_future();
+  asio::post(impl->strand, [&task] { task(); });
+  return count.get();
+}
 
 namespace detail {
 asio::any_io_executor server_strand(const void* impl) {

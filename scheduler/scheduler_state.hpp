@@ -118,6 +118,10 @@ class SchedulerState {
  private:
   // stimuli (scheduler_state.cpp)
   void on(const UpdateGraph& e);
+  /// Drops the specs of `e` that did not become tasks (culled, refused, already known).
+  void drop_unused_specs(const UpdateGraph& e);
+  /// Tells the server to drop the task's payload (see TaskState::spec_held).
+  void drop_spec(TaskState* ts);
   void on(const ClientReleasesKeys& e);
   void on(const CancelKeys& e);
   void on(const RemoveClient& e);
