@@ -2,6 +2,7 @@
 #include <taskwire/client/graph_split.hpp>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <map>
 #include <set>
@@ -16,18 +17,15 @@ namespace {
 
 protocol::TaskSpec task(std::string key, std::vector<std::uint32_t> frame_args,
                         std::vector<std::string> deps = {}) {
-  protocol::TaskSpec t;
-  t.key = std::move(key);
-  t.function = "f";
+  protocol::TaskSpec t{std::move(key), std::string("fn"), {}, deps, 0, 0};
   for (auto i : frame_args) t.args.push_back({protocol::ArgSpec::frame, i, {}});
   for (auto& d : deps) t.args.push_back({protocol::ArgSpec::dependency, 0, d});
-  t.dependencies = std::move(deps);
   return t;
 }
 
 std::vector<runtime::Frame> frames_named(int n) {
   std::vector<runtime::Frame> frames;
-  for (int i = 0; i < n; ++i) frames.emplace_back("frame-" + std::to_string(i));
+  for (int i = 0; i < n; ++i) frames.emplace_back(fmt::format("frame-{}", i));
   return frames;
 }
 
@@ -78,8 +76,8 @@ TEST_CASE("graph split: a map past the frame limit becomes parts under it", "[cl
   std::vector<protocol::TaskSpec> tasks;
   std::map<std::string, std::string> arg_of;
   for (int i = 0; i < n; ++i) {
-    tasks.push_back(task("t" + std::to_string(i), {static_cast<std::uint32_t>(i)}));
-    arg_of["t" + std::to_string(i)] = "frame-" + std::to_string(i);
+    tasks.push_back(task(fmt::format("t{}", i), {static_cast<std::uint32_t>(i)}));
+    arg_of[fmt::format("t{}", i)] = fmt::format("frame-{}", i);
   }
   const auto o = small(10'000, 64);
   auto parts = split_graph(tasks, frames_named(n), o);
@@ -96,9 +94,9 @@ TEST_CASE("graph split: a dependency is in the same part or an earlier one", "[c
   const int n = 10;
   for (int i = n - 1; i >= 0; --i) {
     std::vector<std::string> deps;
-    if (i > 0) deps.push_back("c" + std::to_string(i - 1));
-    tasks.push_back(task("c" + std::to_string(i), {static_cast<std::uint32_t>(i)}, deps));
-    arg_of["c" + std::to_string(i)] = "frame-" + std::to_string(i);
+    if (i > 0) deps.push_back(fmt::format("c{}", i - 1));
+    tasks.push_back(task(fmt::format("c{}", i), {static_cast<std::uint32_t>(i)}, deps));
+    arg_of[fmt::format("c{}", i)] = fmt::format("frame-{}", i);
   }
   const auto o = small(3, 100);
   auto parts = split_graph(tasks, frames_named(n), o);
@@ -115,8 +113,8 @@ TEST_CASE("graph split: a frame shared by tasks goes with every part that uses i
   std::vector<protocol::TaskSpec> tasks;
   std::map<std::string, std::string> arg_of;
   for (int i = 0; i < 10; ++i) {
-    tasks.push_back(task("s" + std::to_string(i), {0, 0}));  // both args the same frame
-    arg_of["s" + std::to_string(i)] = "frame-0";
+    tasks.push_back(task(fmt::format("s{}", i), {0, 0}));  // both args the same frame
+    arg_of[fmt::format("s{}", i)] = "frame-0";
   }
   const auto o = small(4, 100);
   auto parts = split_graph(tasks, frames_named(1), o);

@@ -3,6 +3,7 @@
 #include <taskwire/comm/core/framing.hpp>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 using namespace taskwire;
 using client::Outbox;
@@ -13,8 +14,8 @@ TEST_CASE("outbox: operations past the frame limit start the next message, in or
   Outbox out(limits);
   for (int i = 0; i < 5; ++i) {
     std::vector<runtime::Frame> payload(3, runtime::Frame(std::string("x")));
-    out.add(protocol::Op::update_graph, protocol::Keys{{"k" + std::to_string(i)}}, payload,
-            {"k" + std::to_string(i)});
+    out.add(protocol::Op::update_graph, protocol::Keys{{fmt::format("k{}", i)}}, payload,
+            {fmt::format("k{}", i)});
   }
   out.add(protocol::Op::release_keys, protocol::Keys{{"r"}});
   auto messages = out.take();
