@@ -1,7 +1,9 @@
 #include <taskwire/client/client_core.hpp>
+#include <taskwire/client/graph_split.hpp>
 #include <taskwire/client/task_error.hpp>
 
 #include <taskwire/comm/backends.hpp>
+#include <taskwire/comm/core/framing.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -92,7 +94,7 @@ ClientCore::~ClientCore() {
     try {
       std::lock_guard lock(out_mu_);
       if ((!out_.empty() || !releases_.empty()) && scheduler_ && !scheduler_->closed()) {
-        scheduler_->async_write(take_out_locked(), [sent](error_code) { sent->set_value(); });
+        write_out(take_out_locked(), [sent] { sent->set_value(); });
         writing = true;
       }
     } catch (const std::exception& e) {
@@ -122,6 +124,7 @@ void ClientCore::close() {
 
 void ClientCore::start(comm::CommPtr scheduler) {
   scheduler_ = std::move(scheduler);
+  out_.set_limits(context_->config().limits);
   release_timer_.emplace(scheduler_->executor());
   read_loop();
 }
@@ -213,7 +216,7 @@ void ClientCore::fail_all(const std::string& why) {
   cv_.notify_all();
 }
 
-void ClientCore::send(std::function<void(runtime::BatchWriter&)> add) {
+void ClientCore::send(std::function<void(Outbox&)> add) {
   std::lock_guard lock(out_mu_);
   add_releases_locked();
   add(out_);
@@ -236,22 +239,73 @@ void ClientCore::add_releases_locked() {
   if (!releases_.empty()) out_.add(Op::release_keys, protocol::Keys{std::exchange(releases_, {})});
 }
 
-runtime::Message ClientCore::take_out_locked() {
+std::vector<Outbox::Outgoing> ClientCore::take_out_locked() {
   add_releases_locked();
   return out_.take();
 }
 
 void ClientCore::flush() {
-  runtime::Message m;
+  std::vector<Outbox::Outgoing> messages;
   {
     std::lock_guard lock(out_mu_);
     flush_posted_ = false;
     if ((out_.empty() && releases_.empty()) || !scheduler_) return;
-    m = take_out_locked();
+    messages = take_out_locked();
   }
-  scheduler_->async_write(std::move(m), [](error_code ec) {
-    if (ec) spdlog::debug("client: write to the scheduler failed: {}", ec.message());
-  });
+  write_out(std::move(messages));
+}
+
+void ClientCore::write_out(std::vector<Outbox::Outgoing> messages, std::function<void()> after_last) {
+  const runtime::Limits& limits = context_->config().limits;
+  std::vector<bool> sendable(messages.size());
+  std::size_t writes = 0;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    auto why = comm::check_limits(messages[i].message, limits);
+    sendable[i] = why.empty();
+    if (sendable[i]) {
+      ++writes;
+      continue;
+    }
+    spdlog::warn("client: not sending a message to the scheduler: {}", why);
+    fail_unsent(messages[i].carried_keys, "not sent to the scheduler: " + why);
+  }
+  if (writes == 0 && after_last) after_last();
+  // The core may be gone when a write completes (see ~ClientCore): only the failure of the
+  // keys needs it; after_last does not.
+  auto fail = guarded(*this, own_context_ != nullptr,
+                      [this](const std::vector<std::string>& keys, const std::string& why) {
+                        fail_unsent(keys, why);
+                      });
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    if (!sendable[i]) continue;
+    std::function<void()> after = --writes == 0 ? after_last : nullptr;
+    scheduler_->async_write(
+        std::move(messages[i].message),
+        [fail, keys = std::move(messages[i].carried_keys), after = std::move(after)](error_code ec) mutable {
+          if (ec) {
+            spdlog::debug("client: write to the scheduler failed: {}", ec.message());
+            if (!keys.empty()) fail(keys, "not sent to the scheduler: " + ec.message());
+          }
+          if (after) after();
+        });
+  }
+}
+
+void ClientCore::fail_unsent(const std::vector<std::string>& keys, const std::string& why) {
+  if (keys.empty()) return;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& k : keys)
+      if (auto it = keys_.find(k); it != keys_.end() && it->second.status == KeyStatus::pending) {
+        auto& st = it->second;
+        st.status = KeyStatus::erred;
+        st.message = why;
+        st.blamed_key = k;
+        st.cause = why;
+        ++st.reports;
+      }
+  }
+  cv_.notify_all();
 }
 
 std::string ClientCore::new_key(const std::string& function) {
@@ -267,14 +321,16 @@ std::int64_t ClientCore::next_priority() {
 std::vector<std::shared_ptr<KeyRef>> ClientCore::submit(std::vector<protocol::TaskSpec> tasks,
                                                         std::vector<runtime::Frame> frames) {
   std::vector<std::shared_ptr<KeyRef>> refs;
-  protocol::UpdateGraph g;
   refs.reserve(tasks.size());
-  for (auto& t : tasks) {
-    refs.push_back(hold(t.key));
-    g.wanted.push_back(t.key);
-  }
-  g.tasks = std::move(tasks);
-  send([&](runtime::BatchWriter& w) { w.add(Op::update_graph, g, std::move(frames)); });
+  for (auto& t : tasks) refs.push_back(hold(t.key));
+  auto parts = split_graph(std::move(tasks), std::move(frames),
+                           GraphSplitOptions::within(context_->config().limits));
+  send([&](Outbox& out) {
+    for (auto& part : parts) {
+      auto carried = part.graph.wanted;
+      out.add(Op::update_graph, part.graph, std::move(part.frames), std::move(carried));
+    }
+  });
   return refs;
 }
 
@@ -410,7 +466,7 @@ std::size_t ClientCore::wait_any(const std::vector<std::string>& keys) {
 }
 
 void ClientCore::cancel(const std::vector<std::string>& keys) {
-  send([&](runtime::BatchWriter& w) { w.add(Op::cancel_keys, protocol::Keys{keys}); });
+  send([&](Outbox& out) { out.add(Op::cancel_keys, protocol::Keys{keys}); });
 }
 
 runtime::Frame ClientCore::result(const std::string& key) { return results({key}).at(0); }
@@ -567,7 +623,7 @@ std::chrono::milliseconds ClientCore::fetch_timeout(const std::vector<std::strin
 }
 
 void ClientCore::shutdown(std::chrono::milliseconds timeout) {
-  send([](runtime::BatchWriter& w) { w.add(Op::shutdown, protocol::Empty{}); });
+  send([](Outbox& out) { out.add(Op::shutdown, protocol::Empty{}); });
   std::unique_lock lock(mu_);
   if (!block(lock, [&] { return shutdown_acked_ || !broken_.empty(); },
              std::chrono::steady_clock::now() + timeout))

@@ -3,8 +3,8 @@
 // client holds, data fetches from workers. Thread-safety: every public member may be called
 // from any user thread; network work runs on the context's io thread, or on a user thread
 // that waits for results while it waits (see block()).
+#include <taskwire/client/outbox.hpp>
 #include <taskwire/comm/core/connect.hpp>
-#include <taskwire/runtime/batch.hpp>
 #include <taskwire/runtime/context.hpp>
 
 #include <chrono>
@@ -56,7 +56,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   std::string new_key(const std::string& function);
   std::int64_t next_priority();
-  /// Sends one update_graph (one message) and holds every key in `tasks`.
+  /// Sends `tasks` as update_graph operations (one, or as many as the comm limits need: see
+  /// split_graph) and holds every key in `tasks`; the references follow the order of `tasks`.
+  /// A key whose submission cannot be sent errs, saying why.
   std::vector<std::shared_ptr<KeyRef>> submit(std::vector<protocol::TaskSpec> tasks,
                                               std::vector<runtime::Frame> frames);
   /// Uploads data straight to the cluster as tasks that return it (scatter).
@@ -88,15 +90,20 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void start(comm::CommPtr scheduler);
   void read_loop();
   void on_batch(const runtime::Message& m);
-  void send(std::function<void(runtime::BatchWriter&)> add);
+  void send(std::function<void(Outbox&)> add);
   void post_flush_locked();
   /// Starts the wait after which queued releases leave alone (see release()); on the io side.
   void arm_release_timer();
   /// Moves the pending releases into out_ as one release_keys operation; out_mu_ held.
   void add_releases_locked();
-  /// Everything queued for the scheduler as one message (pending releases last); out_mu_ held.
-  runtime::Message take_out_locked();
+  /// Everything queued for the scheduler, in order (pending releases last); out_mu_ held.
+  std::vector<Outbox::Outgoing> take_out_locked();
   void flush();
+  /// Writes the messages in order; one past the comm limits, or whose write fails, is not
+  /// sent and fails the keys it carried. `after_last` (if any) runs once every write is done.
+  void write_out(std::vector<Outbox::Outgoing> messages, std::function<void()> after_last = {});
+  /// Errs the pending `keys` with `why`: their submission never reached the scheduler.
+  void fail_unsent(const std::vector<std::string>& keys, const std::string& why);
   struct WorkerLink {
     std::mutex mu;  // one get_data round trip at a time on this comm
     comm::CommPtr comm;
@@ -151,7 +158,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::int64_t priority_ = 0;
 
   std::mutex out_mu_;
-  runtime::BatchWriter out_;
+  Outbox out_;
   // Released keys wait here and leave as one release_keys operation (one scheduler event,
   // one free_keys per worker) before any other operation and at each flush, so the order of
   // operations is kept.

@@ -107,7 +107,7 @@ void SchedulerState::on(const UpdateGraph& e) {
     auto owned = std::make_unique<TaskState>();
     TaskState* ts = owned.get();
     ts->key = spec->key;
-    ts->function = spec->function;
+    ts->function = intern_function(spec->function);
     ts->spec = spec->spec;
     ts->priority = Priority{generation, spec->priority};
     ts->retries = std::max(0, spec->retries);
@@ -116,7 +116,7 @@ void SchedulerState::on(const UpdateGraph& e) {
       TaskState* dep = find_task(dep_key);  // created earlier: dependencies come first
       if (dep->dependents.insert(ts)) ts->dependencies.push_back(dep);
     }
-    tasks_.emplace(spec->key, std::move(owned));
+    tasks_.emplace(ts->key, std::move(owned));
     to_wait.push_back(ts);
   }
 
@@ -144,6 +144,20 @@ void SchedulerState::on(const UpdateGraph& e) {
   std::sort(to_wait.begin(), to_wait.end(),
             [](const TaskState* a, const TaskState* b) { return ByPriority{}(b, a); });
   for (TaskState* ts : to_wait) recommend(ts, S::waiting);
+  drop_unused_specs(e);
+}
+
+void SchedulerState::drop_unused_specs(const UpdateGraph& e) {
+  for (const TaskSpec& t : e.tasks) {
+    const TaskState* ts = find_task(t.key);
+    if (!ts || ts->spec != t.spec) out_.push_back(DropTaskSpec{t.key, t.spec, stimulus_id_});
+  }
+}
+
+void SchedulerState::drop_spec(TaskState* ts) {
+  if (!ts->computable || !ts->spec_held) return;
+  ts->spec_held = false;
+  out_.push_back(DropTaskSpec{ts->key, ts->spec, stimulus_id_});
 }
 
 void SchedulerState::on(const ClientReleasesKeys& e) {
@@ -260,7 +274,7 @@ void SchedulerState::on(const AddData& e) {
       ts->computable = false;
       ts->priority = Priority{generation, order++};
       ts->nbytes = std::max<std::int64_t>(0, item.nbytes);
-      tasks_.emplace(item.key, std::move(owned));
+      tasks_.emplace(ts->key, std::move(owned));
       add_replica(ts, ws);
       ts->state = S::memory;
       log_transition(ts, S::released);

@@ -1,7 +1,8 @@
 #pragma once
 // The compute_task operation as the scheduler writes it: the bytes of a protocol::ComputeTask
-// (runtime/wire_codec.hpp) straight from the stored spec and the instruction's dependency
-// locations, without first copying both into a ComputeTask (every string of the spec and a
+// (runtime/wire_codec.hpp) straight from the parts of the spec the server stores (arguments,
+// dependencies, retries), the key and function the instruction names and its dependency
+// locations, without first copying them into a ComputeTask (every string of the spec and a
 // map of holders per task). Write-only; workers read a protocol::ComputeTask.
 #include <taskwire/runtime/protocol.hpp>
 #include <taskwire/scheduler/instructions.hpp>
@@ -12,15 +13,19 @@
 namespace taskwire::scheduler {
 
 struct ComputeTaskWire {
-  const protocol::TaskSpec& spec;
-  std::int64_t priority;                                ///< sent instead of spec.priority
-  const std::vector<DependencyLocation>& dependencies;  ///< sent as ComputeTask::who_has
+  const std::string& key;
+  const std::string& function;
+  const std::vector<protocol::ArgSpec>& args;
+  const std::vector<protocol::Key>& dependencies;  ///< TaskSpec::dependencies
+  std::int64_t priority;
+  std::uint32_t retries;
+  const std::vector<DependencyLocation>& locations;  ///< sent as ComputeTask::who_has
   template <class Ar>
   void serialize(Ar& ar, unsigned) {
     // protocol::TaskSpec::serialize's order, then the who_has map: a count, then pairs.
-    ar & spec.key & spec.function & spec.args & spec.dependencies & priority & spec.retries;
-    ar & static_cast<std::uint64_t>(dependencies.size());
-    for (const auto& d : dependencies) ar & d.key & d.who_has;
+    ar & key & function & args & dependencies & priority & retries;
+    ar & static_cast<std::uint64_t>(locations.size());
+    for (const auto& d : locations) ar & d.key & d.who_has;
   }
 };
 

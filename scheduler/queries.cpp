@@ -106,7 +106,8 @@ std::string SchedulerState::validate() const {
     auto bad = [&](std::string_view what) {
       return fmt::format("task '{}' ({}): {}", key, ts->state, what);
     };
-    if (ts->key != key || ts->state == S::forgotten) return bad("forgotten or misfiled");
+    if (ts->key != key || key.data() != ts->key.data() || ts->state == S::forgotten)
+      return bad("forgotten or misfiled");
     if (ts->recommended) return bad("recommendation left pending");
     dependency_edges += ts->dependencies.size();
     dependent_edges += ts->dependents.size();

@@ -26,10 +26,30 @@ namespace taskwire::scheduler {
 struct WorkerState;
 struct ClientState;
 
+/// A function name, shared by every task that calls it (SchedulerState interns each name
+/// once): a million-task map held a million copies of the same name. Reads as the string.
+class FunctionName {
+ public:
+  FunctionName() = default;
+  explicit FunctionName(const std::string* interned) : name_(interned) {}
+  operator const std::string&() const noexcept { return name_ ? *name_ : empty(); }
+  operator std::string_view() const noexcept { return static_cast<const std::string&>(*this); }
+
+ private:
+  static const std::string& empty() {
+    static const std::string none;
+    return none;
+  }
+  const std::string* name_ = nullptr;
+};
+
 struct TaskState {
   std::string key;
-  std::string function;
+  FunctionName function;
   SpecRef spec = 0;
+  /// The server still holds the spec's payload (the arguments). Dropped once the task can
+  /// never run again: forgotten, or erred for good (retries happen before erred).
+  bool spec_held = true;
   bool computable = true;  ///< false for data a client placed (AddData): cannot be recomputed
   Priority priority;
   int retries = 0;

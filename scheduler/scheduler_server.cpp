@@ -26,8 +26,12 @@ struct Peer {
 };
 using PeerPtr = std::shared_ptr<Peer>;
 
+// What a compute_task needs besides what the state machine keeps (the key and function, in
+// ComputeTask): held until the state machine drops it (DropTaskSpec).
 struct StoredSpec {
-  protocol::TaskSpec spec;           // frame args re-indexed into `frames`
+  std::vector<protocol::ArgSpec> args;  // frame args re-indexed into `frames`
+  std::vector<protocol::Key> dependencies;
+  std::uint32_t retries = 0;
   std::vector<runtime::Frame> frames;
 };
 
@@ -110,9 +114,14 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   void emit(ComputeTask& ct) {
     auto* out = out_to(peer_of(workers, ct.worker));
     auto it = specs.find(ct.spec);
-    if (!out || it == specs.end()) return;
-    out->add(Op::compute_task, ComputeTaskWire{it->second.spec, ct.priority.order, ct.dependencies},
-             it->second.frames);
+    if (it == specs.end())  // the state machine drops a spec only once the task cannot run
+      return spdlog::error("scheduler: no spec for '{}' (spec {}): not sent", ct.key, ct.spec);
+    if (!out) return;
+    const StoredSpec& s = it->second;
+    out->add(Op::compute_task,
+             ComputeTaskWire{ct.key, ct.function, s.args, s.dependencies, ct.priority.order,
+                             s.retries, ct.dependencies},
+             s.frames);
   }
   void emit(FreeKeys& f) {
     if (auto* out = out_to(peer_of(workers, f.worker)))
@@ -271,9 +280,11 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
           a.frame_index = local;
         }
       const SpecRef ref = ++next_spec;
-      ev.tasks.push_back(TaskSpec{t.key, t.function, t.dependencies, t.priority,
-                                  static_cast<int>(t.retries), ref});
-      stored.spec = std::move(t);
+      ev.tasks.push_back(TaskSpec{std::move(t.key), std::move(t.function), t.dependencies,
+                                  t.priority, static_cast<int>(t.retries), ref});
+      stored.args = std::move(t.args);
+      stored.dependencies = std::move(t.dependencies);
+      stored.retries = t.retries;
       specs.emplace(ref, std::move(stored));
     }
     handle(std::move(ev));
@@ -334,6 +345,14 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     finished.set_value();
   }
 };
+
+std::size_t SchedulerServer::held_specs() {
+  auto impl = impl_;
+  std::packaged_task<std::size_t()> task([impl] { return impl->specs.size(); });
+  auto count = task.get_future();
+  asio::post(impl->strand, [&task] { task(); });
+  return count.get();
+}
 
 namespace detail {
 asio::any_io_executor server_strand(const void* impl) {

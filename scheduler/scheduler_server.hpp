@@ -47,6 +47,10 @@ class SchedulerServer {
   template <class F>
   auto inspect(F fn) -> decltype(fn(std::declval<const SchedulerState&>()));
 
+  /// How many task specs (with their argument frames) the server holds (for tests). Not from
+  /// the context's own threads.
+  std::size_t held_specs();
+
   struct Impl;  ///< implementation detail (scheduler_server.cpp)
 
  private:

@@ -59,6 +59,10 @@ TaskState* SchedulerState::find_task(std::string_view key) const {
   return it != tasks_.end() ? it->second.get() : nullptr;
 }
 
+FunctionName SchedulerState::intern_function(const std::string& name) {
+  return FunctionName(&*function_names_.insert(name).first);
+}
+
 WorkerState* SchedulerState::find_worker(std::string_view address) const {
   auto it = workers_.find(address);
   return it != workers_.end() ? it->second.get() : nullptr;

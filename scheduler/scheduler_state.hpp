@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace taskwire::scheduler {
@@ -125,6 +126,10 @@ class SchedulerState {
  private:
   // stimuli (scheduler_state.cpp)
   void on(const UpdateGraph& e);
+  /// Drops the specs of `e` that did not become tasks (culled, refused, already known).
+  void drop_unused_specs(const UpdateGraph& e);
+  /// Tells the server to drop the task's payload (see TaskState::spec_held).
+  void drop_spec(TaskState* ts);
   void on(const ClientReleasesKeys& e);
   void on(const CancelKeys& e);
   void on(const RemoveClient& e);
@@ -202,12 +207,17 @@ class SchedulerState {
   void report_state(TaskState* ts, ClientState* cs);
 
   TaskState* find_task(std::string_view key) const;
+  FunctionName intern_function(const std::string& name);
   WorkerState* find_worker(std::string_view address) const;
   ClientState* find_client(std::string_view id) const;
   ClientState* ensure_client(const std::string& id);
 
   SchedulerOptions options_;
-  std::unordered_map<std::string, std::unique_ptr<TaskState>, StringHash, std::equal_to<>> tasks_;
+  // Keyed by a view of the record's own key (a second copy of each key cost 80 B a task).
+  std::unordered_map<std::string_view, std::unique_ptr<TaskState>> tasks_;
+  // Every function name seen, never dropped (as many as the registered functions); a node
+  // set, so that FunctionName's pointers stay valid.
+  std::unordered_set<std::string> function_names_;
   std::map<std::string, std::unique_ptr<WorkerState>, std::less<>> workers_;
   std::unordered_map<std::string, std::unique_ptr<ClientState>, StringHash, std::equal_to<>>
       clients_;

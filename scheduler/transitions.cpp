@@ -128,6 +128,13 @@ void SchedulerState::released_to_waiting(TaskState* ts) {
     recommend(ts, S::forgotten);
     return;
   }
+  if (!ts->spec_held) {  // only an erred task drops it, and none runs again: never waits
+    log(LogLevel::error, fmt::format("'{}' would run again, but its arguments were freed", ts->key));
+    ts->failure = std::make_shared<const TaskFailure>(
+        TaskFailure{ts->key, "its arguments were freed when it erred; submit it again", ""});
+    recommend(ts, S::erred);
+    return;
+  }
   for (TaskState* dep : ts->dependencies) {
     if (dep->state == S::erred) {  // a failed input fails this task too
       ts->failure = dep->failure;
@@ -259,6 +266,7 @@ void SchedulerState::processing_to_erred(TaskState* ts, const std::string& worke
 
 void SchedulerState::propagate_erred(TaskState* ts) {
   ts->state = S::erred;
+  drop_spec(ts);
   std::vector<TaskState*> waiters(ts->waiters.begin(), ts->waiters.end());
   sort_for_recommending(waiters);
   for (TaskState* d : waiters) {
@@ -288,6 +296,7 @@ void SchedulerState::released_to_erred(TaskState* ts) {
     recommend(d, S::erred);
   }
   ts->state = S::erred;
+  drop_spec(ts);
   for (ClientState* cs : ts->who_wants) report_failure(ts, cs);
 }
 
@@ -367,7 +376,7 @@ void SchedulerState::to_forgotten(TaskState* ts) {
                                    stimulus_id_});
   }
   ts->who_wants.clear();
-  if (ts->computable) out_.push_back(DropTaskSpec{ts->key, ts->spec, stimulus_id_});
+  drop_spec(ts);
   auto node = tasks_.extract(ts->key);
   forgotten_.push_back(std::move(node.mapped()));  // freed at the end of handle()
 }

@@ -290,3 +290,104 @@ TEST_CASE("cluster: client.shutdown() stops the scheduler and every worker", "[c
   REQUIRE(cl.scheduler->finished().wait_for(10s) == std::future_status::ready);
   for (auto& w : cl.workers) CHECK(w->wait_closed(10s));
 }
+
+TEST_CASE("cluster: a map over more inputs than one message may hold frames completes",
+          "[cluster][limits]") {
+  Cluster cl(2);
+  Client client(cl.fx.registry(), cl.address);
+  const int n = 70'000;  // past the 65 536 frames of a message: it goes as several
+  std::vector<int> in(n);
+  for (int i = 0; i < n; ++i) in[i] = i;
+  auto futures = client.map(cluster_fns::inc, in);
+  REQUIRE(futures.size() == in.size());
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  for (const auto& f : futures) {  // bounded: pending futures fail the test, not hang it
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    REQUIRE(f.wait_for(std::max(left, std::chrono::milliseconds(1))));
+  }
+  auto got = client.gather(futures);
+  bool all_right = true;
+  for (int i = 0; i < n; ++i) all_right = all_right && got[i] == i + 1;
+  CHECK(all_right);
+}
+
+TEST_CASE("cluster: a task whose message would pass the limits fails saying why, alone",
+          "[cluster][limits]") {
+  Cluster cl(1);
+  auto core = client::ClientCore::connect(cl.fx.registry(), cl.address, 10s);
+  const std::string inc = runtime::FunctionRegistry::global().name_of(
+      reinterpret_cast<const void*>(&cluster_fns::inc));
+  auto spec_of = [&](std::string key, std::uint32_t nframes) {
+    protocol::TaskSpec t;
+    t.key = std::move(key);
+    t.function = inc;
+    for (std::uint32_t i = 0; i < nframes; ++i) t.args.push_back({protocol::ArgSpec::frame, i, {}});
+    return t;
+  };
+  // Queued back to back, so usually batched into one flush with the ordinary tasks around it.
+  auto before = core->submit({spec_of("before", 1)}, {runtime::to_frame(41)});
+  auto huge = core->submit({spec_of("huge", 70'000)},
+                           std::vector<runtime::Frame>(70'000, runtime::to_frame(1)));
+  auto after = core->submit({spec_of("after", 1)}, {runtime::to_frame(1)});
+  REQUIRE(core->wait("huge", 30s));
+  CHECK(core->status("huge") == client::KeyStatus::erred);
+  try {
+    core->result("huge");
+    FAIL("a task that was never sent must not have a result");
+  } catch (const TaskError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("not sent to the scheduler") && Catch::Contains("frames"));
+  }
+  REQUIRE(core->wait("before", 30s));
+  REQUIRE(core->wait("after", 30s));
+  CHECK(runtime::from_frame<int>(core->result("before")) == 42);
+  CHECK(runtime::from_frame<int>(core->result("after")) == 2);
+}
+
+TEST_CASE("cluster: the scheduler holds a spec only while its task may still run",
+          "[cluster][limits]") {
+  scheduler::SchedulerServerOptions options;
+  options.state.max_tasks = 100;
+  Cluster cl(2, options);
+  Client client(cl.fx.registry(), cl.address);
+  auto specs_become = [&](std::size_t n) {  // releases reach the scheduler a little later
+    for (int i = 0; i < 500; ++i) {
+      if (cl.scheduler->held_specs() == n) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  };
+  std::vector<int> in(50);
+  for (int i = 0; i < 50; ++i) in[i] = i;
+  for (int round = 0; round < 5; ++round) {
+    {
+      auto fs = client.map(cluster_fns::inc, in);
+      CHECK(client.gather(fs).at(49) == 50);
+      CHECK(cl.scheduler->held_specs() == 50);  // in memory: a lost result is computed again
+    }
+    CHECK(specs_become(0));  // released: forgotten
+    {
+      std::vector<int> too_many(150, 1);  // refused: past max_tasks
+      auto refused = client.map(cluster_fns::inc, too_many);
+      CHECK_THROWS_WITH(refused.at(0).get(), Catch::Contains("refused"));
+      CHECK(specs_become(0));
+      auto bad = client.submit(cluster_fns::fail_on, 13);  // erred for good
+      CHECK_THROWS_AS(bad.get(), TaskError);
+      CHECK(specs_become(0));
+    }
+  }
+  // The same key submitted again while known: the second spec is dropped at once.
+  auto core = client::ClientCore::connect(cl.fx.registry(), cl.address, 10s);
+  protocol::TaskSpec t;
+  t.key = "known-key";
+  t.function = runtime::FunctionRegistry::global().name_of(reinterpret_cast<const void*>(&cluster_fns::inc));
+  t.args.push_back({protocol::ArgSpec::frame, 0, {}});
+  auto first = core->submit({t}, {runtime::to_frame(1)});
+  REQUIRE(core->wait("known-key", 30s));
+  auto again = core->submit({t}, {runtime::to_frame(1)});
+  t.key = "after-known-key";  // messages arrive in order: once it is done, so was the above
+  auto probe = core->submit({t}, {runtime::to_frame(1)});
+  REQUIRE(core->wait("after-known-key", 30s));
+  CHECK(cl.scheduler->held_specs() == 2);  // known-key's first spec and the probe's
+  CHECK(runtime::from_frame<int>(core->result("known-key")) == 2);
+}

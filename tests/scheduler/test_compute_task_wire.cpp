@@ -20,7 +20,9 @@ TEST_CASE("ComputeTaskWire: the bytes of the ComputeTask it stands for", "[sched
   for (const auto& d : deps) full.who_has[d.key] = d.who_has;
 
   runtime::BatchWriter a, b;
-  a.add(protocol::Op::compute_task, scheduler::ComputeTaskWire{spec, -9, deps});
+  a.add(protocol::Op::compute_task, scheduler::ComputeTaskWire{spec.key, spec.function, spec.args,
+                                                               spec.dependencies, -9,
+                                                               spec.retries, deps});
   b.add(protocol::Op::compute_task, full);
   const auto wire = a.take(), expected = b.take();
   // Same length; and read back, the same task (the pairs' order differs, the map does not).
@@ -42,6 +44,8 @@ TEST_CASE("ComputeTaskWire: the bytes of the ComputeTask it stands for", "[sched
   // With the dependencies in key order the bytes are identical.
   const std::vector<scheduler::DependencyLocation> sorted{deps[1], deps[0]};
   runtime::BatchWriter c;
-  c.add(protocol::Op::compute_task, scheduler::ComputeTaskWire{spec, -9, sorted});
+  c.add(protocol::Op::compute_task, scheduler::ComputeTaskWire{spec.key, spec.function, spec.args,
+                                                               spec.dependencies, -9,
+                                                               spec.retries, sorted});
   CHECK(c.take().frames[0].view() == expected.frames[0].view());
 }
