@@ -16,7 +16,9 @@ namespace taskwire::comm {
 
 /// 2: operation headers in runtime/wire_codec.hpp's plain layout; key_lost.
 /// 3: key_cancelled carries the reason (protocol::KeysCancelled).
-inline constexpr std::uint32_t kProtocolVersion = 3;
+/// 4: task_erred and key_erred carry the exception type (and key_erred the worker);
+///    worker_refused.
+inline constexpr std::uint32_t kProtocolVersion = 4;
 
 struct HandshakeOptions {
   std::string name;

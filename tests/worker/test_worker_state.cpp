@@ -260,11 +260,13 @@ TEST_CASE("worker state: a task that throws is reported erred; a retry recompute
           "[worker][state]") {
   WorkerState ws(options());
   step(ws, compute("x"));
-  auto out = step(ws, ExecuteFailure{"x", "boom: division by zero", 0.1, "exec-9"});
+  auto out =
+      step(ws, ExecuteFailure{"x", "boom: division by zero", 0.1, "std::domain_error", "exec-9"});
   auto err = only<SendTaskErred>(out);
   REQUIRE(err.size() == 1);
   CHECK(err[0].key == "x");
   CHECK(err[0].message == "boom: division by zero");
+  CHECK(err[0].exception_type == "std::domain_error");
   CHECK(err[0].stimulus_id == "exec-9");
   CHECK(ws.status("x") == TaskStatus::error);
   CHECK(ws.executing_count() == 0);
@@ -272,7 +274,7 @@ TEST_CASE("worker state: a task that throws is reported erred; a retry recompute
   out = step(ws, compute("x"));
   CHECK(executed(out) == std::vector<std::string>{"x"});
   step(ws, FreeKeysEvent{{"x"}, ""});
-  step(ws, ExecuteFailure{"x", "again", 0, ""});
+  step(ws, ExecuteFailure{"x", "again", 0, "", ""});
   CHECK(ws.task_count() == 0);
 }
 
@@ -346,7 +348,7 @@ TEST_CASE("worker state: instructions carry their stimulus id", "[worker][state]
 TEST_CASE("worker state: stale and unexpected events are ignored", "[worker][state]") {
   WorkerState ws(options());
   CHECK(step(ws, success("nobody")).empty());
-  CHECK(step(ws, ExecuteFailure{"nobody", "x", 0, ""}).empty());
+  CHECK(step(ws, ExecuteFailure{"nobody", "x", 0, "", ""}).empty());
   CHECK(step(ws, done("tcp://p:1", {"a"})).empty());
   CHECK(step(ws, GatherDepFailed{"tcp://p:1", "gone", ""}).empty());
   CHECK(step(ws, FreeKeysEvent{{"nobody"}, ""}).empty());
