@@ -54,7 +54,7 @@ TEST_CASE("scheduler: a task error names the exception type and the worker, for 
   CHECK(failure->worker_name == "w-a");
 }
 
-TEST_CASE("scheduler: a worker named like a live worker is refused; once that one is removed, "
+TEST_CASE("scheduler: a worker named like a live worker is refused, and once that one is removed "
           "the name is free",
           "[scheduler]") {
   Harness h;

@@ -105,7 +105,7 @@ runtime::Message compute(std::string key, std::string function, long arg) {
 
 }  // namespace
 
-TEST_CASE("worker daemon: --preload'ed functions run; close_worker ends it with status 0",
+TEST_CASE("worker daemon: --preload'ed functions run, and close_worker ends it with status 0",
           "[worker][daemon]") {
   Fixture fx;
   Daemon d(fx.args("dw"));

@@ -320,8 +320,8 @@ TEST_CASE("worker server: start() fails with a clear error when no scheduler lis
   CHECK(w.wait_closed(std::chrono::seconds(1)));
 }
 
-TEST_CASE("worker server: tasks measured very short run inline; one that runs long inline goes "
-          "back to the pool, for good after three times; inline_task_seconds 0 keeps the pool",
+TEST_CASE("worker server: tasks measured very short run inline, one that runs long inline goes "
+          "back to the pool (for good after three times), inline_task_seconds 0 keeps the pool",
           "[worker][server]") {
   Cluster cluster("inproc");
   WorkerOptions o;

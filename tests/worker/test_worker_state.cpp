@@ -103,7 +103,7 @@ TEST_CASE("worker state: a task over many results fetches each dependency once",
   }
 }
 
-TEST_CASE("worker state: one GatherDep per peer at a time; keys queued meanwhile go together",
+TEST_CASE("worker state: one GatherDep per peer at a time, and keys queued meanwhile go together",
           "[worker][state]") {
   WorkerState ws(options(4));
   auto out = step(ws, compute("t1", 0, {{"a", {"tcp://p:1"}}}));
@@ -256,7 +256,8 @@ TEST_CASE("worker state: a transfer for a freed task completes and is dropped",
   CHECK(ws.data().size() == 0);
 }
 
-TEST_CASE("worker state: a task that throws is reported erred; a retry recomputes it",
+TEST_CASE("worker state: a task that throws is reported erred with its type, and a retry "
+          "recomputes it",
           "[worker][state]") {
   WorkerState ws(options());
   step(ws, compute("x"));
