@@ -177,6 +177,9 @@ void ClientCore::on_batch(const runtime::Message& m) {
           it->second.message = std::move(b.message);
           it->second.blamed_key = std::move(b.blamed_key);
           it->second.cause = std::move(b.cause);
+          it->second.exception_type = std::move(b.exception_type);
+          it->second.worker = std::move(b.worker);
+          it->second.worker_address = std::move(b.worker_address);
         }
         break;
       }
@@ -515,6 +518,9 @@ void ClientCore::fetch_results(const std::vector<std::string>& keys,
       auto it = keys_.find(key);
       if (it == keys_.end()) throw TaskError(key, "this client no longer holds the key");
       auto& st = it->second;
+      if (st.status == KeyStatus::erred && !st.worker.empty())
+        throw TaskError(key, st.message,
+                        {st.blamed_key, st.cause, st.exception_type, st.worker, st.worker_address});
       if (st.status != KeyStatus::memory) throw TaskError(key, st.message);
       if (st.data) {
         got.emplace(key, *st.data);

@@ -133,6 +133,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     KeyStatus status = KeyStatus::pending;
     std::string message;
     std::string blamed_key, cause;  // erred: see failure_origin
+    std::string exception_type, worker, worker_address;  // erred: see TaskError::Origin
     std::vector<std::string> holders;
     std::uint64_t nbytes = 0;  // as the scheduler reported it
     std::optional<runtime::Frame> data;  // cached once fetched

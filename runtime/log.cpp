@@ -45,9 +45,12 @@ void init_logging(const LogOptions& options) {
   auto logger = std::make_shared<spdlog::logger>("taskwire", sinks.begin(), sinks.end());
   logger->set_level(level);
   logger->set_pattern(fmt::format("[%Y-%m-%d %H:%M:%S.%e] [rank {}] [%^%l%$] %v", rank));
+  // A crashed or killed process keeps what it logged: warnings and errors reach the file at
+  // once, everything else within a second (the file sink buffers; an unflushed buffer dies
+  // with the process).
   logger->flush_on(spdlog::level::warn);
-  spdlog::set_default_logger(std::move(logger));
-  spdlog::flush_every(std::chrono::seconds(1));  // a crashed process's log loses at most 1 s
+  spdlog::set_default_logger(std::move(logger));  // also registers it for flush_every
+  spdlog::flush_every(kLogFlushInterval);
 }
 
 }  // namespace taskwire::runtime

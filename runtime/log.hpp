@@ -1,5 +1,6 @@
 #pragma once
 // Logging set-up over spdlog. Components log through spdlog's default logger.
+#include <chrono>
 #include <string>
 
 namespace taskwire::runtime {
@@ -15,8 +16,13 @@ struct LogOptions {
   bool append = false;
 };
 
-/// Installs the default logger (stderr, plus the file if set). Throws std::invalid_argument
-/// for an unknown level, std::runtime_error if the file cannot be opened.
+/// The longest a line logged below warn may wait in the log file's buffer; warnings and
+/// errors are flushed as they are logged.
+inline constexpr std::chrono::seconds kLogFlushInterval{1};
+
+/// Installs the default logger (stderr, plus the file if set), flushed on every warning and
+/// at least every kLogFlushInterval (by spdlog's flusher thread). Throws
+/// std::invalid_argument for an unknown level, std::runtime_error if the file cannot be opened.
 void init_logging(const LogOptions& options);
 
 /// The rank of this process in its MPI launch, from the launcher's environment; 0 outside one.

@@ -49,7 +49,7 @@ enum class Op : std::uint8_t {
   // nanny -> scheduler (since protocol version 4)
   worker_died = 50,
   // scheduler -> worker
-  compute_task = 60, free_keys, close_worker,
+  compute_task = 60, free_keys, close_worker, worker_refused,
   free_processing = 66,  // free_keys of tasks processing there; answered by threads_busy (v4)
   // anyone -> worker (peer data)
   get_data = 80, data_reply,
@@ -98,8 +98,14 @@ struct KeyErred {
   std::string message;
   Key blamed_key;     ///< the task that raised: key itself, or a dependency that failed
   std::string cause;  ///< what blamed_key raised (message, without the dependency prefix)
+  // Since protocol version 4: where blamed_key failed (empty when no worker reported it).
+  std::string exception_type;  ///< demangled, e.g. "std::invalid_argument"; empty: not a throw
+  std::string worker;          ///< the name of the worker that ran blamed_key
+  std::string worker_address;  ///< its contact address
   template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & key & message & blamed_key & cause; }
+  void serialize(Ar& ar, unsigned) {
+    ar & key & message & blamed_key & cause & exception_type & worker & worker_address;
+  }
 };
 struct RegisterWorker {
   std::string name;
@@ -141,8 +147,18 @@ struct TaskFinished {
 struct TaskErred {
   Key key;
   std::string message;
+  /// Demangled type of what the task threw (since protocol version 4); empty when it threw
+  /// nothing (its function is unknown, a local dependency failed).
+  std::string exception_type;
   template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & key & message; }
+  void serialize(Ar& ar, unsigned) { ar & key & message & exception_type; }
+};
+/// The scheduler will not take this worker (since protocol version 4), e.g. its name is
+/// already taken by a live worker; the worker closes and reports `reason`.
+struct WorkerRefused {
+  std::string reason;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & reason; }
 };
 struct MissingData {
   Key key;          ///< the task that could not run

@@ -126,7 +126,8 @@ void SchedulerState::on(const UpdateGraph& e) {
     if (!seen.insert(key).second) continue;
     TaskState* ts = find_task(key);
     if (!ts && !refused.empty() && !why_bad.count(key)) {
-      out_.push_back(ReportTaskErred{cs->id, key, key, refused, refused, "", stimulus_id_});
+      out_.push_back(
+          ReportTaskErred{cs->id, key, key, refused, refused, "", "", "", "", stimulus_id_});
       continue;
     }
     if (!ts) {
@@ -315,7 +316,7 @@ void SchedulerState::report_failure(TaskState* ts, ClientState* cs) {
   out_.push_back(ReportTaskErred{
       cs->id, ts->key, own ? ts->key : f.blamed_key,
       own ? f.message : fmt::format("dependency '{}' failed: {}", f.blamed_key, f.message),
-      f.message, f.traceback, stimulus_id_});
+      f.message, f.traceback, f.exception_type, f.worker_name, f.worker_address, stimulus_id_});
 }
 
 }  // namespace taskwire::scheduler

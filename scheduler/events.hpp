@@ -69,6 +69,9 @@ struct AddData {
 
 // ---- from workers ----
 
+/// A worker registers. A name another live worker has is refused (RefuseWorker): the name of
+/// a removed worker (one whose connection closed, or timed out) is free again, so a worker
+/// restarted under its old name joins once its predecessor's loss has been handled.
 struct AddWorker {
   static constexpr std::string_view kind = "add-worker";
   std::string address;
@@ -148,6 +151,7 @@ struct TaskErred {
   std::string key;
   std::string message;
   std::string traceback;
+  std::string exception_type;  ///< demangled type of what the task threw; empty if it threw nothing
   std::string stimulus_id;
 };
 

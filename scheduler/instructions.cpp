@@ -42,6 +42,9 @@ struct Describe {
   auto operator()(const sch::FreeKeys& i) const {
     return fmt::format_to(out, "free-keys {} -> {} [{}]", i.keys, i.worker, i.stimulus_id);
   }
+  auto operator()(const sch::RefuseWorker& i) const {
+    return fmt::format_to(out, "refuse-worker {} ({}) [{}]", i.worker, i.reason, i.stimulus_id);
+  }
   auto operator()(const sch::CloseWorker& i) const {
     return fmt::format_to(out, "close-worker {} ({}) [{}]", i.worker, i.reason, i.stimulus_id);
   }
@@ -50,8 +53,9 @@ struct Describe {
                           i.client, i.stimulus_id);
   }
   auto operator()(const sch::ReportTaskErred& i) const {
-    return fmt::format_to(out, "task-erred '{}': {} -> client {} [{}]", i.key, i.message, i.client,
-                          i.stimulus_id);
+    return fmt::format_to(out, "task-erred '{}': {}{}{} -> client {} [{}]", i.key,
+                          i.exception_type, i.exception_type.empty() ? "" : ": ", i.message,
+                          i.client, i.stimulus_id);
   }
   auto operator()(const sch::ReportKeyLost& i) const {
     return fmt::format_to(out, "lost-data '{}' -> client {} [{}]", i.key, i.client, i.stimulus_id);

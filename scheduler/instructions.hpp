@@ -43,6 +43,13 @@ struct FreeKeys {
   bool processing = false;
 };
 
+/// Turn a registering worker away (it was not added): tell it `reason` and close its comm.
+struct RefuseWorker {
+  std::string worker;
+  std::string reason;
+  std::string stimulus_id;
+};
+
 /// Ask a worker to shut down (it missed its heartbeats and was removed).
 struct CloseWorker {
   std::string worker;
@@ -68,6 +75,9 @@ struct ReportTaskErred {
   std::string message;  ///< for the client: "dependency 'K' failed: cause" when K != key
   std::string cause;    ///< the message blamed_key raised
   std::string traceback;
+  std::string exception_type;  ///< what blamed_key threw (see TaskFailure), possibly empty
+  std::string worker_name;     ///< the worker blamed_key failed on, possibly empty
+  std::string worker_address;
   std::string stimulus_id;
 };
 
@@ -105,8 +115,8 @@ struct LogEvent {
 };
 
 using Instruction =
-    std::variant<ComputeTask, FreeKeys, CloseWorker, ReportKeyInMemory, ReportTaskErred,
-                 ReportKeyLost, ReportCancelled, DropTaskSpec, LogEvent>;
+    std::variant<ComputeTask, FreeKeys, RefuseWorker, CloseWorker, ReportKeyInMemory,
+                 ReportTaskErred, ReportKeyLost, ReportCancelled, DropTaskSpec, LogEvent>;
 using Instructions = std::vector<Instruction>;
 
 const std::string& stimulus_of(const Instruction& instruction) noexcept;

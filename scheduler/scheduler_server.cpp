@@ -23,6 +23,7 @@ struct Peer {
   std::string id;  // worker address or client id
   runtime::BatchWriter out;
   bool closing = false;  // it said goodbye (worker_closing)
+  bool refused = false;  // a worker turned away (RefuseWorker): closed once told why
 };
 using PeerPtr = std::shared_ptr<Peer>;
 
@@ -88,6 +89,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
           return self->peer_gone(peer, std::string("protocol error: ") + e.what());
         }
         self->flush();
+        if (peer->refused) return peer->comm->close();  // graceful: the refusal goes out first
         self->read(peer);
       });
     });
@@ -117,6 +119,8 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     if (it == specs.end())  // the state machine drops a spec only once the task cannot run
       return spdlog::error("scheduler: no spec for '{}' (spec {}): not sent", ct.key, ct.spec);
     if (!out) return;
+    if (spdlog::should_log(spdlog::level::debug))
+      spdlog::debug("scheduler: task '{}' ({}) placed on {}", ct.key, ct.function, ct.worker);
     const StoredSpec& s = it->second;
     out->add(Op::compute_task,
              ComputeTaskWire{ct.key, ct.function, s.args, s.dependencies, ct.priority.order,
@@ -126,6 +130,13 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   void emit(FreeKeys& f) {
     if (auto* out = out_to(peer_of(workers, f.worker)))
       out->add(f.processing ? Op::free_processing : Op::free_keys, protocol::Keys{f.keys});
+  }
+  void emit(RefuseWorker& r) {  // the state machine logged why, with both addresses
+    const auto peer = peer_of(workers, r.worker);
+    if (!peer) return;
+    out_to(peer)->add(Op::worker_refused, protocol::WorkerRefused{r.reason});
+    workers.erase(r.worker);
+    peer->refused = true;
   }
   void emit(CloseWorker& c) {
     spdlog::warn("scheduler: closing worker {}: {}", c.worker, c.reason);
@@ -143,7 +154,9 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   }
   void emit(ReportTaskErred& r) {
     if (auto* out = out_to(peer_of(clients, r.client)))
-      out->add(Op::key_erred, protocol::KeyErred{r.key, r.message, r.blamed_key, r.cause});
+      out->add(Op::key_erred, protocol::KeyErred{r.key, r.message, r.blamed_key, r.cause,
+                                                 r.exception_type, r.worker_name,
+                                                 r.worker_address});
   }
   void emit(ReportKeyLost& r) {
     spdlog::info("scheduler: key {} lost, recomputing", r.key);
@@ -194,8 +207,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
           if (workers.count(b.address)) throw std::runtime_error("a worker at " + b.address + " is already registered");
           p->kind = Peer::worker;
           p->id = b.address;
-          workers[b.address] = p;
-          spdlog::info("scheduler: worker {} ({}, {} threads) joined", b.address, b.name, b.nthreads);
+          workers[b.address] = p;  // until the state machine refuses it (RefuseWorker)
           handle(AddWorker{b.address, static_cast<int>(b.nthreads), b.name, now(), "", b.nanny});
           break;
         }
@@ -207,6 +219,9 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
           auto b = r.body<protocol::TaskFinished>();
           auto worker = require_worker(p, "task_finished");
           if (r.frames().size() == 1) inline_result.emplace(b.key, r.frames()[0]);
+          if (spdlog::should_log(spdlog::level::debug))
+            spdlog::debug("scheduler: task '{}' finished on {} in {:.3f} ms, {} bytes", b.key,
+                          worker, b.duration_s * 1e3, b.nbytes);
           handle(TaskFinished{std::move(worker), std::move(b.key),
                               static_cast<std::int64_t>(b.nbytes), b.duration_s, ""});
           inline_result.reset();
@@ -214,7 +229,12 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
         }
         case Op::task_erred: {
           auto b = r.body<protocol::TaskErred>();
-          handle(TaskErred{require_worker(p, "task_erred"), b.key, b.message, "", ""});
+          auto worker = require_worker(p, "task_erred");
+          if (spdlog::should_log(spdlog::level::debug))
+            spdlog::debug("scheduler: task '{}' erred on {}: {}{}{}", b.key, worker,
+                          b.exception_type, b.exception_type.empty() ? "" : ": ", b.message);
+          handle(TaskErred{std::move(worker), std::move(b.key), std::move(b.message), "",
+                           std::move(b.exception_type), ""});
           break;
         }
         case Op::missing_data: {

@@ -28,15 +28,30 @@ void SchedulerState::on(const AddWorker& e) {
     ws->last_seen = std::max(ws->last_seen, e.now);
     return log(LogLevel::warning, fmt::format("worker {} registered twice", e.address));
   }
+  const std::string name = e.name.empty() ? e.address : e.name;
+  // Names are how users and logs tell workers apart; two live ones must not share one.
+  for (const auto& [address, other] : workers_) {
+    if (other->name != name) continue;
+    log(LogLevel::warning, fmt::format("refusing worker {}: its name '{}' is taken by worker {}, "
+                                       "which is still connected",
+                                       e.address, name, address));
+    out_.push_back(RefuseWorker{
+        e.address,
+        fmt::format("the name '{}' is already taken by the worker at {}; give every worker its "
+                    "own name (taskwire-worker --name NAME), or stop that worker first",
+                    name, address),
+        stimulus_id_});
+    return;
+  }
   auto owned = std::make_unique<WorkerState>();
   owned->address = e.address;
-  owned->name = e.name.empty() ? e.address : e.name;
+  owned->name = name;
   owned->nthreads = std::max(1, e.nthreads);
   owned->last_seen = e.now;
   owned->nanny = e.nanny;
   workers_.emplace(e.address, std::move(owned));
-  log(LogLevel::info,
-      fmt::format("worker {} joined with {} threads", e.address, std::max(1, e.nthreads)));
+  log(LogLevel::info, fmt::format("worker {} ({}) joined with {} threads", e.address, name,
+                                  std::max(1, e.nthreads)));
   schedule_unrunnable();  // queued roots follow in handle(), via schedule_queued()
 }
 
@@ -203,9 +218,10 @@ void SchedulerState::on(const TaskErred& e) {
                                     e.worker, ts->retries, e.message));
     return transition(ts, S::waiting);
   }
-  processing_to_erred(
-      ts, e.worker,
-      std::make_shared<const TaskFailure>(TaskFailure{e.key, e.message, e.traceback}));
+  const WorkerState* ws = ts->processing_on;
+  processing_to_erred(ts, e.worker,
+                      std::make_shared<const TaskFailure>(TaskFailure{
+                          e.key, e.message, e.traceback, e.exception_type, ws->name, ws->address}));
   log_transition(ts, S::processing);
 }
 

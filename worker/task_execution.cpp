@@ -20,14 +20,25 @@
 #include <taskwire/runtime/function_registry.hpp>
 #include <taskwire/worker/crash_record.hpp>
 
+#include <boost/core/demangle.hpp>
 #include <spdlog/spdlog.h>
 
+#include <cxxabi.h>
 #include <time.h>
 
 #include <algorithm>
 #include <utility>
 
 namespace taskwire::worker {
+
+namespace {
+/// The demangled type of the exception being handled (in a catch block), e.g.
+/// "std::invalid_argument": the dynamic type, also for one caught by `catch (...)`.
+std::string current_exception_type() {
+  const std::type_info* type = abi::__cxa_current_exception_type();
+  return type ? boost::core::demangle(type->name()) : "unknown";
+}
+}  // namespace
 
 Event Worker::Impl::run_task(Execute& task) {
   using Clock = std::chrono::steady_clock;
@@ -37,18 +48,18 @@ Event Worker::Impl::run_task(Execute& task) {
   Event result;
   if (!fn) {
     result = ExecuteFailure{task.key, unknown_function_message(task.function, name_, address_), 0,
-                            ""};
+                            "", ""};
   } else {
     const crash::RunningTask running(task.key, task.function);  // for a crash's last words
     try {
       auto frame = fn->invoke(task.args);
       result = ExecuteSuccess{task.key, std::move(frame), elapsed(), ""};
     } catch (const std::exception& e) {
-      result = ExecuteFailure{task.key, e.what(), elapsed(), ""};
+      result = ExecuteFailure{task.key, e.what(), elapsed(), current_exception_type(), ""};
     } catch (...) {
       result = ExecuteFailure{task.key,
                               "the task threw an exception not derived from std::exception",
-                              elapsed(), ""};
+                              elapsed(), current_exception_type(), ""};
     }
   }
   task.args.clear();  // release argument frames on the thread that ran the task
@@ -109,12 +120,33 @@ void Worker::Impl::record_duration(const std::string& function, const Event& res
                 name_, function, seconds * 1e6);
 }
 
+// On the strand. A failure is a warning (with what the task threw); the rest is debug, with
+// the level checked before anything is formatted: tasks of a few microseconds pass here.
+void Worker::Impl::log_result(const std::string& function, const Event& result) const {
+  if (const auto* f = std::get_if<ExecuteFailure>(&result)) {
+    if (f->exception_type.empty())
+      spdlog::warn("worker {}: task '{}' ({}) failed: {}", name_, f->key, function, f->message);
+    else
+      spdlog::warn("worker {}: task '{}' ({}) raised {} after {:.3f} ms: {}", name_, f->key,
+                   function, f->exception_type, f->duration_s * 1e3, f->message);
+  } else if (spdlog::should_log(spdlog::level::debug)) {
+    if (const auto* s = std::get_if<ExecuteSuccess>(&result))
+      spdlog::debug("worker {}: task '{}' ({}) finished in {:.3f} ms, {} bytes", name_, s->key,
+                    function, s->duration_s * 1e3, s->result.size());
+  }
+}
+
 void Worker::Impl::execute(Execute task) {
-  if (runs_inline(task.function)) {
+  const bool inline_run = runs_inline(task.function);
+  if (spdlog::should_log(spdlog::level::debug))
+    spdlog::debug("worker {}: task '{}' ({}) started {}", name_, task.key, task.function,
+                  inline_run ? "inline on the event loop" : "on the thread pool");
+  if (inline_run) {
     // The thread's CPU time, read once per batch of inline runs (a system call here).
     if (inline_cpu_start_ < 0) inline_cpu_start_ = thread_cpu_seconds();
     inline_done_.push_back(run_task(task));
     record_duration(task.function, inline_done_.back(), true);
+    log_result(task.function, inline_done_.back());
     return;
   }
   const auto priority = task.priority;
@@ -151,6 +183,7 @@ void Worker::Impl::drain_executed() {
   events.reserve(done.size());
   for (auto& d : done) {
     record_duration(d.function, d.result, false);
+    log_result(d.function, d.result);
     events.push_back(std::move(d.result));
   }
   handle(std::move(events));

@@ -70,6 +70,7 @@ struct ExecuteFailure {
   Key key;
   std::string message;
   double duration_s = 0;
+  std::string exception_type;  ///< demangled type of what it threw; empty if it was not run
   std::string stimulus_id;
 };
 

@@ -28,7 +28,8 @@ struct Describe {
                           i.duration_s, i.stimulus_id);
   }
   auto operator()(const wk::SendTaskErred& i) const {
-    return fmt::format_to(out, "task-erred '{}': {} [{}]", i.key, i.message, i.stimulus_id);
+    return fmt::format_to(out, "task-erred '{}': {}{}{} [{}]", i.key, i.exception_type,
+                          i.exception_type.empty() ? "" : ": ", i.message, i.stimulus_id);
   }
   auto operator()(const wk::SendMissingData& i) const {
     return fmt::format_to(out, "missing-data '{}' needs '{}' (asked {}) [{}]", i.key, i.missing,

@@ -45,6 +45,7 @@ struct SendTaskFinished {
 struct SendTaskErred {
   Key key;
   std::string message;
+  std::string exception_type;  ///< see protocol::TaskErred
   std::string stimulus_id;
 };
 

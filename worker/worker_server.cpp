@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -257,11 +258,15 @@ void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message)
   }
   std::vector<Event> events;
   bool close_requested = false;
+  std::optional<std::string> refused;
   try {
     runtime::for_each_op(message, [&](runtime::OpReader& r) {
       switch (r.op()) {
         case Op::compute_task: {
           auto body = r.body<protocol::ComputeTask>();
+          if (spdlog::should_log(spdlog::level::debug))
+            spdlog::debug("worker {}: received task '{}' ({}, {} dependencies)", name_,
+                          body.spec.key, body.spec.function, body.spec.dependencies.size());
           ComputeTaskEvent e;
           e.spec = std::move(body.spec);
           e.who_has = std::move(body.who_has);
@@ -279,6 +284,9 @@ void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message)
           r.body<protocol::Empty>();
           close_requested = true;
           break;
+        case Op::worker_refused:
+          refused = r.body<protocol::WorkerRefused>().reason;
+          break;
         default:
           throw runtime::SerializationError(fmt::format(
               "unexpected operation {} for a worker", static_cast<int>(r.op())));
@@ -288,6 +296,11 @@ void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message)
     scheduler_->abort();
     return begin_close(fmt::format("malformed batch from the scheduler at {}: {}",
                                    scheduler_->peer_address(), e.what()),
+                       false);
+  }
+  if (refused) {
+    return begin_close(fmt::format("the scheduler at {} refused this worker: {}",
+                                   options_.scheduler_address, *refused),
                        false);
   }
   if (!events.empty()) handle(std::move(events));
@@ -373,7 +386,8 @@ void Worker::Impl::run(Instructions instructions) {
                            std::move(inline_result));
             },
             [this](SendTaskErred& i) {
-              to_scheduler(Op::task_erred, protocol::TaskErred{i.key, i.message});
+              to_scheduler(Op::task_erred,
+                           protocol::TaskErred{i.key, i.message, i.exception_type});
             },
             [this](SendMissingData& i) {
               to_scheduler(Op::missing_data, protocol::MissingData{i.key, i.missing, i.from});

@@ -59,7 +59,8 @@ struct WorkerOptions {
 struct CloseStatus {
   bool closed = false;  ///< false while it runs
   /// Closed on purpose: close_worker from the scheduler, or stop()/request_stop(). False when
-  /// the scheduler's comm failed or sent something malformed.
+  /// the scheduler's comm failed or sent something malformed, or the scheduler refused the
+  /// worker (worker_refused: e.g. its name is taken by another live worker).
   bool clean = false;
   std::string reason;  ///< a sentence for logs and the daemon's exit message
 };

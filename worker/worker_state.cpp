@@ -210,6 +210,7 @@ void WorkerState::apply(ComputeTaskEvent& e) {
   ts.seq = next_seq_++;
   ts.who_has.clear();
   ts.error.clear();
+  ts.error_type.clear();
   ts.resume.reset();
   for (const auto& d : deps) {
     auto [it, created] = tasks_.try_emplace(d);
@@ -220,6 +221,7 @@ void WorkerState::apply(ComputeTaskEvent& e) {
       ds.key = d;
       ds.status = TaskStatus::fetch;
       ds.error.clear();
+      ds.error_type.clear();
       ds.who_has = holders[d];
       ds.priority = ts.priority;
       ds.seq = next_seq_++;

@@ -68,6 +68,7 @@ struct TaskState {
   std::uint64_t nbytes = 0;
   double duration_s = 0;
   std::string error;
+  std::string error_type;  ///< error: the demangled type of what it threw, if it threw
 };
 
 struct WorkerStateOptions {
@@ -126,7 +127,7 @@ class WorkerState {
 
   std::optional<std::string> invalid_spec(const ComputeTaskEvent& e,
                                           const std::vector<Key>& deps) const;
-  void fail_task(TaskState& ts, std::string message);
+  void fail_task(TaskState& ts, std::string message, std::string exception_type = {});
   void transition_to_memory(TaskState& ts, Frame data, bool report);
   void finished_running(TaskState& ts);
   void lost_holder(const Key& key, const std::string& from);

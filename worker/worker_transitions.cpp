@@ -117,7 +117,7 @@ void WorkerState::apply(ExecuteFailure& e) {
   ts->duration_s = e.duration_s;
   finished_running(*ts);
   if (!ts->assigned && ts->dependents.empty()) return forget(e.key);
-  fail_task(*ts, std::move(e.message));
+  fail_task(*ts, std::move(e.message), std::move(e.exception_type));
 }
 
 // The task ran: its dependencies are no longer needed for it.
@@ -149,17 +149,19 @@ void WorkerState::transition_to_memory(TaskState& ts, Frame data, bool report) {
 
 // Records the failure and reports it. Local tasks waiting for this one cannot run: they are
 // reported failed too (the scheduler only assigns tasks whose inputs exist, so this is rare).
-void WorkerState::fail_task(TaskState& ts, std::string message) {
+void WorkerState::fail_task(TaskState& ts, std::string message, std::string exception_type) {
   const Key key = ts.key;
   ts.status = TaskStatus::error;
   ts.error = std::move(message);
-  if (ts.assigned) emit(SendTaskErred{key, ts.error, stimulus_});
+  ts.error_type = std::move(exception_type);
+  if (ts.assigned) emit(SendTaskErred{key, ts.error, ts.error_type, stimulus_});
   const std::vector<Key> dependents(ts.dependents.begin(), ts.dependents.end());
   const std::string text = ts.error;
   for (const auto& d : dependents) {
     TaskState* dt = find(d);
     if (!dt) continue;
-    emit(SendTaskErred{d, fmt::format("dependency '{}' failed: {}", key, text), stimulus_});
+    emit(SendTaskErred{d, fmt::format("dependency '{}' failed: {}", key, text), ts.error_type,
+                       stimulus_});
     dt->assigned = false;
     release(d);
   }

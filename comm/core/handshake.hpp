@@ -17,7 +17,8 @@ namespace taskwire::comm {
 /// 2: operation headers in runtime/wire_codec.hpp's plain layout; key_lost.
 /// 3: key_cancelled carries the reason (protocol::KeysCancelled).
 /// 4: register_worker says whether a nanny watches the worker; worker_died (nanny reports);
-///    threads_busy.
+///    threads_busy, free_processing; task_erred and key_erred carry the exception type (and
+///    key_erred the worker); worker_refused.
 inline constexpr std::uint32_t kProtocolVersion = 4;
 
 struct HandshakeOptions {

@@ -17,6 +17,7 @@ int fail_on(int x) {
   if (x == 13) throw std::runtime_error("bad input 13");
   return x;
 }
+int throw_int(int x) { throw x; }
 std::string greet(std::string who) { return "hello " + who; }
 int slow_inc(int x) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -29,6 +30,7 @@ TASKWIRE_REGISTER(cluster_fns::inc);
 TASKWIRE_REGISTER(cluster_fns::add);
 TASKWIRE_REGISTER(cluster_fns::sum);
 TASKWIRE_REGISTER(cluster_fns::fail_on);
+TASKWIRE_REGISTER(cluster_fns::throw_int);
 TASKWIRE_REGISTER(cluster_fns::greet);
 TASKWIRE_REGISTER(cluster_fns::slow_inc);
 TASKWIRE_REGISTER(cluster_fns::noop);

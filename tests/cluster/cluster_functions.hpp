@@ -9,6 +9,7 @@ int inc(int x);
 int add(int a, int b);
 long sum(std::vector<int> xs);
 int fail_on(int x);  ///< throws std::runtime_error("bad input 13") for 13
+int throw_int(int x);  ///< throws x itself: an exception not derived from std::exception
 std::string greet(std::string who);
 int slow_inc(int x);  ///< sleeps 50 ms
 int noop(int x);

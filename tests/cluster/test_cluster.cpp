@@ -1,9 +1,12 @@
 // Scheduler, workers and client together in one process, over each scheme (--scheme).
 #include "tests/cluster/cluster_functions.hpp"
+#include "tests/cluster/log_capture.hpp"
 #include "tests/comm/fixture.hpp"
 
 #include <taskwire/client/client.hpp>
 #include <taskwire/comm/backends.hpp>
+#include <taskwire/comm/core/connect.hpp>
+#include <taskwire/runtime/batch.hpp>
 #include <taskwire/scheduler/scheduler_server.hpp>
 #include <taskwire/worker/worker_server.hpp>
 
@@ -390,4 +393,135 @@ TEST_CASE("cluster: the scheduler holds a spec only while its task may still run
   REQUIRE(core->wait("after-known-key", 30s));
   CHECK(cl.scheduler->held_specs() == 2);  // known-key's first spec and the probe's
   CHECK(runtime::from_frame<int>(core->result("known-key")) == 2);
+}
+
+TEST_CASE("cluster: a task's exception reaches get() with its type and the worker that ran it",
+          "[cluster]") {
+  Cluster cl(1);
+  Client client(cl.fx.registry(), cl.address);
+  auto bad = client.submit(cluster_fns::fail_on, 13);
+  try {
+    bad.get();
+    FAIL("no exception");
+  } catch (const TaskError& e) {
+    CHECK(e.exception_type() == "std::runtime_error");
+    CHECK(e.worker() == "w0");
+    CHECK(e.worker_address() == cl.workers[0]->address());
+    CHECK(e.raised_by() == bad.key());
+    CHECK(e.message() == "bad input 13");
+    CHECK(std::string(e.what()) ==
+          "task '" + bad.key() + "' raised std::runtime_error on worker w0: bad input 13");
+  }
+  auto dependent = client.submit(cluster_fns::inc, bad);
+  try {
+    dependent.get();
+    FAIL("no exception");
+  } catch (const TaskError& e) {
+    CHECK(e.key() == dependent.key());
+    CHECK(e.raised_by() == bad.key());
+    CHECK(e.exception_type() == "std::runtime_error");
+    CHECK(e.worker() == "w0");
+    CHECK(std::string(e.what()) == "task '" + dependent.key() + "' failed: dependency '" +
+                                       bad.key() +
+                                       "' raised std::runtime_error on worker w0: bad input 13");
+  }
+  // Something not derived from std::exception still has its type named.
+  auto odd = client.submit(cluster_fns::throw_int, 7);
+  try {
+    odd.get();
+    FAIL("no exception");
+  } catch (const TaskError& e) {
+    CHECK(e.exception_type() == "int");
+    CHECK_THAT(e.what(), Catch::Contains("raised int on worker w0"));
+  }
+}
+
+TEST_CASE("cluster: at debug level, task events are logged by worker and scheduler, and a failed "
+          "task is a warning on its worker",
+          "[cluster]") {
+  test::LogCapture log(spdlog::level::debug);  // before the cluster, which logs through it
+  std::string good_key, bad_key, worker_address;
+  {
+    Cluster cl(1);
+    worker_address = cl.workers[0]->address();
+    Client client(cl.fx.registry(), cl.address);
+    auto good = client.submit(cluster_fns::slow_inc, 1);  // slow: on the thread pool
+    CHECK(good.get() == 2);
+    auto bad = client.submit(cluster_fns::fail_on, 13);
+    CHECK_THROWS_AS(bad.get(), TaskError);
+    good_key = good.key();
+    bad_key = bad.key();
+  }
+  const std::string text = log.text();
+  INFO(text);
+  using Catch::Contains;
+  const std::string good = "task '" + good_key + "' (cluster_fns::slow_inc";
+  CHECK_THAT(text, Contains("[debug] worker w0: received " + good));
+  CHECK_THAT(text, Contains("[debug] worker w0: " + good + ") started on the thread pool"));
+  CHECK_THAT(text, Contains("[debug] worker w0: " + good + ") finished in "));
+  CHECK_THAT(text, Contains("[debug] scheduler: " + good + ") placed on " + worker_address));
+  CHECK_THAT(text, Contains("[debug] scheduler: task '" + good_key + "' finished on " +
+                            worker_address + " in "));
+  CHECK_THAT(text, Contains("[warning] worker w0: task '" + bad_key +
+                            "' (cluster_fns::fail_on) raised std::runtime_error after "));
+  CHECK_THAT(text, Contains(" ms: bad input 13"));
+}
+
+TEST_CASE("cluster: below debug level no task event is logged, and a failure still is",
+          "[cluster]") {
+  test::LogCapture log(spdlog::level::info);
+  {
+    Cluster cl(1);
+    Client client(cl.fx.registry(), cl.address);
+    CHECK(client.submit(cluster_fns::inc, 1).get() == 2);
+    CHECK_THROWS_AS(client.submit(cluster_fns::fail_on, 13).get(), TaskError);
+  }
+  const std::string text = log.text();
+  INFO(text);
+  CHECK_THAT(text, !Catch::Contains("[debug]"));
+  CHECK_THAT(text, Catch::Contains("raised std::runtime_error"));
+}
+
+TEST_CASE("cluster: a worker named like a live worker is refused, and a dead worker's name is free",
+          "[cluster]") {
+  Cluster cl(1);  // "w0"
+  REQUIRE(cl.wait_workers(1));
+  worker::WorkerOptions twin_options;
+  twin_options.scheduler_address = cl.address;
+  twin_options.name = "w0";
+  worker::Worker twin(cl.fx.context(), cl.fx.registry(), twin_options);
+  twin.start();
+  REQUIRE(twin.wait_closed(10s));
+  const auto refused = twin.close_status();
+  CHECK_FALSE(refused.clean);
+  CHECK_THAT(refused.reason, Catch::Contains("refused this worker") &&
+                                 Catch::Contains("name 'w0' is already taken") &&
+                                 Catch::Contains(cl.workers[0]->address()) &&
+                                 Catch::Contains("--name"));
+  CHECK(cl.scheduler_workers() == 1);
+  Client client(cl.fx.registry(), cl.address);
+  CHECK(client.submit(cluster_fns::inc, 1).get() == 2);  // the first one serves on
+
+  // A worker registered as "w-gone" whose connection then breaks (a crash: no goodbye).
+  auto gone = comm::connect(cl.fx.registry(), cl.address, 5000ms);
+  runtime::BatchWriter hello;
+  hello.add(protocol::Op::register_worker, protocol::RegisterWorker{"w-gone", "tcp://192.0.2.1:9", 1});
+  comm::write_sync(gone, hello.take());
+  REQUIRE(cl.wait_workers(2));
+  gone->abort();
+  bool noticed = false;
+  for (int i = 0; i < 500 && !noticed; ++i) {
+    noticed = cl.scheduler_workers() == 1;
+    if (!noticed) std::this_thread::sleep_for(20ms);
+  }
+  REQUIRE(noticed);
+  // Its restart, under the same name, is taken.
+  worker::WorkerOptions restart_options = twin_options;
+  restart_options.name = "w-gone";
+  worker::Worker restarted(cl.fx.context(), cl.fx.registry(), restart_options);
+  restarted.start();
+  REQUIRE(cl.wait_workers(2));
+  CHECK_FALSE(restarted.wait_closed(0ms));
+  restarted.stop();
+  CHECK(restarted.close_status().clean);
 }

@@ -76,8 +76,10 @@ TEST_CASE("batch: every protocol struct round-trips through the operation header
   w.add(Op::data_reply, protocol::DataReply{99, {"x", ""}, {"gone"}});
   w.add(Op::who_has_reply, protocol::WhoHasReply{5, {{"k", {"a", "b"}}}});
   w.add(Op::missing_data, protocol::MissingData{"t", "d", "mpi://2"});
-  w.add(Op::key_erred, protocol::KeyErred{"k2", "dependency 'm' failed: boom", "m", "boom"});
-  w.add(Op::task_erred, protocol::TaskErred{"t2", "it threw"});
+  w.add(Op::key_erred, protocol::KeyErred{"k2", "dependency 'm' failed: boom", "m", "boom",
+                                          "std::out_of_range", "w7", "tcp://h:7"});
+  w.add(Op::task_erred, protocol::TaskErred{"t2", "it threw", "std::bad_alloc"});
+  w.add(Op::worker_refused, protocol::WorkerRefused{"the name 'w1' is already taken"});
   w.add(Op::get_data, protocol::GetData{12, {"p", "q"}});
   w.add(Op::who_has, protocol::WhoHasRequest{13, {"r"}});
   w.add(Op::shutdown, protocol::Empty{});
@@ -132,12 +134,19 @@ TEST_CASE("batch: every protocol struct round-trips through the operation header
         CHECK(got.message == "dependency 'm' failed: boom");
         CHECK(got.blamed_key == "m");
         CHECK(got.cause == "boom");
+        CHECK(got.exception_type == "std::out_of_range");
+        CHECK(got.worker == "w7");
+        CHECK(got.worker_address == "tcp://h:7");
         break;
       }
+      case Op::worker_refused:
+        CHECK(r.body<protocol::WorkerRefused>().reason == "the name 'w1' is already taken");
+        break;
       case Op::task_erred: {
         auto got = r.body<protocol::TaskErred>();
         CHECK(got.key == "t2");
         CHECK(got.message == "it threw");
+        CHECK(got.exception_type == "std::bad_alloc");
         break;
       }
       case Op::get_data: {
@@ -157,7 +166,7 @@ TEST_CASE("batch: every protocol struct round-trips through the operation header
         r.body<protocol::Empty>();
     }
   });
-  CHECK(n == 11);
+  CHECK(n == 12);
 }
 
 namespace {

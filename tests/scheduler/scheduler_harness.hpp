@@ -93,11 +93,12 @@ struct Harness {
     return handle(TaskFinished{*worker, key, nbytes, duration, ""});
   }
 
-  const Instructions& fail(const std::string& key, const std::string& message = "boom") {
+  const Instructions& fail(const std::string& key, const std::string& message = "boom",
+                           const std::string& exception_type = "std::runtime_error") {
     const auto worker = s.processing_on(key);
     INFO("failing " << key);
     REQUIRE(worker);
-    return handle(TaskErred{*worker, key, message, "Traceback: ...", ""});
+    return handle(TaskErred{*worker, key, message, "Traceback: ...", exception_type, ""});
   }
 
   const Instructions& release(std::vector<std::string> keys, const std::string& client = "c1") {

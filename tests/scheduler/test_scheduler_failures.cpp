@@ -35,6 +35,54 @@ TEST_CASE(
   CHECK(freed_on(h.last, "tcp://a:1") == std::vector<std::string>{"x"});
 }
 
+TEST_CASE("scheduler: a task error names the exception type and the worker, for dependents too",
+          "[scheduler]") {
+  Harness h;
+  h.handle(AddWorker{"tcp://a:1", 1, "w-a", 0, ""});
+  h.submit({task("x"), task("y", {"x"})});
+  const auto reports = only<ReportTaskErred>(h.fail("x", "bad input", "std::invalid_argument"));
+  REQUIRE(reports.size() == 2);
+  for (const auto& r : reports) {
+    INFO(r.key);
+    CHECK(r.exception_type == "std::invalid_argument");
+    CHECK(r.worker_name == "w-a");
+    CHECK(r.worker_address == "tcp://a:1");
+  }
+  const auto failure = h.s.failure("y");
+  REQUIRE(failure);
+  CHECK(failure->exception_type == "std::invalid_argument");
+  CHECK(failure->worker_name == "w-a");
+}
+
+TEST_CASE("scheduler: a worker named like a live worker is refused, and once that one is removed "
+          "the name is free",
+          "[scheduler]") {
+  Harness h;
+  h.handle(AddWorker{"tcp://a:1", 1, "w1", 0, ""});
+  const auto refused = only<RefuseWorker>(h.handle(AddWorker{"tcp://b:1", 1, "w1", 0, ""}));
+  REQUIRE(refused.size() == 1);
+  CHECK(refused[0].worker == "tcp://b:1");
+  CHECK_THAT(refused[0].reason, Catch::Contains("'w1'") && Catch::Contains("tcp://a:1") &&
+                                    Catch::Contains("--name"));
+  const auto logged = only<LogEvent>(h.last);
+  REQUIRE(logged.size() == 1);
+  CHECK(logged[0].level == LogLevel::warning);
+  CHECK_THAT(logged[0].message, Catch::Contains("tcp://a:1") && Catch::Contains("tcp://b:1"));
+  REQUIRE(h.s.workers().size() == 1);
+  CHECK(h.s.workers()[0].address == "tcp://a:1");
+  // Work submitted now goes to the first worker only.
+  CHECK(only<ComputeTask>(h.submit({task("t")})).at(0).worker == "tcp://a:1");
+
+  // The first one dies (its connection closed); the same name comes back at a new address,
+  // as a restarted worker does, and is taken, with the dead one's task.
+  h.handle(RemoveWorker{"tcp://a:1", "connection closed", false, ""});
+  const auto& joined = h.handle(AddWorker{"tcp://c:1", 1, "w1", 1, ""});
+  CHECK(only<RefuseWorker>(joined).empty());
+  CHECK(computed(joined) == std::vector<std::string>{"t"});
+  REQUIRE(h.s.workers().size() == 1);
+  CHECK(h.s.workers()[0].address == "tcp://c:1");
+}
+
 TEST_CASE("scheduler: a task with retries left is run again before it errs", "[scheduler]") {
   Harness h;
   h.add_worker("tcp://a:1");
@@ -336,7 +384,7 @@ TEST_CASE("scheduler: stale messages are ignored or answered with FreeKeys", "[s
   CHECK(freed_on(h.last, "tcp://b:1") == std::vector<std::string>{"x"});
   h.handle(TaskFinished{"tcp://a:1", "unknown", 8, 0.1, ""});
   CHECK(freed_on(h.last, "tcp://a:1") == std::vector<std::string>{"unknown"});
-  h.handle(TaskErred{"tcp://b:1", "x", "not yours", "", ""});
+  h.handle(TaskErred{"tcp://b:1", "x", "not yours", "", "", ""});
   CHECK(h.s.task_state("x") == S::processing);
   h.handle(RemoveWorker{"tcp://nobody:1", "", false, ""});
   h.handle(Heartbeat{"tcp://nobody:1", 1.0, ""});

@@ -79,7 +79,7 @@ TEST_CASE("executor: stop lets running jobs finish and discards queued ones",
   ex.stop();  // idempotent
 }
 
-TEST_CASE("executor: a job that throws does not take its thread down; stop from a pool "
+TEST_CASE("executor: a job that throws does not take its thread down, and stop from a pool "
           "thread is refused", "[worker][executor]") {
   Executor ex(1);
   ex.start();

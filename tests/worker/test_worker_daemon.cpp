@@ -105,7 +105,7 @@ runtime::Message compute(std::string key, std::string function, long arg) {
 
 }  // namespace
 
-TEST_CASE("worker daemon: --preload'ed functions run; close_worker ends it with status 0",
+TEST_CASE("worker daemon: --preload'ed functions run, and close_worker ends it with status 0",
           "[worker][daemon]") {
   Fixture fx;
   Daemon d(fx.args("dw"));
@@ -124,6 +124,7 @@ TEST_CASE("worker daemon: --preload'ed functions run; close_worker ends it with 
   auto err = s->next(Op::task_erred);
   REQUIRE(err);
   CHECK(err->erred.message == "preloaded_throw: no such luck");
+  CHECK(err->erred.exception_type == "std::domain_error");
 
   // The result is served to anyone who asks the daemon's contact address.
   auto peer = comm::connect(fx.registry, reg->registered.address, std::chrono::milliseconds(5000));

@@ -103,7 +103,7 @@ TEST_CASE("worker state: a task over many results fetches each dependency once",
   }
 }
 
-TEST_CASE("worker state: one GatherDep per peer at a time; keys queued meanwhile go together",
+TEST_CASE("worker state: one GatherDep per peer at a time, and keys queued meanwhile go together",
           "[worker][state]") {
   WorkerState ws(options(4));
   auto out = step(ws, compute("t1", 0, {{"a", {"tcp://p:1"}}}));
@@ -256,15 +256,18 @@ TEST_CASE("worker state: a transfer for a freed task completes and is dropped",
   CHECK(ws.data().size() == 0);
 }
 
-TEST_CASE("worker state: a task that throws is reported erred; a retry recomputes it",
+TEST_CASE("worker state: a task that throws is reported erred with its type, and a retry "
+          "recomputes it",
           "[worker][state]") {
   WorkerState ws(options());
   step(ws, compute("x"));
-  auto out = step(ws, ExecuteFailure{"x", "boom: division by zero", 0.1, "exec-9"});
+  auto out =
+      step(ws, ExecuteFailure{"x", "boom: division by zero", 0.1, "std::domain_error", "exec-9"});
   auto err = only<SendTaskErred>(out);
   REQUIRE(err.size() == 1);
   CHECK(err[0].key == "x");
   CHECK(err[0].message == "boom: division by zero");
+  CHECK(err[0].exception_type == "std::domain_error");
   CHECK(err[0].stimulus_id == "exec-9");
   CHECK(ws.status("x") == TaskStatus::error);
   CHECK(ws.executing_count() == 0);
@@ -272,7 +275,7 @@ TEST_CASE("worker state: a task that throws is reported erred; a retry recompute
   out = step(ws, compute("x"));
   CHECK(executed(out) == std::vector<std::string>{"x"});
   step(ws, FreeKeysEvent{{"x"}, ""});
-  step(ws, ExecuteFailure{"x", "again", 0, ""});
+  step(ws, ExecuteFailure{"x", "again", 0, "", ""});
   CHECK(ws.task_count() == 0);
 }
 
@@ -346,7 +349,7 @@ TEST_CASE("worker state: instructions carry their stimulus id", "[worker][state]
 TEST_CASE("worker state: stale and unexpected events are ignored", "[worker][state]") {
   WorkerState ws(options());
   CHECK(step(ws, success("nobody")).empty());
-  CHECK(step(ws, ExecuteFailure{"nobody", "x", 0, ""}).empty());
+  CHECK(step(ws, ExecuteFailure{"nobody", "x", 0, "", ""}).empty());
   CHECK(step(ws, done("tcp://p:1", {"a"})).empty());
   CHECK(step(ws, GatherDepFailed{"tcp://p:1", "gone", ""}).empty());
   CHECK(step(ws, FreeKeysEvent{{"nobody"}, ""}).empty());
