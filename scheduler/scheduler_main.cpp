@@ -20,6 +20,7 @@ int main(int argc, char* argv[]) {
   std::string scheduler_file, level = "info", log_file, token;
   double heartbeat_timeout = 10, saturation = 1.1;
   int allowed_failures = scheduler::SchedulerOptions{}.allowed_failures;
+  double no_workers_timeout = 0;
   po::options_description desc(
       "taskwire-scheduler: the taskwire scheduler daemon. Workers and clients connect to it;\n"
       "it places tasks on workers and tells clients when results are ready.\n\n"
@@ -36,6 +37,8 @@ int main(int argc, char* argv[]) {
       "root tasks in flight per worker thread")(
       "allowed-failures", po::value(&allowed_failures)->default_value(allowed_failures),
       "a task errs once this many workers died while running it")(
+      "no-workers-timeout", po::value(&no_workers_timeout)->default_value(no_workers_timeout),
+      "seconds without any worker after which the tasks waiting for one err (0: wait)")(
       "auth-token", po::value(&token), "require this token from every peer (or TASKWIRE_AUTH_TOKEN)")(
       "log-level", po::value(&level)->default_value(level), "trace, debug, info, warn, error, off")(
       "log-file", po::value(&log_file), "also log to this file ({rank} and {pid} are replaced)");
@@ -48,6 +51,7 @@ int main(int argc, char* argv[]) {
     }
     po::notify(vm);
     if (allowed_failures < 1) throw po::error("--allowed-failures must be at least 1");
+    if (!(no_workers_timeout >= 0)) throw po::error("--no-workers-timeout must not be negative");
     runtime::init_logging({level, log_file, -1});
     if (listen.empty()) listen.push_back("tcp://127.0.0.1:8786");
 
@@ -65,6 +69,7 @@ int main(int argc, char* argv[]) {
     options.heartbeat_timeout = std::chrono::milliseconds(static_cast<long>(heartbeat_timeout * 1000));
     options.state.worker_saturation = saturation;
     options.state.allowed_failures = allowed_failures;
+    options.state.no_workers_timeout = no_workers_timeout;
     scheduler::SchedulerServer server(registry, options);
     server.start();
     for (const auto& a : server.addresses()) fmt::print("taskwire-scheduler listening at {}\n", a);

@@ -52,6 +52,10 @@ struct SchedulerOptions {
   /// nanny's report (WorkerDied) of how it died and what it ran; then they are rescheduled
   /// all the same, every one of them blamed. Checked on CheckHeartbeats.
   double death_report_seconds = 1.0;
+  /// Tasks that wait for a worker (no-worker, queued) err once no worker has been connected
+  /// for this many seconds (Dask's distributed.scheduler.no-workers-timeout); 0: they wait
+  /// as long as it takes (the default, as Dask's), and the log says so.
+  double no_workers_timeout = 0;
   /// Seconds assumed for a function that never reported a duration (Dask: 0.5 s).
   double default_task_duration = 0.5;
   /// Bytes per second, to weigh fetching dependencies against waiting for a busy worker.
@@ -154,6 +158,7 @@ class SchedulerState {
                              const std::string& how);
   void drop_replicas_of(WorkerState* ws);
   void expire_death_reports(double now);
+  void check_no_workers(double now);
   bool is_dying(const WorkerState* ws) const;
   void client_releases(ClientState* cs, const std::vector<TaskState*>& tasks);
   void add_want(TaskState* ts, ClientState* cs);
@@ -249,6 +254,7 @@ class SchedulerState {
     std::string reason;
   };
   std::vector<DyingWorker> dying_;
+  double no_workers_since_ = -1;  ///< when the last worker left with tasks waiting; -1: not
 };
 
 }  // namespace taskwire::scheduler

@@ -174,8 +174,45 @@ void SchedulerState::on(const ThreadsBusy& e) {
   ws->busy_threads = std::clamp(e.count, 0, ws->nthreads);  // handle() fills freed slots
 }
 
+void SchedulerState::check_no_workers(double now) {
+  const std::size_t waiting = unrunnable_.size() + queued_.size();
+  if (!workers_.empty() || waiting == 0) {
+    no_workers_since_ = -1;
+    return;
+  }
+  if (no_workers_since_ < 0) {
+    no_workers_since_ = now;
+    return log(LogLevel::warning,
+               options_.no_workers_timeout > 0
+                   ? fmt::format("no worker is connected; {} task(s) wait for one, and err if "
+                                 "none comes within {:.3g} s (no_workers_timeout)",
+                                 waiting, options_.no_workers_timeout)
+                   : fmt::format("no worker is connected; {} task(s) wait until one joins "
+                                 "(no_workers_timeout is off)",
+                                 waiting));
+  }
+  if (!(options_.no_workers_timeout > 0) || now - no_workers_since_ < options_.no_workers_timeout)
+    return;
+  auto failure = std::make_shared<const TaskFailure>(TaskFailure{
+      "", fmt::format("no worker was connected for {:.3g} s (no_workers_timeout); start "
+                      "workers, or raise the timeout",
+                      now - no_workers_since_), ""});
+  log(LogLevel::error, fmt::format("{} task(s) err: {}", waiting, failure->message));
+  std::vector<TaskState*> stranded(unrunnable_.begin(), unrunnable_.end());
+  stranded.insert(stranded.end(), queued_.begin(), queued_.end());
+  for (TaskState* ts : stranded) {
+    auto own = std::make_shared<TaskFailure>(*failure);
+    own->blamed_key = ts->key;
+    ts->failure = std::move(own);
+    recommend(ts, S::erred);
+  }
+  run_transitions();
+  no_workers_since_ = -1;
+}
+
 void SchedulerState::on(const CheckHeartbeats& e) {
   expire_death_reports(e.now);
+  check_no_workers(e.now);
   if (!(e.timeout > 0)) return;
   std::vector<WorkerState*> silent;
   for (const auto& [address, ws] : workers_) {

@@ -98,3 +98,41 @@ TEST_CASE("scheduler: an expected removal of a nannied worker waits for no repor
   CHECK(h.s.awaiting_death_reports() == 0);
   CHECK(computed(out) == std::vector<std::string>{"x"});
 }
+
+TEST_CASE("scheduler: with no worker left, waiting tasks err after no_workers_timeout, and "
+          "the log says so", "[scheduler]") {
+  SchedulerOptions options;
+  options.no_workers_timeout = 5;
+  Harness h(options);
+  h.add_worker("tcp://a:1");
+  h.submit({task("x"), task("y", {"x"})});
+  h.handle(RemoveWorker{"tcp://a:1", "killed", false, "", 0.0});
+  REQUIRE((h.s.task_state("x") == S::no_worker || h.s.task_state("x") == S::queued));
+  const auto& first = h.handle(CheckHeartbeats{1.0, 0, ""});
+  bool warned = false;
+  for (const auto& l : only<LogEvent>(first))
+    warned = warned || l.message.find("err if none comes within 5 s") != std::string::npos;
+  CHECK(warned);
+  CHECK(only<ReportTaskErred>(h.handle(CheckHeartbeats{5.5, 0, ""})).empty());
+  const auto& out = h.handle(CheckHeartbeats{6.5, 0, ""});
+  const auto erred = only<ReportTaskErred>(out);
+  REQUIRE(erred.size() == 2);  // x, and y that depends on it
+  CHECK_THAT(erred[0].message, Catch::Contains("no worker was connected for 5.5 s"));
+  CHECK(h.s.task_state("x") == S::erred);
+  CHECK(h.s.task_state("y") == S::erred);
+}
+
+TEST_CASE("scheduler: no_workers_timeout off (the default): tasks wait for a worker, and the "
+          "log says they do", "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  h.submit({task("x")});
+  h.handle(RemoveWorker{"tcp://a:1", "killed", false, "", 0.0});
+  bool warned = false;
+  for (const auto& l : only<LogEvent>(h.handle(CheckHeartbeats{1.0, 0, ""})))
+    warned = warned || l.message.find("no_workers_timeout is off") != std::string::npos;
+  CHECK(warned);
+  CHECK(only<ReportTaskErred>(h.handle(CheckHeartbeats{1e6, 0, ""})).empty());
+  h.add_worker("tcp://b:1", 1, 1e6);
+  CHECK(h.s.processing_on("x") == std::string("tcp://b:1"));
+}
