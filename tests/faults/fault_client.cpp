@@ -6,6 +6,7 @@
 //                              the test kills a worker every ~0.5 s: every result right
 //   fault_client hung FILE     a task that never returns, cancelled: 6 new tasks all run on
 //                              the other worker (none waits behind the hung one)
+//   fault_client hang FILE     leaves a task that never returns running, and exits
 //   fault_client shutdown FILE shuts the cluster down (the test calls it once every worker
 //                              its nanny restarted is back, not while one is starting)
 // Prints "CHECKED <what>" / "FAILED <what>"; exits 0 only if every check passed.
@@ -92,6 +93,11 @@ void chaos(Client& client) {
   }
 }
 
+void leave_hanging(Client& client) {
+  auto stuck = client.submit(fault_fns::hang, 2);
+  check(!stuck.wait_for(std::chrono::seconds(1)), "the hung task is running");
+}
+
 void hung(Client& client) {
   auto stuck = client.submit(fault_fns::hang, 1);
   check(!stuck.wait_for(std::chrono::seconds(1)), "the hung task has not returned");
@@ -120,7 +126,7 @@ void hung(Client& client) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fmt::print(stderr, "usage: fault_client poison|chaos|hung|shutdown SCHEDULER_FILE\n");
+    fmt::print(stderr, "usage: fault_client poison|chaos|hung|hang|shutdown SCHEDULER_FILE\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -129,6 +135,7 @@ int main(int argc, char** argv) {
     if (mode == "poison") poison(client);
     else if (mode == "chaos") chaos(client);
     else if (mode == "hung") hung(client);
+    else if (mode == "hang") leave_hanging(client);
     else if (mode == "shutdown") client.shutdown();
     else throw std::invalid_argument("unknown mode " + mode);
     fmt::print("client: done, {} failures\n", failures);

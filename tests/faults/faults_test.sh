@@ -6,6 +6,8 @@
 #   hung:   2 workers; a task that never returns is cancelled: 6 new tasks all run on the
 #           other worker, and shutdown ends every process within 10 s (the hung worker
 #           exits without its thread)
+#   lost:   2 workers, one running a task that never returns; the scheduler is SIGKILLed:
+#           every worker process ends (non-zero: the scheduler was lost) within 15 s
 #   chaos:  4 workers; one worker process SIGKILLed at random every ~0.5 s while the client
 #           runs 10 rounds of a 2 000-task graph: every result right
 # Afterwards every daemon must have exited 0 and no process of the test may be left.
@@ -33,6 +35,21 @@ for w in $(seq 1 $nworkers); do  # every worker registered
   for _ in $(seq 1 300); do grep -q "taskwire-worker" "$dir/worker$w.out" && break; sleep 0.1; done
   grep -q "taskwire-worker" "$dir/worker$w.out" || fail "worker w$w did not start"
 done
+
+if [ "$mode" = lost ]; then
+  timeout 60 "$client" hang "$dir/s.json" >"$dir/client.log" 2>&1 || fail "client: $(cat "$dir/client.log")"
+  kill -KILL "${daemons[0]}"
+  start=$(date +%s%N)
+  timeout 15 bash -c 'for p in "$@"; do tail --pid="$p" -f /dev/null; done' _ "${nannies[@]}" ||
+    fail "workers still running 15 s after the scheduler was killed"
+  echo "lost: every worker ended $((($(date +%s%N) - start) / 1000000)) ms after the scheduler was killed"
+  for p in "${nannies[@]}"; do wait "$p"; [ $? -ne 0 ] || fail "worker $p exited 0 without its scheduler"; done
+  grep -q "exiting without it" "$dir"/worker*.out || fail "the hung worker did not say why it left"
+  for _ in $(seq 1 50); do pgrep -f "$dir" >/dev/null || break; sleep 0.1; done
+  pgrep -af "$dir" && fail "processes left after the workers exited"
+  echo "faults: lost: every worker left after the scheduler died, nothing left running"
+  exit 0
+fi
 
 timeout 240 "$client" "$mode" "$dir/s.json" >"$dir/client.log" 2>&1 &
 client_pid=$!
