@@ -10,7 +10,9 @@
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <future>
 #include <iostream>
+#include <memory>
 
 namespace po = boost::program_options;
 using namespace taskwire;
@@ -77,12 +79,14 @@ int main(int argc, char* argv[]) {
     if (!scheduler_file.empty()) runtime::SchedulerFile{server.addresses()}.write(scheduler_file);
 
     asio::signal_set signals(ctx.io(), SIGINT, SIGTERM);
-    std::promise<int> signalled;
-    signals.async_wait([&](error_code ec, int sig) {
-      if (!ec) signalled.set_value(sig);
+    // Shared with the handler, which may run on a context thread after this scope is left
+    // (a signal arriving as the server finishes).
+    auto signalled = std::make_shared<std::promise<int>>();
+    signals.async_wait([signalled](error_code ec, int sig) {
+      if (!ec) signalled->set_value(sig);
     });
     auto finished = server.finished();
-    auto sig = signalled.get_future();
+    auto sig = signalled->get_future();
     while (finished.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
       if (sig.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
         spdlog::info("scheduler: signal {} received, shutting down", sig.get());

@@ -368,9 +368,11 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
 
 std::size_t SchedulerServer::held_specs() {
   auto impl = impl_;
-  std::packaged_task<std::size_t()> task([impl] { return impl->specs.size(); });
-  auto count = task.get_future();
-  asio::post(impl->strand, [&task] { task(); });
+  // Shared with the handler, as in inspect().
+  auto task = std::make_shared<std::packaged_task<std::size_t()>>(
+      [impl] { return impl->specs.size(); });
+  auto count = task->get_future();
+  asio::post(impl->strand, [task] { (*task)(); });
   return count.get();
 }
 
@@ -390,17 +392,20 @@ SchedulerServer::SchedulerServer(comm::Registry& registry, SchedulerServerOption
 SchedulerServer::~SchedulerServer() {
   stop();
   auto impl = impl_;
-  std::promise<void> drained;
-  auto fut = drained.get_future();
-  asio::post(impl->strand, [impl, &drained] {
+  // Shared: when the wait below times out, the handler still runs later and sets it.
+  auto drained = std::make_shared<std::promise<void>>();
+  auto fut = drained->get_future();
+  asio::post(impl->strand, [impl, drained] {
     impl->heartbeat_timer.cancel();
     impl->shutdown_timer.cancel();
     for (auto& [id, c] : impl->clients) c->comm->abort();
     for (auto& [id, w] : impl->workers) w->comm->abort();
-    drained.set_value();
+    drained->set_value();
   });
-  fut.wait_for(std::chrono::seconds(5));
-  impl->listeners.clear();
+  // Drained means begin_shutdown has run (the strand keeps order), so nothing else touches
+  // the listeners. If not, begin_shutdown, still queued, stops them and ~Impl destroys them.
+  if (fut.wait_for(impl->options.stop_timeout) == std::future_status::ready)
+    impl->listeners.clear();
 }
 
 void SchedulerServer::start() {
@@ -422,13 +427,14 @@ std::vector<std::string> SchedulerServer::addresses() const {
 
 void SchedulerServer::stop() {
   auto impl = impl_;
-  std::promise<void> started;
-  auto fut = started.get_future();
-  asio::post(impl->strand, [impl, &started] {
+  // Shared, as in the destructor: the handler may run after this returns.
+  auto started = std::make_shared<std::promise<void>>();
+  auto fut = started->get_future();
+  asio::post(impl->strand, [impl, started] {
     impl->begin_shutdown(nullptr);
-    started.set_value();
+    started->set_value();
   });
-  fut.wait_for(std::chrono::seconds(5));
+  fut.wait_for(impl->options.stop_timeout);
 }
 
 }  // namespace taskwire::scheduler

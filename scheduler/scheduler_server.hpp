@@ -21,6 +21,10 @@ struct SchedulerServerOptions {
   /// A worker silent for this long is removed and its work rescheduled.
   std::chrono::milliseconds heartbeat_timeout{10'000};
   std::chrono::milliseconds heartbeat_check_interval{1'000};
+  /// How long stop() and the destructor wait for the server's strand to take the shutdown
+  /// in hand (the strand may be busy with a large graph); past it they return and the
+  /// shutdown still happens when the strand gets to it.
+  std::chrono::milliseconds stop_timeout{5'000};
   SchedulerOptions state;
 };
 
@@ -37,7 +41,9 @@ class SchedulerServer {
   /// Contact addresses, one per listen address, in order.
   std::vector<std::string> addresses() const;
   /// Stops: closes every worker (close_worker), every client and the listeners. Idempotent.
-  /// Not from the context's own threads.
+  /// Not from the context's own threads. Waits at most options.stop_timeout for the strand
+  /// to begin it; what it posted keeps the server's state alive until it ran, so the
+  /// registry and its context must outlive that too.
   void stop();
   /// Becomes ready when a client asked for shutdown (or stop() was called) and the workers
   /// have been told to close.

@@ -12,9 +12,11 @@ const SchedulerState& server_state(const void* impl);
 template <class F>
 auto SchedulerServer::inspect(F fn) -> decltype(fn(std::declval<const SchedulerState&>())) {
   using R = decltype(fn(std::declval<const SchedulerState&>()));
-  std::packaged_task<R()> task([&] { return fn(detail::server_state(impl_.get())); });
-  auto fut = task.get_future();
-  asio::post(detail::server_strand(impl_.get()), [&task] { task(); });
+  // Shared with the handler: the task may still be finishing when get() returns.
+  auto task = std::make_shared<std::packaged_task<R()>>(
+      [&fn, impl = impl_.get()] { return fn(detail::server_state(impl)); });
+  auto fut = task->get_future();
+  asio::post(detail::server_strand(impl_.get()), [task] { (*task)(); });
   return fut.get();
 }
 

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace taskwire::worker {
 namespace {
 using protocol::Op;
@@ -14,12 +16,9 @@ using protocol::Op;
 
 void Worker::Impl::gather(GatherDep request) {
   auto& link = peers_[request.worker];
-  if (!link) {
-    link = std::make_shared<PeerLink>();
-    link->address = request.worker;
-  }
+  if (!link) link = std::make_shared<PeerLink>(request.worker, strand_);
   const auto id = ++next_request_id_;
-  if (link->comm && !link->comm->closed()) return send_request(*link, id, std::move(request.keys));
+  if (link->comm && !link->comm->closed()) return send_request(link, id, std::move(request.keys));
   link->pending.emplace_back(id, std::move(request.keys));
   if (!link->connecting) connect_peer(link);
 }
@@ -46,19 +45,62 @@ void Worker::Impl::connect_peer(const std::shared_ptr<PeerLink>& link) {
           while (!link->pending.empty()) {
             auto [id, keys] = std::move(link->pending.front());
             link->pending.pop_front();
-            self->send_request(*link, id, std::move(keys));
+            self->send_request(link, id, std::move(keys));
           }
           self->read_peer(link, comm);
         });
       });
 }
 
-void Worker::Impl::send_request(PeerLink& link, std::uint64_t id, std::vector<Key> keys) {
+void Worker::Impl::send_request(const std::shared_ptr<PeerLink>& link, std::uint64_t id,
+                                std::vector<Key> keys) {
   runtime::BatchWriter w;
   w.add(Op::get_data, protocol::GetData{id, keys});
-  link.outstanding.emplace(id, std::move(keys));
+  // The peer's silence counts from the first request it owes a reply to.
+  if (link->outstanding.empty()) note_fetch_progress(*link);
+  link->outstanding.emplace(id, std::move(keys));
   // A failed write aborts the comm; the pending read reports it.
-  link.comm->async_write(w.take(), [](error_code) {});
+  link->comm->async_write(w.take(), [](error_code) {});
+  watch_fetches(link);
+}
+
+// ---- the fetch deadline ----
+// A peer that stopped answering (SIGSTOP, a partition) fails no read: without a deadline its
+// dependents, and a gather slot, would wait forever. The deadline is on inactivity: every
+// reply, and on tcp every byte of one, restarts it, so a big transfer that progresses lives.
+
+void Worker::Impl::note_fetch_progress(PeerLink& link) {
+  link.quiet_since = std::chrono::steady_clock::now();
+  link.bytes_seen = link.comm ? link.comm->bytes_received() : 0;
+}
+
+void Worker::Impl::watch_fetches(const std::shared_ptr<PeerLink>& link) {
+  if (link->watching || options_.fetch_timeout.count() <= 0) return;
+  link->watching = true;
+  const auto interval = std::max(options_.fetch_timeout / 4, std::chrono::milliseconds(1));
+  link->fetch_deadline.expires_after(interval);
+  // Weak: the link owns the timer, and a strong capture would keep both alive in the queue.
+  std::weak_ptr<Impl> weak = shared_from_this();
+  std::weak_ptr<PeerLink> weak_link = link;
+  link->fetch_deadline.async_wait([weak, weak_link](error_code ec) {
+    auto self = weak.lock();
+    auto link = weak_link.lock();
+    if (!self || !link) return;
+    link->watching = false;
+    if (!ec && !self->closing_) self->check_fetch_deadline(link);
+  });
+}
+
+// On the strand (the timer's executor).
+void Worker::Impl::check_fetch_deadline(const std::shared_ptr<PeerLink>& link) {
+  if (link->outstanding.empty() || !link->comm) return;  // answered, or already failed
+  if (link->comm->bytes_received() != link->bytes_seen) note_fetch_progress(*link);
+  const auto quiet = std::chrono::steady_clock::now() - link->quiet_since;
+  if (quiet < options_.fetch_timeout) return watch_fetches(link);
+  fail_link(*link, fmt::format("nothing received for {} ms with {} request(s) outstanding "
+                               "(fetch_timeout {} ms)",
+                               std::chrono::duration_cast<std::chrono::milliseconds>(quiet).count(),
+                               link->outstanding.size(), options_.fetch_timeout.count()));
 }
 
 void Worker::Impl::read_peer(const std::shared_ptr<PeerLink>& link, const comm::CommPtr& comm) {
@@ -93,6 +135,7 @@ void Worker::Impl::on_peer_message(const std::shared_ptr<PeerLink>& link,
       if (link->outstanding.erase(reply.request_id) == 0)
         throw runtime::SerializationError(
             fmt::format("data_reply to unknown request {}", reply.request_id));
+      note_fetch_progress(*link);
       GatherDepDone done;
       done.worker = link->address;
       for (std::size_t i = 0; i < reply.keys.size(); ++i)

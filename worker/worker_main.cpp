@@ -40,6 +40,7 @@ struct MainOptions {
   std::vector<std::string> libraries;
   unsigned nthreads = 1;
   long heartbeat_ms = 500, connect_timeout_ms = 0;
+  long fetch_timeout_ms = worker::WorkerOptions{}.fetch_timeout.count();
   double inline_task_us = 20;
   bool no_nanny = false;
   int restart_limit = 10;
@@ -72,6 +73,9 @@ po::options_description describe(MainOptions& o) {
       "connect-timeout-ms", po::value(&o.connect_timeout_ms)->default_value(o.connect_timeout_ms),
       "give up connecting to the scheduler after this long (0: TASKWIRE_CONNECT_TIMEOUT_MS or "
       "10 s)")(
+      "fetch-timeout-ms", po::value(&o.fetch_timeout_ms)->default_value(o.fetch_timeout_ms),
+      "a fetch from a peer worker fails (the data is fetched elsewhere or recomputed) once "
+      "nothing arrived from it for this long; 0: no deadline")(
       "no-nanny", po::bool_switch(&o.no_nanny),
       "run the worker in this process: no restart when it dies, and the scheduler learns "
       "only that its connection closed")(
@@ -106,6 +110,7 @@ int parse(int argc, char* argv[], MainOptions& o) {
     if (!(o.inline_task_us >= 0)) throw po::error("--inline-task-us must not be negative");
     if (o.heartbeat_ms <= 0) throw po::error("--heartbeat-ms must be positive");
     if (o.connect_timeout_ms < 0) throw po::error("--connect-timeout-ms must not be negative");
+    if (o.fetch_timeout_ms < 0) throw po::error("--fetch-timeout-ms must not be negative");
     if (o.restart_limit < 0) throw po::error("--restart-limit must not be negative");
   } catch (const po::error& e) {
     fmt::print(stderr, "taskwire-worker: {}\nTry 'taskwire-worker --help'.\n", e.what());
@@ -183,6 +188,7 @@ int run_worker(const MainOptions& o) {
   options.listen_address = o.listen;
   options.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_ms);
   options.connect_timeout = std::chrono::milliseconds(o.connect_timeout_ms);
+  options.fetch_timeout = std::chrono::milliseconds(o.fetch_timeout_ms);
   worker::Worker worker(ctx, registry, options);
 
   asio::signal_set signals(ctx.io(), SIGINT, SIGTERM);

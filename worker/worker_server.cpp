@@ -189,8 +189,10 @@ void Worker::Impl::begin_close(std::string reason, bool clean) {
   else spdlog::error("worker {}: closing: {}", name_, reason);
   heartbeat_.cancel();
   if (listener_) listener_->stop();
-  for (auto& [address, link] : peers_)
+  for (auto& [address, link] : peers_) {
+    link->fetch_deadline.cancel();
     if (link->comm) link->comm->abort();
+  }
   peers_.clear();
   close_served_comms();
   const auto dropped = executor_.request_stop();

@@ -43,6 +43,17 @@ struct WorkerOptions {
   /// Deadline for connecting to a peer worker before its keys count as missing there;
   /// 0: the context's connect_timeout.
   std::chrono::milliseconds peer_connect_timeout{0};
+  /// A fetch from a peer fails (as if the peer were gone: its keys are fetched from another
+  /// holder, or reported missing so the scheduler recomputes them, and the gather slot is
+  /// freed) once nothing at all has arrived from that peer for this long while a request to
+  /// it is outstanding; 0: no deadline. An inactivity deadline, not a transfer deadline: a
+  /// large reply that keeps arriving is never cut (tcp counts its bytes as they come; on
+  /// backends that count only whole messages, mpi and inproc, one reply must arrive within
+  /// it). Detected between this and 1.25 times this after the last byte. 30 s, as Dask's
+  /// distributed.comm.timeouts.tcp: a live peer answers get_data from its comm's own
+  /// strand, never behind its tasks, so 30 s of silence means it is stopped, partitioned
+  /// or swamped, and waiting longer only holds its dependents.
+  std::chrono::milliseconds fetch_timeout{30'000};
   /// Peers fetched from at once (see WorkerStateOptions::max_gather_peers).
   std::size_t max_gather_peers = 4;
   /// Results of at most this many bytes travel inline with task_finished (the scheduler

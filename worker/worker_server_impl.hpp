@@ -24,6 +24,9 @@ namespace taskwire::worker {
 /// A connection this worker opened to a peer to fetch data, reused for every GatherDep to
 /// that peer. Touched only on the worker's strand.
 struct PeerLink {
+  PeerLink(std::string peer, const asio::strand<asio::any_io_executor>& strand)
+      : address(std::move(peer)), fetch_deadline(strand) {}
+
   std::string address;
   comm::CommPtr comm;
   bool connecting = false;
@@ -31,6 +34,12 @@ struct PeerLink {
   std::deque<std::pair<std::uint64_t, std::vector<Key>>> pending;
   /// Requests sent and not answered yet.
   std::map<std::uint64_t, std::vector<Key>> outstanding;
+  /// While requests are outstanding, checks every WorkerOptions::fetch_timeout / 4 whether
+  /// anything arrived (see peer_transfers.cpp); `watching` while a check is pending.
+  asio::steady_timer fetch_deadline;
+  bool watching = false;
+  std::uint64_t bytes_seen = 0;  ///< comm->bytes_received() when progress was last seen
+  std::chrono::steady_clock::time_point quiet_since{};  ///< when progress was last seen
 };
 
 inline constexpr std::chrono::milliseconds kGoodbyeTimeout{5000};
@@ -84,7 +93,11 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   // peer_transfers.cpp
   void gather(GatherDep request);
   void connect_peer(const std::shared_ptr<PeerLink>& link);
-  void send_request(PeerLink& link, std::uint64_t id, std::vector<Key> keys);
+  void send_request(const std::shared_ptr<PeerLink>& link, std::uint64_t id,
+                    std::vector<Key> keys);
+  void note_fetch_progress(PeerLink& link);
+  void watch_fetches(const std::shared_ptr<PeerLink>& link);
+  void check_fetch_deadline(const std::shared_ptr<PeerLink>& link);
   void read_peer(const std::shared_ptr<PeerLink>& link, const comm::CommPtr& comm);
   void on_peer_message(const std::shared_ptr<PeerLink>& link, const comm::CommPtr& comm,
                        error_code ec, runtime::Message message);

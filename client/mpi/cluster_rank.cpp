@@ -36,12 +36,14 @@ class SignalWatch {
   ~SignalWatch() { close(); }
   void close() {
     if (!set_) return;
-    std::promise<void> done;
-    asio::post(ctx_.executor(), [&] {
+    // Shared with the handler: set_value may still be inside the promise when wait() returns.
+    auto done = std::make_shared<std::promise<void>>();
+    auto finished = done->get_future();
+    asio::post(ctx_.executor(), [this, done] {
       set_->cancel();
-      done.set_value();
+      done->set_value();
     });
-    done.get_future().wait();
+    finished.wait();
     set_.reset();
   }
 

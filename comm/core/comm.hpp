@@ -15,6 +15,7 @@
 // - abort(): immediate, noexcept, idempotent. Queued writes and pending reads fail with
 //   errc::aborted. After any error part-way through a read or write the comm aborts itself.
 // - Lifetime: a Comm is held by shared_ptr; each pending operation keeps it alive.
+// - bytes_received(): a progress count for inactivity deadlines (see its doc).
 #include <taskwire/comm/core/error.hpp>
 #include <taskwire/runtime/asio.hpp>
 #include <taskwire/runtime/frame.hpp>
@@ -53,6 +54,12 @@ class Comm {
   virtual std::string local_address() const = 0;
   virtual std::string peer_address() const = 0;
   virtual asio::any_io_executor executor() const = 0;
+  /// Bytes received from the peer so far, counted as they arrive, part-way through a
+  /// message too: a reader that sees the count unchanged over an interval knows nothing
+  /// came in meanwhile, however large the message being received (an inactivity deadline,
+  /// as the worker's fetch_timeout). Any thread; non-blocking. This default counts nothing
+  /// (0 always): then only whole messages show progress; tcp overrides it.
+  virtual std::uint64_t bytes_received() const noexcept { return 0; }
 
   const PeerInfo& peer() const noexcept { return peer_; }
   void set_peer(PeerInfo info) { peer_ = std::move(info); }  ///< by the handshake only

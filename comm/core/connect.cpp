@@ -206,12 +206,13 @@ void async_connect(Registry& registry, const std::string& address, ConnectOption
 }
 
 CommPtr connect(Registry& registry, const std::string& address, ConnectOptions options) {
-  std::promise<CommPtr> done;
-  auto fut = done.get_future();
+  // Shared with the handler: set_value may still be inside the promise when get() returns.
+  auto done = std::make_shared<std::promise<CommPtr>>();
+  auto fut = done->get_future();
   async_connect(registry, address, std::move(options),
-                [&done](error_code ec, std::string detail, CommPtr comm) {
-                  if (ec) done.set_exception(std::make_exception_ptr(CommError(ec, detail)));
-                  else done.set_value(std::move(comm));
+                [done](error_code ec, std::string detail, CommPtr comm) {
+                  if (ec) done->set_exception(std::make_exception_ptr(CommError(ec, detail)));
+                  else done->set_value(std::move(comm));
                 });
   return fut.get();
 }

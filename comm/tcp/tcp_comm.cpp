@@ -202,8 +202,17 @@ void TcpComm::read_more(std::size_t bytes_needed) {
 
 void TcpComm::read_large_frame() {
   socket_reading_ = true;
+  // The completion condition sees each socket read of the frame: it counts their bytes, so
+  // a frame of gigabytes still shows progress (bytes_received()) while it arrives.
+  auto count_progress = [self = shared_from_this(), counted = std::size_t{0}](
+                            const error_code& ec, std::size_t total) mutable -> std::size_t {
+    self->bytes_received_ += total - counted;
+    counted = total;
+    return asio::transfer_all()(ec, total);
+  };
   asio::async_read(socket_,
                    asio::buffer(large_.mutable_data() + large_filled_, large_.size() - large_filled_),
+                   std::move(count_progress),
                    [self = shared_from_this()](const error_code& ec, std::size_t) {
                      self->turn([&] { self->on_large_read(ec); });
                    });
@@ -214,6 +223,7 @@ void TcpComm::on_read(const error_code& ec, std::size_t n) {
   if (failed_) return;
   if (close_requested_) return drain_step(ec);
   if (ec) return on_read_error(ec);
+  bytes_received_ += n;
   rend_ += n;
   advance();
 }

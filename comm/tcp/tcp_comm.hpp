@@ -52,6 +52,7 @@ class TcpComm final : public Comm, public std::enable_shared_from_this<TcpComm> 
   void close() override;
   void abort() noexcept override;
   bool closed() const noexcept override { return closed_flag_.load(); }
+  std::uint64_t bytes_received() const noexcept override { return bytes_received_.load(); }
   std::string local_address() const override { return local_; }
   std::string peer_address() const override { return peer_addr_; }
   asio::any_io_executor executor() const override { return strand_; }
@@ -109,6 +110,7 @@ class TcpComm final : public Comm, public std::enable_shared_from_this<TcpComm> 
   Frame large_;                         // a large frame being read straight into
   std::size_t large_filled_ = 0;
   bool socket_reading_ = false;
+  std::atomic<std::uint64_t> bytes_received_{0};  // by every socket read, large frames' too
 
   // Write side.
   std::deque<PendingWrite> writes_;

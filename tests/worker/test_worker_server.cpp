@@ -1,6 +1,7 @@
 // Real Worker objects driven by a fake scheduler written here, over inproc and tcp: register,
 // tasks with inline arguments, a dependency fetched worker to worker, task errors, unknown
-// functions, missing data, get_data for clients, malformed input, close_worker.
+// functions, missing data, get_data for clients, malformed input, close_worker, a peer that
+// stops answering (the fetch deadline).
 #include "tests/worker/fake_scheduler.hpp"
 
 #include <taskwire/comm/backends.hpp>
@@ -269,6 +270,94 @@ TEST_CASE("worker server: a malformed batch from a peer aborts that comm only",
   s->send(compute("after", "worker_test_inc", {frame_arg(0)}, {runtime::to_frame(1)}));
   CHECK(s->next(Op::task_finished));
   CHECK_FALSE(w->wait_closed(std::chrono::milliseconds(0)));
+}
+
+namespace {
+
+// A peer that accepts connections (the handshake included) and then never answers: a
+// stopped (SIGSTOP) or partitioned worker, as far as its peers can tell.
+struct SilentPeer {
+  explicit SilentPeer(Cluster& cluster, const std::string& scheme)
+      : listener(comm::listen(cluster.registry,
+                              scheme == "tcp" ? "tcp://127.0.0.1:0" : "inproc://auto",
+                              [this](comm::CommPtr c) {
+                                std::lock_guard lock(mu);
+                                held.push_back(std::move(c));
+                              })) {}
+  ~SilentPeer() {
+    listener.reset();
+    std::lock_guard lock(mu);
+    for (auto& c : held) c->abort();
+  }
+  std::string address() const { return listener->contact_address(); }
+  std::size_t connections() {
+    std::lock_guard lock(mu);
+    return held.size();
+  }
+
+  std::mutex mu;
+  std::vector<comm::CommPtr> held;
+  std::unique_ptr<comm::Listener> listener;
+};
+
+WorkerOptions short_fetch_deadline() {
+  WorkerOptions o;
+  o.fetch_timeout = std::chrono::milliseconds(300);
+  o.max_gather_peers = 1;  // one gather slot: a fetch that never ended would keep it
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("worker server: a holder that stops answering fails the fetch after fetch_timeout, "
+          "and the key comes from the next holder",
+          "[worker][server]") {
+  const std::string scheme = GENERATE(as<std::string>{}, "inproc", "tcp");
+  INFO("scheme " << scheme);
+  Cluster cluster(scheme);
+  SilentPeer silent(cluster, scheme);
+  auto [w1, s1] = cluster.start_worker("w1");
+  auto [w2, s2] = cluster.start_worker("w2", 1, short_fetch_deadline());
+  s1->send(compute("inc-1", "worker_test_inc", {frame_arg(0)}, {runtime::to_frame(41)}));
+  REQUIRE(s1->next(Op::task_finished));
+
+  // The silent peer is listed first, so it is asked first.
+  s2->send(compute("add-1", "worker_test_add", {dep_arg("inc-1"), frame_arg(0)},
+                   {runtime::to_frame(100)}, {{"inc-1", {silent.address(), w1->address()}}}));
+  auto fin = s2->next(Op::task_finished, 20s);
+  REQUIRE(fin);
+  CHECK(fin->finished.key == "add-1");
+  CHECK(runtime::from_frame<int>(*w2->data().get("add-1")) == 142);
+  CHECK(silent.connections() == 1);
+  CHECK(s2->malformed().empty());
+}
+
+TEST_CASE("worker server: when the only holder stops answering, the dependency is reported "
+          "missing (the scheduler recomputes it) and the gather slot is free again",
+          "[worker][server]") {
+  const std::string scheme = GENERATE(as<std::string>{}, "inproc", "tcp");
+  INFO("scheme " << scheme);
+  Cluster cluster(scheme);
+  SilentPeer silent(cluster, scheme);
+  auto [w1, s1] = cluster.start_worker("w1");
+  auto [w2, s2] = cluster.start_worker("w2", 1, short_fetch_deadline());
+  s1->send(compute("inc-1", "worker_test_inc", {frame_arg(0)}, {runtime::to_frame(1)}));
+  REQUIRE(s1->next(Op::task_finished));
+
+  s2->send(compute("needs-silent", "worker_test_inc", {dep_arg("lost")}, {},
+                   {{"lost", {silent.address()}}}));
+  auto miss = s2->next(Op::missing_data, 20s);
+  REQUIRE(miss);
+  CHECK(miss->missing.key == "needs-silent");
+  CHECK(miss->missing.missing == "lost");
+  CHECK(miss->missing.from == silent.address());
+
+  // The only gather slot was released: a fetch from a live holder goes through.
+  s2->send(compute("add-1", "worker_test_add", {dep_arg("inc-1"), frame_arg(0)},
+                   {runtime::to_frame(10)}, {{"inc-1", {w1->address()}}}));
+  auto fin = s2->next(Op::task_finished, 20s);
+  REQUIRE(fin);
+  CHECK(runtime::from_frame<int>(*w2->data().get("add-1")) == 12);
 }
 
 TEST_CASE("worker server: losing the scheduler stops the worker, not cleanly",
