@@ -24,12 +24,13 @@ struct Watchdog {
   std::condition_variable cv;
   std::optional<Clock::time_point> deadline;
   std::string note;
+  int status = kForceExitCode;
   bool started = false;
 
-  [[noreturn]] void fire(const std::string& why) {
+  [[noreturn]] void fire(const std::string& why, int exit_status) {
     const auto line = fmt::format("taskwire: forcing exit (status {}): shutdown still running "
                                   "when the watchdog fired ({})\n",
-                                  kForceExitCode, why);
+                                  exit_status, why);
     // stderr first, without locks another thread may hold; then the log, but never wait on a
     // logger that might itself be what hangs.
     for (std::size_t off = 0; off < line.size();) {
@@ -42,7 +43,7 @@ struct Watchdog {
       spdlog::default_logger()->flush();
     });
     logged.wait_for(std::chrono::milliseconds(500));
-    std::_Exit(kForceExitCode);
+    std::_Exit(exit_status);
   }
 
   void run() {
@@ -52,7 +53,7 @@ struct Watchdog {
         cv.wait(lock);
       } else if (cv.wait_until(lock, *deadline) == std::cv_status::timeout && deadline &&
                  Clock::now() >= *deadline) {
-        fire(note.empty() ? "no note given" : note);
+        fire(note.empty() ? "no note given" : note, status);
       }
     }
   }
@@ -65,7 +66,7 @@ Watchdog& watchdog() {
 
 }  // namespace
 
-void force_exit_after(double seconds, std::string note) {
+void force_exit_after(double seconds, std::string note, int status) {
   auto& w = watchdog();
   std::lock_guard lock(w.mu);
   if (seconds > 0) {
@@ -73,6 +74,7 @@ void force_exit_after(double seconds, std::string note) {
     w.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(seconds));
     w.note = std::move(note);
+    w.status = status;
     if (!w.started) {
       std::thread([&w] { w.run(); }).detach();
       w.started = true;

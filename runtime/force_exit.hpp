@@ -8,7 +8,8 @@
 //   taskwire::force_exit_after(0, "");                              // cancel, if you get here
 //
 // If the deadline passes, a daemon thread writes a line naming `note` to stderr (and the log),
-// then ends the process with std::_Exit(kForceExitCode): no destructors, no atexit handlers.
+// then ends the process with std::_Exit(status) (kForceExitCode unless given): no destructors,
+// no atexit handlers.
 // Thread-safety: may be called from any thread.
 #include <string>
 
@@ -17,10 +18,10 @@ namespace taskwire::runtime {
 /// The exit status of a process ended by the watchdog (as coreutils' `timeout`).
 inline constexpr int kForceExitCode = 124;
 
-/// Arms the watchdog to fire `seconds` from now, replacing any earlier deadline and note
-/// (re-arming); `seconds` <= 0 cancels it. The watchdog thread is started on first use and
-/// never stops; it does not keep the process alive.
-void force_exit_after(double seconds, std::string note);
+/// Arms the watchdog to fire `seconds` from now, replacing any earlier deadline, note and
+/// status (re-arming); `seconds` <= 0 cancels it. The watchdog thread is started on first use
+/// and never stops; it does not keep the process alive.
+void force_exit_after(double seconds, std::string note, int status = kForceExitCode);
 
 }  // namespace taskwire::runtime
 

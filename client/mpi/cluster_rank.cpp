@@ -10,6 +10,9 @@
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <future>
 #include <stdexcept>
 #include <thread>
@@ -20,42 +23,15 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// SIGINT/SIGTERM on the rank's io_context while a role serves; `on_signal` runs on a context
-// thread. close() (also the destructor) cancels the wait on that thread and waits for it, so
-// the handler never runs after close(); it must be closed while the context still runs.
-class SignalWatch {
- public:
-  template <class F>
-  SignalWatch(runtime::Context& ctx, bool enabled, F on_signal) : ctx_(ctx) {
-    if (!enabled) return;
-    set_ = std::make_unique<asio::signal_set>(ctx.io(), SIGINT, SIGTERM);
-    set_->async_wait([on_signal](error_code ec, int sig) {
-      if (!ec) on_signal(sig);
-    });
-  }
-  ~SignalWatch() { close(); }
-  void close() {
-    if (!set_) return;
-    // Shared with the handler: set_value may still be inside the promise when wait() returns.
-    auto done = std::make_shared<std::promise<void>>();
-    auto finished = done->get_future();
-    asio::post(ctx_.executor(), [this, done] {
-      set_->cancel();
-      done->set_value();
-    });
-    finished.wait();
-    set_.reset();
-  }
-
- private:
-  runtime::Context& ctx_;
-  std::unique_ptr<asio::signal_set> set_;
-};
+[[noreturn]] void park_until_exit() {
+  for (;;) std::this_thread::sleep_for(1s);
+}
 
 }  // namespace
 
-ClusterRank::ClusterRank(runtime::MpiEnvironment& env, LaunchOptions options, Layout layout)
-    : env_(env), options_(std::move(options)), layout_(layout) {
+ClusterRank::ClusterRank(runtime::MpiEnvironment& env, LaunchOptions options, Layout layout,
+                         JobSignals* signals)
+    : env_(env), options_(std::move(options)), layout_(layout), signals_(signals) {
   const int n = env_.size();
   if (layout_.scheduler_rank < 0 || layout_.scheduler_rank >= n)
     throw std::invalid_argument(fmt::format(
@@ -82,10 +58,13 @@ ClusterRank::ClusterRank(runtime::MpiEnvironment& env, LaunchOptions options, La
   registry_ = std::make_unique<comm::Registry>(*context_);
   comm::register_builtin_backends(*registry_);
   context_->start();
+  if (signals_) signals_->set_handler([this](int signo) { on_signal(signo); });
   watchdog_ = std::thread([this] { watch_peers(); });
 }
 
 ClusterRank::~ClusterRank() {
+  if (signal_ends_) park_until_exit();  // reached by the program's thread while a signal ends it
+  if (signals_) signals_->set_handler({});
   stop_watch_ = true;
   watchdog_.join();
   client_.reset();
@@ -164,6 +143,40 @@ void ClusterRank::start() {
     client_.emplace(*registry_, at, options_.connect_timeout);
     spdlog::info("rank {}: client connected to {}", env_.rank(), at);
   }
+  started_ = true;
+}
+
+// On JobSignals' thread. Serving ranks only note it (serve() polls signal_received()); the
+// client rank's program is blocked somewhere in its own code, so the cluster is ended here.
+void ClusterRank::on_signal(int signo) {
+  spdlog::info("rank {}: {} received, shutting the cluster down", env_.rank(), ::strsignal(signo));
+  if (!is_client() || ending_.exchange(true)) return;  // not the client, or it is finishing
+  signal_ends_ = true;
+  end_client_rank_for_signal(signo);
+}
+
+void ClusterRank::end_client_rank_for_signal(int signo) {
+  while (!started_) std::this_thread::sleep_for(10ms);  // bounded by the force exit
+  try {
+    if (client_) client_->shutdown();
+  } catch (const std::exception& e) {
+    spdlog::info("rank {}: cluster shutdown after {}: {}", env_.rank(), ::strsignal(signo), e.what());
+  }
+  if (scheduler_) {
+    scheduler_->finished().wait_for(2s);
+    scheduler_->stop();
+  }
+  exit_after_signal(env_, signo, true);
+}
+
+void exit_after_signal(runtime::MpiEnvironment& env, int signo, bool threads_still_run) {
+  env.shutdown();
+  spdlog::info("rank {}: ended by {}, exiting {}", env.rank(), ::strsignal(signo), 128 + signo);
+  spdlog::default_logger()->flush();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (threads_still_run) std::_Exit(128 + signo);
+  std::exit(128 + signo);
 }
 
 void ClusterRank::start_scheduler() {
@@ -210,6 +223,7 @@ void ClusterRank::wait_for_workers() {
 
 int ClusterRank::finish_client() {
   if (finished_) return 0;
+  if (ending_.exchange(true)) park_until_exit();  // a signal is ending the process
   finished_ = true;
   int rc = 0;
   if (client_) {
@@ -236,30 +250,21 @@ int ClusterRank::serve() {
 }
 
 int ClusterRank::serve_scheduler() {
-  std::promise<int> signalled;
-  auto signal = signalled.get_future();
-  SignalWatch signals(*context_, options_.handle_signals,
-                      [&signalled](int sig) { signalled.set_value(sig); });
   auto finished = scheduler_->finished();
-  while (finished.wait_for(50ms) != std::future_status::ready) {
-    if (signal.wait_for(0s) == std::future_status::ready) {
-      spdlog::info("rank {}: signal {} received, shutting the cluster down", env_.rank(),
-                   signal.get());
-      break;
-    }
-  }
-  signals.close();
+  while (finished.wait_for(50ms) != std::future_status::ready)
+    if (signal_received()) break;  // on_signal logged it
   scheduler_->stop();
   return 0;
 }
 
 int ClusterRank::serve_worker() {
-  SignalWatch signals(*context_, options_.handle_signals, [w = worker_.get(), this](int sig) {
-    spdlog::info("rank {}: signal {} received, stopping the worker", env_.rank(), sig);
-    w->request_stop();
-  });
-  worker_->wait_closed();
-  signals.close();
+  bool stop_requested = false;
+  while (!worker_->wait_closed(50ms)) {
+    if (!stop_requested && signal_received()) {
+      worker_->request_stop();
+      stop_requested = true;
+    }
+  }
   worker_->stop();
   const auto status = worker_->close_status();
   if (!status.clean) {

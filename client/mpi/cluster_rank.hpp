@@ -2,6 +2,7 @@
 // One rank's part in a cluster launched under mpiexec (see launch.hpp): the scheduler, a
 // worker, the client, or (pool mode) the scheduler and the client in one process.
 // start() and the end of a cluster are collective: every rank of the job takes part.
+#include <taskwire/client/mpi/job_signals.hpp>
 #include <taskwire/client/mpi/launch.hpp>
 #include <taskwire/comm/core/registry.hpp>
 #include <taskwire/runtime/context.hpp>
@@ -21,10 +22,16 @@ class Worker;
 
 namespace taskwire::mpi::detail {
 
+/// How long a rank may take to end after SIGINT/SIGTERM before it exits anyway, with the
+/// same status (the job was ended by the signal either way).
+inline constexpr double kSignalGraceSeconds = 5.0;
+
 class ClusterRank {
  public:
-  /// Throws std::invalid_argument for a layout that does not fit the job.
-  ClusterRank(runtime::MpiEnvironment& env, LaunchOptions options, Layout layout);
+  /// Throws std::invalid_argument for a layout that does not fit the job. `signals` (may be
+  /// null: signals not handled) outlives the rank; the rank handles them while it exists.
+  ClusterRank(runtime::MpiEnvironment& env, LaunchOptions options, Layout layout,
+              JobSignals* signals);
   ~ClusterRank();  ///< stops whatever still runs here
   ClusterRank(const ClusterRank&) = delete;
   ClusterRank& operator=(const ClusterRank&) = delete;
@@ -45,6 +52,10 @@ class ClusterRank {
   /// Other ranks: serve until the client shuts the cluster down (or SIGINT/SIGTERM), then
   /// stop. Returns 0 after a clean shutdown, 1 otherwise.
   int serve();
+  /// The SIGINT/SIGTERM that ended (or is ending) this rank's part, or 0. On the client rank
+  /// a signal never returns here: JobSignals' thread shuts the cluster down, finalises MPI
+  /// and ends the process with 128 + signo (the program's own thread cannot be unwound).
+  int signal_received() const noexcept { return signals_ ? signals_->received() : 0; }
 
  private:
   bool is_scheduler() const noexcept { return env_.rank() == layout_.scheduler_rank; }
@@ -54,6 +65,8 @@ class ClusterRank {
   int serve_scheduler();
   int serve_worker();
   void watch_peers();
+  void on_signal(int signo);
+  [[noreturn]] void end_client_rank_for_signal(int signo);
   std::string role_of(int rank) const;
 
   runtime::MpiEnvironment& env_;
@@ -68,8 +81,19 @@ class ClusterRank {
   std::string inproc_address_;     // pool mode: where the embedded client connects
   bool finished_ = false;
   bool keep_context_ = false;  // the program's futures outlive the cluster (see the destructor)
+  std::atomic<bool> started_{false};  // start() is done: client_ and the roles exist
+  // Client rank: whoever sets it first ends the cluster, finish_client() or a signal.
+  std::atomic<bool> ending_{false};
+  std::atomic<bool> signal_ends_{false};  // a signal won: the process ends on its thread
+  JobSignals* signals_;                   // null: signals not handled
   std::atomic<bool> stop_watch_{false};
   std::thread watchdog_;  // ends the job when a rank dies (MPI cannot go on without it)
 };
+
+/// Ends a rank whose job was ended by `signo` (SIGINT/SIGTERM): MPI's orderly shutdown
+/// (collective: every other rank does it too), logs flushed, then the process ends with
+/// 128 + signo: std::exit when the rank's parts are all stopped, else std::_Exit (no
+/// destructor may run under a thread that still uses them).
+[[noreturn]] void exit_after_signal(runtime::MpiEnvironment& env, int signo, bool threads_still_run);
 
 }  // namespace taskwire::mpi::detail

@@ -20,6 +20,7 @@ Transport parse_transport(std::string_view name) {
 std::string_view to_string(Transport t) noexcept { return t == Transport::mpi ? "mpi" : "tcp"; }
 
 struct Session::Impl {
+  std::unique_ptr<detail::JobSignals> signals;   // until MPI is shut down (options.handle_signals)
   std::unique_ptr<runtime::MpiEnvironment> env;  // owned by initialize()/initialize_pool()
   std::unique_ptr<detail::ClusterRank> rank;
   Transport transport;
@@ -62,6 +63,10 @@ void Session::shutdown() {
   impl_->rank->finish_client();
   impl_->rank.reset();
   if (impl_->env) impl_->env->shutdown();
+  // A signal that came while the cluster was ending still ends the program, as on every rank.
+  if (impl_->signals && impl_->signals->received())
+    detail::exit_after_signal(*impl_->env, impl_->signals->received(), true);
+  impl_->signals.reset();
 }
 
 namespace {
@@ -71,6 +76,9 @@ namespace {
 Session launch(int& argc, char**& argv, const LaunchOptions& options, Layout layout,
                int min_ranks, const char* who) {
   auto env = std::make_unique<runtime::MpiEnvironment>(argc, argv);
+  std::unique_ptr<detail::JobSignals> signals;
+  if (options.handle_signals)
+    signals = std::make_unique<detail::JobSignals>(detail::kSignalGraceSeconds);
   if (env->size() < min_ranks)
     throw std::runtime_error(fmt::format(
         "{} needs at least {} MPI ranks (got {}): launch with `mpiexec.mpich -n N PROGRAM`, "
@@ -79,11 +87,14 @@ Session launch(int& argc, char**& argv, const LaunchOptions& options, Layout lay
   runtime::init_logging({options.log_level, options.log_file, env->rank()});
   for (const auto& lib : options.preload) runtime::preload_library(lib);
 
-  auto rank = std::make_unique<detail::ClusterRank>(*env, options, layout);
+  auto rank = std::make_unique<detail::ClusterRank>(*env, options, layout, signals.get());
   rank->start();
   if (!rank->is_client()) {
     const int rc = rank->serve();
     rank.reset();
+    // `signals` stays up through MPI's shutdown: a signal landing after this rank's role has
+    // ended would otherwise kill it by default in the middle of the collective end.
+    if (signals && signals->received()) detail::exit_after_signal(*env, signals->received(), false);
     env->shutdown();
     std::exit(rc);
   }
@@ -95,6 +106,7 @@ Session launch(int& argc, char**& argv, const LaunchOptions& options, Layout lay
   impl->scheduler_address = rank->scheduler_address();
   impl->rank = std::move(rank);
   impl->env = std::move(env);
+  impl->signals = std::move(signals);
   return Session(std::move(impl));
 }
 
@@ -110,16 +122,35 @@ Session initialize_pool(int& argc, char**& argv, LaunchOptions options) {
 
 int run_cluster(runtime::MpiEnvironment& env, const LaunchOptions& options, Layout layout,
                 const std::function<void(Client&)>& program) {
-  detail::ClusterRank rank(env, options, layout);
-  rank.start();
-  if (!rank.is_client()) return rank.serve();
+  std::unique_ptr<detail::JobSignals> signals;
+  if (options.handle_signals)
+    signals = std::make_unique<detail::JobSignals>(detail::kSignalGraceSeconds);
+  auto rank = std::make_unique<detail::ClusterRank>(env, options, layout, signals.get());
+  // A signal during the cluster ends the program's process (its thread cannot be unwound),
+  // so every rank of a job with a program ends too; a job without one (taskwire-mpi)
+  // returns, as a daemon stopped by SIGTERM.
+  auto end_if_signalled = [&](bool threads_still_run) {
+    if (signals && signals->received() && layout.client_rank >= 0)
+      detail::exit_after_signal(env, signals->received(), threads_still_run);
+  };
+  rank->start();
+  if (!rank->is_client()) {
+    const int rc = rank->serve();
+    rank.reset();
+    end_if_signalled(false);
+    return rc;
+  }
   try {
-    program(rank.client());
+    program(rank->client());
   } catch (...) {
-    rank.finish_client();
+    rank->finish_client();
+    end_if_signalled(true);
     throw;
   }
-  return rank.finish_client();
+  const int rc = rank->finish_client();
+  rank.reset();
+  end_if_signalled(true);
+  return rc;
 }
 
 }  // namespace taskwire::mpi

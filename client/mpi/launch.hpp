@@ -56,7 +56,11 @@ struct LaunchOptions {
   std::vector<std::string> preload;
   /// How long workers and the client try to reach the scheduler.
   std::chrono::milliseconds connect_timeout{30'000};
-  /// Scheduler and worker ranks shut down cleanly on SIGINT/SIGTERM.
+  /// Every rank catches SIGINT/SIGTERM while the cluster runs (initialize/initialize_pool:
+  /// until the session ends; see job_signals.hpp): the cluster shuts down, MPI finalises and
+  /// every rank ends its process with 128 + signo, the program's rank included (its thread is
+  /// not unwound). A job without a program (Layout::client_rank -1) returns 0 from
+  /// run_cluster instead. False: the signals' dispositions are left alone.
   bool handle_signals = true;
 };
 

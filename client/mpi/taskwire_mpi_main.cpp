@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <iostream>
 
 namespace po = boost::program_options;
@@ -67,6 +68,11 @@ int main(int argc, char* argv[]) {
   }
 
   try {
+    // run_cluster handles SIGINT/SIGTERM while the cluster serves. Before it and after it,
+    // while MPI starts and shuts down, the rank is already on its way and a stop request
+    // must not kill it mid-MPI (Hydra would then SIGKILL the whole job): they are ignored.
+    std::signal(SIGINT, SIG_IGN);
+    std::signal(SIGTERM, SIG_IGN);
     runtime::MpiEnvironment env(argc, argv);
     if (env.size() < 2) {
       if (env.rank() == 0)

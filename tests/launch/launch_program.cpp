@@ -7,6 +7,8 @@
 //   busy                 the program ends while tasks still run
 //   small                initialize with too few ranks (expects a clear error)
 //   quick mpi|tcp        initialize, one small computation (for repeated launches)
+//   forever|forever-pool mpi|tcp  initialize (or the pool), then computes until a signal ends
+//                        the job (signals_test.sh sends SIGINT/SIGTERM to mpiexec)
 // Prints "CHECKED <what>" for every check that passed and "FAILED <what>" otherwise.
 #include "tests/launch/checks.hpp"
 
@@ -109,6 +111,7 @@ mpi::LaunchOptions options_for(const std::string& transport) {
   mpi::LaunchOptions o;
   o.transport = mpi::parse_transport(transport);
   if (const char* lf = std::getenv("LAUNCH_LOG_FILE")) o.log_file = lf;
+  if (const char* level = std::getenv("LAUNCH_LOG_LEVEL")) o.log_level = level;
   return o;
 }
 
@@ -159,6 +162,21 @@ int run(int argc, char** argv) {
     client.gather(running);
     fmt::print("FAILED the job should have ended\n");
     return 1;
+  }
+  if (mode == "forever" || mode == "forever-pool") {
+    auto session = mode == "forever-pool" ? mpi::initialize_pool(argc, argv, options_for(transport))
+                                          : mpi::initialize(argc, argv, options_for(transport));
+    auto& client = session.client();
+    std::vector<int> naps(8 * session.workers(), 20);
+    for (long round = 0;; ++round) {
+      auto done = client.gather(client.map(launch_fns::nap, naps));
+      if (round == 0 || done.size() != naps.size())
+        check(done.size() == naps.size(), "forever: a round of naps");
+      if (round == 0) {
+        fmt::print("rank {}: cluster up, computing until a signal\n", session.rank());
+        std::fflush(stdout);
+      }
+    }
   }
   if (mode == "busy") {
     auto session = mpi::initialize(argc, argv, options_for(transport));
