@@ -104,14 +104,17 @@ Record& current() {
   return *record;
 }
 
+std::int32_t nanny_pid() { return current().nanny_pid.load(); }
+
 RunningTask::RunningTask(std::string_view key, std::string_view function) noexcept {
+  thread_local const auto tid = static_cast<std::int32_t>(::gettid());  // one system call a thread
   Record& record = current();
   for (Slot& s : record.slots) {
     std::int32_t free = 0;
     if (!s.tid.compare_exchange_strong(free, -1, std::memory_order_acquire)) continue;
     copy_cut(s.key, sizeof s.key, key);
     copy_cut(s.function, sizeof s.function, function);
-    s.tid.store(static_cast<std::int32_t>(::gettid()), std::memory_order_release);
+    s.tid.store(tid, std::memory_order_release);
     slot_ = &s;
     return;
   }
@@ -165,6 +168,7 @@ SharedRecord::SharedRecord() {
   }
   new (record_) Record();
   record_->magic = kMagic;
+  record_->nanny_pid = static_cast<std::int32_t>(::getpid());
 }
 
 SharedRecord::~SharedRecord() {

@@ -32,6 +32,7 @@ struct Slot {
 struct Record {
   std::atomic<std::uint32_t> magic{0};
   std::atomic<std::int32_t> registered{0};  ///< the worker joined its scheduler
+  std::atomic<std::int32_t> nanny_pid{0};   ///< the nanny that made it; 0: the process's own
   char name[128];
   char address[256];
   Slot slots[kSlots];
@@ -40,6 +41,10 @@ struct Record {
 /// The record this process writes: the one in the memfd named by TASKWIRE_NANNY_RECORD_FD if
 /// that is set (and valid), else one of its own.
 Record& current();
+
+/// The pid of the nanny whose record this process writes (the process's parent when it
+/// started), or 0 when no nanny started it.
+std::int32_t nanny_pid();
 
 /// Marks the thread as running `key` (function `function`) until destroyed.
 class RunningTask {

@@ -27,7 +27,6 @@ namespace taskwire::worker {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-constexpr const char* kNannyPidVariable = "TASKWIRE_NANNY_PID";
 // A child that never joined its scheduler and died is restarted after this, doubling with
 // each such death in a row (a worker that crashes while starting), up to kMaxRestartDelay.
 constexpr auto kFirstRestartDelay = std::chrono::milliseconds(100);
@@ -41,12 +40,11 @@ sigset_t nanny_signals() {
 }
 
 pid_t spawn_child(const std::vector<std::string>& args, int record_fd) {
-  std::vector<std::string> env_strings{fmt::format("{}={}", crash::kRecordFdVariable, record_fd),
-                                       fmt::format("{}={}", kNannyPidVariable, ::getpid())};
-  std::vector<char*> env;
-  for (auto& e : env_strings) env.push_back(e.data());
+  const std::string prefix = std::string(crash::kRecordFdVariable) + "=";
+  std::string record_variable = prefix + std::to_string(record_fd);
+  std::vector<char*> env{record_variable.data()};
   for (char** e = environ; *e; ++e) {
-    if (std::strncmp(*e, "TASKWIRE_NANNY_", 15) != 0) env.push_back(*e);
+    if (std::strncmp(*e, prefix.c_str(), prefix.size()) != 0) env.push_back(*e);
   }
   env.push_back(nullptr);
   std::string program = "taskwire-worker";
@@ -220,14 +218,12 @@ int run_nanny(comm::Registry& registry, const NannyOptions& options) {
 }
 
 bool adopt_nanny() {
-  const char* text = std::getenv(kNannyPidVariable);
-  if (!text) return false;
-  const pid_t nanny = static_cast<pid_t>(std::atol(text));
-  (void)crash::current();  // maps the nanny's record while its descriptor is known
-  if (const char* fd = std::getenv(crash::kRecordFdVariable))
-    ::fcntl(std::atoi(fd), F_SETFD, FD_CLOEXEC);  // not for the tasks' own children
-  ::unsetenv(kNannyPidVariable);
+  const char* fd = std::getenv(crash::kRecordFdVariable);
+  if (!fd) return false;
+  const pid_t nanny = crash::nanny_pid();  // maps the nanny's record while its descriptor is known
+  ::fcntl(std::atoi(fd), F_SETFD, FD_CLOEXEC);  // not for the tasks' own children
   ::unsetenv(crash::kRecordFdVariable);
+  if (nanny == 0) return false;  // not a record a nanny made
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // the nanny gone: shut down as if told to
   if (::getppid() != nanny) ::raise(SIGTERM);
   return true;

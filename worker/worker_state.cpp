@@ -157,6 +157,7 @@ void WorkerState::apply(ComputeTaskEvent& e) {
       case TaskStatus::cancelled:
         existing->assigned = true;
         existing->status = TaskStatus::executing;
+        --cancelled_count_;
         return;
       case TaskStatus::flight:
         // Let the transfer finish; compute it here only if the transfer fails.
@@ -228,6 +229,7 @@ void WorkerState::apply(ComputeTaskEvent& e) {
       enqueue_fetch(ds);
     } else if (ds.status == TaskStatus::cancelled) {
       ds.status = TaskStatus::executing;  // its result is wanted again, by `ts`
+      --cancelled_count_;
     } else if (ds.status == TaskStatus::fetch || ds.status == TaskStatus::flight) {
       for (const auto& w : holders[d])
         if (!contains(ds.who_has, w)) ds.who_has.push_back(w);
@@ -332,7 +334,6 @@ void WorkerState::ensure_computing() {
     }
     ts.status = TaskStatus::executing;
     ++executing_count_;
-    on_threads_.insert(key);
     emit(Execute{key, ts.function, std::move(args), ts.priority, stimulus_});
   }
 }
@@ -341,7 +342,7 @@ void WorkerState::ensure_computing() {
 
 void WorkerState::validate() const {
   auto fail = [](const std::string& what) { throw std::logic_error("WorkerState: " + what); };
-  std::size_t on_threads = 0;
+  std::size_t on_threads = 0, cancelled = 0;
   for (const auto& [key, ts] : tasks_) {
     if (ts.key != key) fail(fmt::format("record '{}' is filed under '{}'", ts.key, key));
     const QueueEntry entry{ts.priority, ts.seq, key};
@@ -355,6 +356,7 @@ void WorkerState::validate() const {
       fail(fmt::format("'{}' is {} but its data is {}held", key, ts.status,
                        data_->contains(key) ? "" : "not "));
     if (ts.status == TaskStatus::executing || ts.status == TaskStatus::cancelled) ++on_threads;
+    if (ts.status == TaskStatus::cancelled) ++cancelled;
     if (ts.status == TaskStatus::fetch && ts.who_has.empty())
       fail(fmt::format("'{}' is to be fetched from nobody", key));
     if (ts.status == TaskStatus::flight) {
@@ -386,6 +388,9 @@ void WorkerState::validate() const {
         fail(fmt::format("'{}' lists dependent '{}', which does not depend on it", key, d));
     }
   }
+  if (cancelled != cancelled_count_)
+    fail(fmt::format("{} tasks cancelled on threads but cancelled_count is {}", cancelled,
+                     cancelled_count_));
   if (on_threads != executing_count_)
     fail(fmt::format("{} tasks on threads but executing_count is {}", on_threads,
                      executing_count_));
@@ -397,13 +402,6 @@ void WorkerState::validate() const {
         return kv.second.status == TaskStatus::memory;
       })))
     fail("the data store holds keys no task record accounts for");
-}
-
-std::size_t WorkerState::cancelled_on_threads() const {
-  return static_cast<std::size_t>(std::count_if(on_threads_.begin(), on_threads_.end(), [&](const Key& k) {
-    const auto it = tasks_.find(k);
-    return it != tasks_.end() && it->second.status == TaskStatus::cancelled;
-  }));
 }
 
 }  // namespace taskwire::worker

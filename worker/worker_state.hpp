@@ -104,7 +104,7 @@ class WorkerState {
   std::size_t executing_count() const noexcept { return executing_count_; }
   /// Threads held by tasks freed while running (cancelled): the scheduler no longer counts
   /// them, and must be told (threads_busy) lest it place work behind them.
-  std::size_t cancelled_on_threads() const;
+  std::size_t cancelled_on_threads() const noexcept { return cancelled_count_; }
   std::size_t ready_count() const noexcept { return ready_.size(); }
   std::size_t fetch_count() const noexcept { return fetch_queue_.size(); }
   /// Peers with a GatherDep outstanding.
@@ -149,7 +149,7 @@ class WorkerState {
   std::set<QueueEntry> fetch_queue_;
   std::map<std::string, std::vector<Key>> in_flight_;  ///< peer -> keys of its GatherDep
   std::size_t executing_count_ = 0;  ///< executing + cancelled: threads in use
-  std::set<Key> on_threads_;         ///< their keys
+  std::size_t cancelled_count_ = 0;  ///< of those, cancelled
   std::uint64_t next_seq_ = 0;
   std::uint64_t stimulus_counter_ = 0;
   // The call in progress.

@@ -98,7 +98,7 @@ void WorkerState::apply(ExecuteSuccess& e) {
   TaskState* ts = find(e.key);
   if (!ts || (ts->status != TaskStatus::executing && ts->status != TaskStatus::cancelled)) return;
   --executing_count_;
-  on_threads_.erase(e.key);
+  if (ts->status == TaskStatus::cancelled) --cancelled_count_;
   ts->duration_s = e.duration_s;
   if (!ts->assigned && ts->dependents.empty()) {
     finished_running(*ts);
@@ -113,7 +113,7 @@ void WorkerState::apply(ExecuteFailure& e) {
   TaskState* ts = find(e.key);
   if (!ts || (ts->status != TaskStatus::executing && ts->status != TaskStatus::cancelled)) return;
   --executing_count_;
-  on_threads_.erase(e.key);
+  if (ts->status == TaskStatus::cancelled) --cancelled_count_;
   ts->duration_s = e.duration_s;
   finished_running(*ts);
   if (!ts->assigned && ts->dependents.empty()) return forget(e.key);
@@ -184,8 +184,10 @@ void WorkerState::release(const Key& key) {
   if (!ts) return;
   switch (ts->status) {
     case TaskStatus::executing:
-    case TaskStatus::cancelled:
       ts->status = TaskStatus::cancelled;
+      ++cancelled_count_;
+      return;
+    case TaskStatus::cancelled:
       return;
     case TaskStatus::flight:
       ts->resume.reset();
