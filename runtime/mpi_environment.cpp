@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <poll.h>
 #include <sys/syscall.h>
@@ -45,6 +46,15 @@ const char* level_name(int level) {
     case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
   }
   return "an unknown thread level";
+}
+
+// MPICH's UCX device sends a message from UCX_RNDV_THRESH up (~8 KiB over shared memory) by
+// rendezvous, which moves only while both ranks call into MPI; ranks here sleep or run tasks
+// between messages. Why 64 KiB: docs/mpi-poll-policy.md, "Eager up to 64 KiB". A value the
+// user set is kept.
+void default_ucx_settings() {
+  if (::setenv("UCX_RNDV_THRESH", "65536", /*overwrite=*/0) != 0)
+    spdlog::warn("could not set UCX_RNDV_THRESH: {}", std::strerror(errno));
 }
 
 }  // namespace
@@ -93,6 +103,7 @@ void MpiEnvironment::init(int* argc, char*** argv) {
                                                                           : MPI_THREAD_SERIALIZED;
   int provided = MPI_THREAD_SINGLE;
   if (!initialized) {
+    default_ucx_settings();
     const int rc = MPI_Init_thread(argc, argv, required, &provided);
     if (rc != MPI_SUCCESS)
       throw std::runtime_error("MPI_Init_thread failed: " + error_string(rc));

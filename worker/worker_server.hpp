@@ -58,8 +58,9 @@ struct WorkerOptions {
   std::size_t max_gather_peers = 4;
   /// Results of at most this many bytes travel inline with task_finished (the scheduler
   /// forwards them to the clients that want them, saving their get_data round trip);
-  /// larger ones stay here until fetched. 0 sends none inline.
-  std::size_t inline_result_bytes = 64 * 1024;
+  /// larger ones stay here until fetched. 0 sends none inline. Why 8 KiB and not more:
+  /// docs/mpi-poll-policy.md, "Results inline".
+  std::size_t inline_result_bytes = 8 * 1024;
   /// Tasks of a function whose runs averaged at most this long run on the worker's event
   /// loop instead of a pool thread (while a thread slot is free), saving two thread
   /// hand-overs per task; 0 always uses the pool. See worker/task_execution.cpp.
