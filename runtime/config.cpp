@@ -42,7 +42,6 @@ Config Config::from_env() {
   std::uint64_t yield = c.mpi.yield_after_progress.count();
   overlay("TASKWIRE_MPI_YIELD_US", yield);
   c.mpi.yield_after_progress = std::chrono::microseconds(yield);
-  overlay("TASKWIRE_MPI_MAX_CHUNK_BYTES", c.mpi.max_chunk_bytes);
   overlay("TASKWIRE_MAX_FRAME_BYTES", c.limits.max_frame_bytes);
   overlay("TASKWIRE_MAX_MESSAGE_BYTES", c.limits.max_message_bytes);
   return c;
