@@ -153,7 +153,7 @@ void SchedulerState::drop_replicas_of(WorkerState* ws) {
     remove_replica(ts, ws);
     if (!ts->who_has.empty()) continue;
     lost.push_back(ts->key);
-    recommend(ts, ts->computable ? S::released : S::forgotten);
+    recommend(ts, S::released);
   }
   if (!lost.empty()) {
     log(LogLevel::warning, fmt::format("worker {} held the only copy of {} key(s), which are "
@@ -268,33 +268,13 @@ void SchedulerState::on(const MissingData& e) {
     if (ts->state == S::memory && ts->who_has.empty()) {
       log(LogLevel::warning,
           fmt::format("'{}' lost: {} could not get it from {}", e.key, e.worker, e.errant_worker));
-      recommend(ts, ts->computable ? S::released : S::forgotten);
+      recommend(ts, S::released);
     }
   }
   if (e.dependent.empty()) return;
   TaskState* dts = find_task(e.dependent);
   if (dts && dts->state == S::processing && dts->processing_on->address == e.worker) {
     recommend(dts, S::waiting);  // sent again with fresh locations
-  }
-}
-
-void SchedulerState::on(const Reschedule& e) {
-  TaskState* ts = find_task(e.key);
-  if (ts && ts->state == S::processing && ts->processing_on->address == e.worker) {
-    recommend(ts, S::released);
-  }
-}
-
-void SchedulerState::on(const AddKeys& e) {
-  WorkerState* ws = find_worker(e.worker);
-  if (!ws) return;
-  for (const std::string& key : e.keys) {
-    TaskState* ts = find_task(key);
-    if (ts && ts->state == S::memory) {
-      add_replica(ts, ws);
-    } else {
-      free_keys(ws, key);
-    }
   }
 }
 
