@@ -1,7 +1,8 @@
 #pragma once
 // The project's one little-endian codec: every byte that taskwire itself lays out (the
 // operation headers of wire_codec.hpp, the stream framing of comm/core/framing.hpp, the MPI
-// backend's heads in comm/mpi/mpi_wire.hpp) is written and read through this file.
+// backend's heads in comm/mpi/mpi_wire.hpp) is written and read through this file. (The
+// connection handshake, comm/core/handshake.cpp, still has a reader and writer of its own.)
 //
 // Two layers:
 //  - store_le / load_le / append_le: one fixed-width number at a byte position, little-endian

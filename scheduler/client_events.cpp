@@ -164,8 +164,8 @@ void SchedulerState::add_wants(const UpdateGraph& e, ClientState* cs, const Grap
     TaskState* ts = find_task(key);
     const auto bad = scan.why_bad.find(key);
     if (!ts && bad == scan.why_bad.end()) {  // runnable, but the graph was refused
-      out_.push_back(ReportTaskErred{cs->id, key, key, scan.refused, scan.refused, "", "", "",
-                                     "", stimulus_id_});
+      out_.push_back(
+          ReportTaskErred{cs->id, key, key, scan.refused, scan.refused, "", "", "", stimulus_id_});
       continue;
     }
     if (!ts) {
@@ -306,13 +306,13 @@ void SchedulerState::report_state(TaskState* ts, ClientState* cs) {
 }
 
 void SchedulerState::report_failure(TaskState* ts, ClientState* cs) {
-  static const TaskFailure unknown{"", "unknown error", ""};
+  static const TaskFailure unknown{"", "unknown error"};
   const TaskFailure& f = ts->failure ? *ts->failure : unknown;
   const bool own = f.blamed_key == ts->key || f.blamed_key.empty();
   out_.push_back(ReportTaskErred{
       cs->id, ts->key, own ? ts->key : f.blamed_key,
       own ? f.message : fmt::format("dependency '{}' failed: {}", f.blamed_key, f.message),
-      f.message, f.traceback, f.exception_type, f.worker_name, f.worker_address, stimulus_id_});
+      f.message, f.exception_type, f.worker_name, f.worker_address, stimulus_id_});
 }
 
 }  // namespace taskwire::scheduler

@@ -136,7 +136,6 @@ struct TaskErred {
   std::string worker;
   std::string key;
   std::string message;
-  std::string traceback;
   std::string exception_type;  ///< demangled type of what the task threw; empty if it threw nothing
   std::string stimulus_id;
 };

@@ -303,7 +303,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     if (spdlog::should_log(spdlog::level::debug))
       spdlog::debug("scheduler: task '{}' erred on {}: {}{}{}", b.key, worker, b.exception_type,
                     b.exception_type.empty() ? "" : ": ", b.message);
-    handle(TaskErred{std::move(worker), std::move(b.key), std::move(b.message), "",
+    handle(TaskErred{std::move(worker), std::move(b.key), std::move(b.message),
                      std::move(b.exception_type), ""});
   }
 

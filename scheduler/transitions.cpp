@@ -131,7 +131,7 @@ void SchedulerState::released_to_waiting(TaskState* ts) {
   if (!ts->spec_held) {  // only an erred task drops it, and none runs again: never waits
     log(LogLevel::error, fmt::format("'{}' would run again, but its arguments were freed", ts->key));
     ts->failure = std::make_shared<const TaskFailure>(
-        TaskFailure{ts->key, "its arguments were freed when it erred; submit it again", ""});
+        TaskFailure{ts->key, "its arguments were freed when it erred; submit it again"});
     recommend(ts, S::erred);
     return;
   }

@@ -20,7 +20,6 @@ TEST_CASE(
   CHECK(reports[0].key == "x");
   CHECK(reports[0].blamed_key == "x");
   CHECK(reports[0].message == "ZeroDivisionError: division by zero");
-  CHECK(reports[0].traceback == "Traceback: ...");
   for (int i : {0, 1, 2}) CHECK(reports[i].cause == "ZeroDivisionError: division by zero");
   for (int i : {1, 2}) {
     CHECK(reports[i].blamed_key == "x");
@@ -351,7 +350,7 @@ TEST_CASE("scheduler: stale messages are ignored or answered with FreeKeys", "[s
   CHECK(freed_on(h.last, "tcp://b:1") == std::vector<std::string>{"x"});
   h.handle(TaskFinished{"tcp://a:1", "unknown", 8, 0.1, ""});
   CHECK(freed_on(h.last, "tcp://a:1") == std::vector<std::string>{"unknown"});
-  h.handle(TaskErred{"tcp://b:1", "x", "not yours", "", "", ""});
+  h.handle(TaskErred{"tcp://b:1", "x", "not yours", "", ""});
   CHECK(h.s.task_state("x") == S::processing);
   h.handle(RemoveWorker{"tcp://nobody:1", "", false, ""});
   h.handle(Heartbeat{"tcp://nobody:1", 1.0, ""});
