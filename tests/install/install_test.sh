@@ -29,6 +29,7 @@ step_install() {
   cmake --install "$BUILD_DIR" --prefix "$PREFIX" >/dev/null || fail "cmake --install $BUILD_DIR failed"
   for p in "${PROGRAMS[@]}"; do
     [ -x "$PREFIX/bin/$p" ] || fail "$p not installed in $PREFIX/bin"
+    # shellcheck disable=SC2016  # a literal $ORIGIN
     readelf -d "$PREFIX/bin/$p" | grep -E 'R(UN)?PATH' | grep -qF '$ORIGIN/' ||
       fail "$p has no \$ORIGIN-relative RUNPATH: $(readelf -d "$PREFIX/bin/$p" | grep -E 'R(UN)?PATH')"
   done
@@ -44,6 +45,7 @@ step_headers() {
   [ ! -e "$inc/worker/worker_server_impl.hpp" ] || fail "internal worker_server_impl.hpp is installed"
   local missing=0 header included
   while read -r header; do
+    # shellcheck disable=SC2013  # header names have no spaces
     for included in $(sed -n 's|^ *# *include *<taskwire/\([^>]*\)>.*|\1|p' "$inc/$header"); do
       if [ ! -f "$inc/$included" ]; then
         echo "installed $header includes <taskwire/$included>, which is not installed:" \
@@ -58,10 +60,11 @@ step_headers() {
   local cflags; cflags=$(pkg-config --cflags taskwire) || fail "pkg-config --cflags taskwire failed"
   # Each header alone (-fsyntax-only), against the install tree only: no -I into the sources.
   export CXX cflags; export CXX_FLAGS="${CXX_FLAGS:-}"
+  # shellcheck disable=SC2016  # $1 and $CXX... are expanded by the sh that xargs starts
   (cd "$inc" && find . -name '*.hpp' -printf '%P\n' | sort) |
-    xargs -P 2 -I{} sh -c 'echo "#include <taskwire/{}>" |
+    xargs -P 2 -I{} sh -c 'echo "#include <taskwire/$1>" |
       $CXX -std=c++20 -Wall -Wextra -Werror $CXX_FLAGS $cflags -fsyntax-only -x c++ - ||
-      { echo "installed header {} does not compile on its own" >&2; exit 1; }' ||
+      { echo "installed header $1 does not compile on its own" >&2; exit 1; }' sh {} ||
     fail "an installed header does not compile on its own (above)"
 }
 
@@ -139,6 +142,8 @@ step_deb() {
   done
   if grep -qF worker_server_impl.hpp <<<"$contents"; then fail "the .deb ships worker_server_impl.hpp"; fi
   dpkg -x "$deb" "$root" || fail "dpkg -x $deb failed"
+  grep -qx 'prefix=/usr' "$root/usr/lib/pkgconfig/taskwire.pc" ||
+    fail "the .deb's taskwire.pc does not say prefix=/usr: $(grep prefix= "$root/usr/lib/pkgconfig/taskwire.pc")"
   "$root/usr/bin/taskwire-scheduler" --help >"$WORK_DIR/deb-help.log" 2>&1 ||
     { cat "$WORK_DIR/deb-help.log"; fail "taskwire-scheduler from the .deb (dpkg -x) does not run"; }
   grep -q 'usage: taskwire-scheduler' "$WORK_DIR/deb-help.log" || fail "unexpected --help output"
