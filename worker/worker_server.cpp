@@ -98,6 +98,7 @@ void Worker::Impl::start() {
   comm::ConnectOptions connect;
   connect.timeout = options_.connect_timeout;
   connect.handshake = handshake_;
+  connect.handshake->expect_role = "scheduler";  // not a worker's or a client's address
   try {
     scheduler_ = comm::connect(registry_, options_.scheduler_address, connect);
   } catch (...) {
