@@ -10,7 +10,6 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <future>
 #include <iostream>
 #include <stdexcept>
 
@@ -134,68 +133,27 @@ std::optional<std::chrono::milliseconds> parse_timeout(const std::string& text,
   return std::chrono::milliseconds(static_cast<long long>(value * scale * 1000 + 0.5));
 }
 
-namespace {
-
-std::string how_long(const SchedulerWait& where) {
-  return where.timeout ? fmt::format(" (--connect-timeout {})", where.timeout_text) : "";
+std::optional<std::string> find_scheduler(const SchedulerWait& where, StopSignals& stops) {
+  if (where.scheduler_file.empty()) return where.address;
+  const auto file = SchedulerFile::wait_and_read(where.scheduler_file, where.timeout,
+                                                 [&stops] { return stops.received() != 0; });
+  if (!file) return std::nullopt;
+  return file->address_for("tcp");
 }
 
-/// Connects as to a scheduler, retrying until it answers; the comm is closed again.
-std::optional<std::string> reach(comm::Registry& registry, const std::string& address,
-                                 const SchedulerWait& where,
-                                 std::chrono::steady_clock::time_point deadline,
-                                 StopSignals& stops) {
-  comm::ConnectOptions options;
-  options.timeout = comm::kNoTimeout;
-  if (where.timeout)
-    options.timeout = std::max(std::chrono::milliseconds(1),
-                               std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   deadline - std::chrono::steady_clock::now()));
-  options.handshake = comm::HandshakeOptions::from(registry.context().config());
-  options.handshake->expect_role = "scheduler";
-  options.waiting_for = "the scheduler";
-  struct Outcome {
-    error_code ec;
-    std::string detail;
-    comm::CommPtr comm;
-  };
-  auto done = std::make_shared<std::promise<Outcome>>();
-  auto outcome = done->get_future();
-  auto pending = comm::async_connect(registry, address, std::move(options),
-                                     [done](error_code ec, std::string detail, comm::CommPtr c) {
-                                       done->set_value({ec, std::move(detail), std::move(c)});
-                                     });
-  stops.on_stop([pending](int) { pending.cancel(); });
-  auto result = outcome.get();
-  stops.on_stop({});
-  if (result.comm) {
-    result.comm->close();
-    return address;
-  }
-  if (stops.received()) return std::nullopt;
-  const bool waiting_helps = !comm::is_fatal(result.ec);
-  throw std::runtime_error(fmt::format(
-      "{}{}", result.detail,
-      waiting_helps ? fmt::format("; start the scheduler first, or allow it more time{}",
-                                  how_long(where))
-                    : std::string()));
+std::chrono::milliseconds SchedulerWait::left() const {
+  if (!timeout) return comm::kNoTimeout;
+  const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started);
+  return std::max(std::chrono::milliseconds(1), *timeout - spent);
 }
 
-}  // namespace
-
-std::optional<std::string> wait_for_scheduler(comm::Registry& registry, const SchedulerWait& where,
-                                              StopSignals& stops) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto deadline = where.timeout ? t0 + *where.timeout
-                                      : std::chrono::steady_clock::time_point::max();
-  std::string address = where.address;
-  if (!where.scheduler_file.empty()) {
-    const auto file = SchedulerFile::wait_and_read(where.scheduler_file, where.timeout,
-                                                   [&stops] { return stops.received() != 0; });
-    if (!file) return std::nullopt;
-    address = file->address_for("tcp");
-  }
-  return reach(registry, address, where, deadline, stops);
+std::string SchedulerWait::advice(const error_code& ec) const {
+  if (comm::is_fatal(ec)) return {};  // the error says what is wrong; waiting cannot mend it
+  return timeout ? fmt::format("; start the scheduler first, or allow it more time "
+                               "(--connect-timeout {})",
+                               timeout_text)
+                 : std::string();
 }
 
 }  // namespace taskwire::runtime

@@ -1,10 +1,11 @@
 #pragma once
 // What taskwire-scheduler, taskwire-worker and taskwire-mpi share: the command line's common
 // options and its errors, logging, the configuration, a started context and registry,
-// SIGINT/SIGTERM as a stop request, waiting for the scheduler, exit statuses. Built into the
+// SIGINT/SIGTERM as a stop request, finding the scheduler, exit statuses. Built into the
 // three programs only (the taskwire_daemon_bootstrap static library), not libtaskwire, and
 // not installed: it is not public API, which is also why it may use comm/ from runtime/.
 #include <taskwire/comm/core/registry.hpp>
+#include <taskwire/runtime/asio.hpp>
 #include <taskwire/runtime/config.hpp>
 #include <taskwire/runtime/context.hpp>
 
@@ -99,20 +100,25 @@ class StopSignals {
 std::optional<std::chrono::milliseconds> parse_timeout(const std::string& text,
                                                        const std::string& flag);
 
-/// Where a daemon finds its scheduler: an address, or a scheduler file.
+/// Where a daemon finds its scheduler, and how long it waits for it.
 struct SchedulerWait {
-  std::string address;
-  std::string scheduler_file;
+  std::string address;                               ///< this, or:
+  std::string scheduler_file;                        ///< read once it exists
   std::optional<std::chrono::milliseconds> timeout;  ///< nullopt: wait for ever
   std::string timeout_text = "none";                 ///< as given, for messages
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  /// What is left of the timeout, for the connect (comm::kNoTimeout without one).
+  std::chrono::milliseconds left() const;
+  /// What to add to a failed connect's message: "; start the scheduler first, ..." when
+  /// waiting longer could have helped.
+  std::string advice(const error_code& ec) const;
 };
 
-/// Blocks until the scheduler exists: the file is there (SchedulerFile::wait_and_read), and a
-/// scheduler answers at its address (the handshake checks that the peer is one). Logs where
-/// it waits every few seconds. Returns the scheduler's address; nullopt if a stop signal came
-/// first. Throws std::runtime_error saying what to do when the timeout passes, or at once
-/// for an error waiting cannot mend (an unknown host, a peer that is not a scheduler).
-std::optional<std::string> wait_for_scheduler(comm::Registry& registry, const SchedulerWait& where,
-                                              StopSignals& stops);
+/// The scheduler's address: `where.address`, or the tcp one (else the first) in the scheduler
+/// file once it exists (SchedulerFile::wait_and_read: logged, until the timeout, which
+/// throws std::runtime_error). nullopt if a stop signal came first. The address itself is
+/// waited for by the connect (Worker::start with a connect timeout of where.left()).
+std::optional<std::string> find_scheduler(const SchedulerWait& where, StopSignals& stops);
 
 }  // namespace taskwire::runtime

@@ -4,6 +4,7 @@
 // with a message on any fatal error (the scheduler unreachable or lost, a bad option, a
 // library that cannot be loaded). By default the process is a nanny (nanny.hpp) that runs
 // the worker in a child process and restarts it when it dies.
+#include <taskwire/comm/core/connect.hpp>
 #include <taskwire/runtime/daemon_bootstrap.hpp>
 #include <taskwire/runtime/log.hpp>
 #include <taskwire/runtime/preload.hpp>
@@ -134,6 +135,37 @@ void stop_or_exit(worker::Worker& worker, int exit_status) {
   std::_Exit(exit_status);
 }
 
+worker::WorkerOptions worker_options(const MainOptions& o, const std::string& scheduler,
+                                     bool nannied, std::chrono::milliseconds connect_timeout) {
+  worker::WorkerOptions options;
+  options.scheduler_address = scheduler;
+  options.name = o.name;
+  options.nanny = nannied;
+  options.nthreads = o.nthreads;
+  options.inline_task_seconds = o.inline_task_us * 1e-6;
+  options.listen_address = o.listen;
+  options.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_ms);
+  options.connect_timeout = connect_timeout;
+  options.fetch_timeout = std::chrono::milliseconds(o.fetch_timeout_ms);
+  return options;
+}
+
+/// Connects (waiting for the scheduler); false if a signal ended the wait.
+bool start_or_stop(worker::Worker& worker, const runtime::SchedulerWait& where,
+                   runtime::StopSignals& stops) {
+  stops.on_stop([&worker](int signo) {
+    spdlog::info("worker: signal {} received, shutting down", signo);
+    worker.request_stop();  // also ends start()'s wait for the scheduler
+  });
+  try {
+    worker.start();
+    return true;
+  } catch (const comm::CommError& e) {
+    if (stops.received()) return false;
+    throw std::runtime_error(e.what() + where.advice(e.code()));
+  }
+}
+
 int run_worker(const MainOptions& o) {
   const bool nannied = adopt_nanny();
   runtime::init_logging({o.common.log_level, o.common.log_file, -1, nannied});
@@ -142,31 +174,18 @@ int run_worker(const MainOptions& o) {
   for (const auto& lib : o.libraries) runtime::preload_library(lib);
   runtime::DaemonRuntime rt(runtime::daemon_config("worker", o.name, o.common));
   runtime::StopSignals stops(rt.context());
-  runtime::SchedulerWait where{o.scheduler, o.scheduler_file,
-                               runtime::parse_timeout(o.connect_timeout, "--connect-timeout"),
-                               o.connect_timeout};
-  const auto scheduler = runtime::wait_for_scheduler(rt.registry(), where, stops);
+  const runtime::SchedulerWait where{
+      o.scheduler, o.scheduler_file,
+      runtime::parse_timeout(o.connect_timeout, "--connect-timeout"), o.connect_timeout};
+  const auto scheduler = runtime::find_scheduler(where, stops);
   if (!scheduler) {
-    spdlog::info("worker: signal {} received while waiting for the scheduler; exiting",
+    spdlog::info("worker: signal {} received while waiting for the scheduler file; exiting",
                  stops.received());
     return runtime::kExitClean;
   }
-
-  worker::WorkerOptions options;
-  options.scheduler_address = *scheduler;
-  options.name = o.name;
-  options.nanny = nannied;
-  options.nthreads = o.nthreads;
-  options.inline_task_seconds = o.inline_task_us * 1e-6;
-  options.listen_address = o.listen;
-  options.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_ms);
-  options.fetch_timeout = std::chrono::milliseconds(o.fetch_timeout_ms);
-  worker::Worker worker(rt.context(), rt.registry(), options);
-  worker.start();
-  stops.on_stop([&worker](int signo) {
-    spdlog::info("worker: signal {} received, shutting down", signo);
-    worker.request_stop();
-  });
+  worker::Worker worker(rt.context(), rt.registry(),
+                        worker_options(o, *scheduler, nannied, where.left()));
+  if (!start_or_stop(worker, where, stops)) return runtime::kExitClean;
   fmt::print("taskwire-worker {} at {} (scheduler {})\n", worker.name(), worker.address(),
              *scheduler);
   std::fflush(stdout);
