@@ -1,9 +1,12 @@
 // taskwire-worker: the worker daemon.
 //   taskwire-worker SCHEDULER_ADDR --nthreads N --preload lib.so [--preload ...] [--name NAME]
-// Exits 0 after a clean shutdown (close_worker from the scheduler, SIGINT, SIGTERM), non-zero
-// with a message on any fatal error (the scheduler unreachable or lost, a bad option, a
-// library that cannot be loaded). By default the process is a nanny (nanny.hpp) that runs
-// the worker in a child process and restarts it when it dies.
+// It waits for its scheduler (the scheduler file to appear, then its address to answer) until
+// --connect-timeout, by default for ever, as dask-worker does: start order does not matter.
+// Exits 0 after a clean shutdown (close_worker from the scheduler, SIGINT, SIGTERM, also while
+// waiting), 1 with a message on a fatal error (the scheduler not there in time, or lost, a
+// peer that is not a scheduler, a library that cannot be loaded), 2 on a bad command line.
+// By default the process is a nanny (nanny.hpp) that runs the worker in a child process and
+// restarts it when it dies of a signal; a child waiting for its scheduler is not dying.
 #include <taskwire/comm/core/connect.hpp>
 #include <taskwire/runtime/daemon_bootstrap.hpp>
 #include <taskwire/runtime/log.hpp>
