@@ -26,8 +26,12 @@ using RejectHandler = std::function<void(error_code, std::string, std::string)>;
 inline constexpr std::chrono::milliseconds kNoTimeout = std::chrono::milliseconds::max();
 
 struct ConnectOptions {
-  std::chrono::milliseconds timeout{0};       ///< 0: the context's config().connect_timeout
-  std::optional<HandshakeOptions> handshake;  ///< default: HandshakeOptions::from(config)
+  /// 0: the context's config().connect_timeout; kNoTimeout: until it succeeds, fails
+  /// fatally or is cancelled (PendingConnect).
+  std::chrono::milliseconds timeout{0};
+  /// Default: HandshakeOptions::from(config). Set expect_role in it to refuse a peer of
+  /// another role (errc::wrong_role).
+  std::optional<HandshakeOptions> handshake;
   /// Keep trying while nothing listens at the address (a server still starting). False for a
   /// peer that should be listening already: a refusal then fails at once.
   bool retry_refused = true;
@@ -61,8 +65,8 @@ struct ListenOptions {
 /// +-50 % jitter) until the timeout passes; fatal errors (version, auth, protocol, bad
 /// address, unknown host, wrong role, unknown scheme) fail at once. Then runs the handshake.
 /// The handler runs on the context's executor.
-PendingConnect async_connect(Registry& registry, const std::string& address, ConnectOptions options,
-                   ConnectHandler handler);
+PendingConnect async_connect(Registry& registry, const std::string& address,
+                             ConnectOptions options, ConnectHandler handler);
 
 /// Blocking form of async_connect; throws CommError with a sentence saying what failed.
 /// Must not be called from the context's own threads (it waits for them).
