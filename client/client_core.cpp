@@ -50,6 +50,18 @@ KeyRef::~KeyRef() {
   }
 }
 
+namespace {
+// A client handshakes as "client" (its context's role) and refuses a peer that is not a
+// scheduler: pointed at a worker's port, it is told so at once.
+comm::ConnectOptions to_scheduler(comm::Registry& registry, std::chrono::milliseconds timeout) {
+  comm::ConnectOptions options;
+  options.timeout = timeout;
+  options.handshake = comm::HandshakeOptions::from(registry.context().config());
+  options.handshake->expect_role = "scheduler";
+  return options;
+}
+}  // namespace
+
 std::shared_ptr<ClientCore> ClientCore::connect(const std::string& address, ClientOptions options) {
   std::shared_ptr<ClientCore> core(new ClientCore());
   options.config.role = "client";
@@ -64,7 +76,8 @@ std::shared_ptr<ClientCore> ClientCore::connect(const std::string& address, Clie
   core->context_ = core->own_context_.get();
   core->timeout_ = options.connect_timeout;
   core->own_context_->start();
-  core->start(comm::connect(*core->registry_, address, options.connect_timeout));
+  core->start(comm::connect(*core->registry_, address,
+                            to_scheduler(*core->registry_, options.connect_timeout)));
   return core;
 }
 
@@ -75,7 +88,7 @@ std::shared_ptr<ClientCore> ClientCore::connect(comm::Registry& registry, const 
   core->context_ = &registry.context();
   core->timeout_ = timeout;
   core->name_ = registry.context().config().name;
-  core->start(comm::connect(registry, address, timeout));
+  core->start(comm::connect(registry, address, to_scheduler(registry, timeout)));
   return core;
 }
 

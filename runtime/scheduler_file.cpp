@@ -1,7 +1,12 @@
 #include <taskwire/runtime/scheduler_file.hpp>
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <thread>
 #include <sstream>
 #include <stdexcept>
 
@@ -43,6 +48,34 @@ SchedulerFile SchedulerFile::read(const std::string& path) {
   if (f.addresses.empty())
     throw std::runtime_error("scheduler file '" + path + "' lists no address");
   return f;
+}
+
+std::optional<SchedulerFile> SchedulerFile::wait_and_read(
+    const std::string& path, std::optional<std::chrono::milliseconds> timeout,
+    const std::function<bool()>& stop_requested) {
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kPoll = std::chrono::milliseconds(100);
+  constexpr auto kLogInterval = std::chrono::seconds(5);
+  const auto t0 = Clock::now();
+  auto last_log = t0;
+  for (;;) {
+    if (stop_requested && stop_requested()) return std::nullopt;
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec)) return read(path);
+    const auto now = Clock::now();
+    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - t0);
+    if (timeout && now - t0 >= *timeout)
+      throw std::runtime_error(fmt::format(
+          "no scheduler file '{}' after {} s: is a scheduler started with --scheduler-file {}?",
+          path, waited.count(), path));
+    if (now - last_log >= kLogInterval) {
+      last_log = now;
+      spdlog::info("waiting for the scheduler file {} ({} s): it does not exist yet", path,
+                   waited.count());
+    }
+    // Polling: inotify would not see a file on another host's view of a shared file system.
+    std::this_thread::sleep_for(kPoll);
+  }
 }
 
 std::string SchedulerFile::address_for(const std::string& scheme) const {

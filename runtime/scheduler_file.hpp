@@ -2,6 +2,9 @@
 // The scheduler file: how clients and workers find a scheduler started elsewhere (as in
 // Dask's --scheduler-file). A small JSON object: {"address": "...", "addresses": [...]} where
 // "address" is the preferred contact address and "addresses" every transport it listens on.
+#include <chrono>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +17,15 @@ struct SchedulerFile {
   void write(const std::string& path) const;
   /// Throws std::runtime_error saying what is wrong with the file.
   static SchedulerFile read(const std::string& path);
+  /// Blocking: read() once the file exists, checking every 100 ms, since a scheduler started
+  /// with its workers writes it a moment later (Dask's workers wait the same way). Logs
+  /// "waiting for the scheduler file F (N s)" at info level every few seconds. Returns
+  /// nullopt as soon as `stop_requested()` is true (a signal); throws std::runtime_error when
+  /// `timeout` passes first (nullopt: no limit), or at once when the file exists but is
+  /// malformed.
+  static std::optional<SchedulerFile> wait_and_read(
+      const std::string& path, std::optional<std::chrono::milliseconds> timeout,
+      const std::function<bool()>& stop_requested = {});
   /// The first address with this scheme ("tcp", "mpi"); or the preferred one if none.
   std::string address_for(const std::string& scheme) const;
 };

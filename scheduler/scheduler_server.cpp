@@ -434,11 +434,15 @@ SchedulerServer::~SchedulerServer() {
 
 void SchedulerServer::start() {
   auto impl = impl_;
+  // Announced whatever the context's role: workers and clients check that they reached one.
+  comm::ListenOptions as_scheduler;
+  as_scheduler.handshake = comm::HandshakeOptions::from(impl->registry.context().config());
+  as_scheduler.handshake->role = "scheduler";
   for (const auto& address : impl->options.listen)
     impl->listeners.push_back(comm::listen(impl->registry, address, [weak = std::weak_ptr<Impl>(impl)](comm::CommPtr c) {
       if (auto self = weak.lock()) self->on_accept(std::move(c));
       else c->abort();
-    }));
+    }, as_scheduler));
   asio::post(impl->strand, [impl] { impl->arm_heartbeat_check(); });
   for (const auto& l : impl->listeners) spdlog::info("scheduler: listening at {}", l->contact_address());
 }

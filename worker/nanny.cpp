@@ -79,6 +79,7 @@ void report_death(comm::Registry& registry, const NannyOptions& o, protocol::Wor
     connect.timeout = timeout;
     connect.handshake = comm::HandshakeOptions::from(registry.context().config());
     connect.handshake->role = "nanny";
+    connect.handshake->expect_role = "scheduler";
     auto comm = comm::connect(registry, scheduler_address(o), connect);
     runtime::BatchWriter batch;
     batch.add(protocol::Op::worker_died, died);

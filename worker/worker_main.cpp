@@ -1,45 +1,48 @@
 // taskwire-worker: the worker daemon.
 //   taskwire-worker SCHEDULER_ADDR --nthreads N --preload lib.so [--preload ...] [--name NAME]
-// Exits 0 after a clean shutdown (close_worker from the scheduler, SIGINT, SIGTERM), non-zero
-// with a message on any fatal error (the scheduler unreachable or lost, a bad option, a
-// library that cannot be loaded). By default the process is a nanny (nanny.hpp) that runs
-// the worker in a child process and restarts it when it dies.
-#include <taskwire/comm/backends.hpp>
+// It waits for its scheduler (the scheduler file to appear, then its address to answer) until
+// --connect-timeout, by default for ever, as dask-worker does: start order does not matter.
+// Exits 0 after a clean shutdown (close_worker from the scheduler, SIGINT, SIGTERM, also while
+// waiting), 1 with a message on a fatal error (the scheduler not there in time, or lost, a
+// peer that is not a scheduler, a library that cannot be loaded), 2 on a bad command line.
+// By default the process is a nanny (nanny.hpp) that runs the worker in a child process and
+// restarts it when it dies of a signal; a child waiting for its scheduler is not dying.
+#include <taskwire/comm/core/connect.hpp>
+#include <taskwire/runtime/daemon_bootstrap.hpp>
 #include <taskwire/runtime/log.hpp>
 #include <taskwire/runtime/preload.hpp>
-#include <taskwire/runtime/scheduler_file.hpp>
 #include <taskwire/worker/crash_record.hpp>
 #include <taskwire/worker/nanny.hpp>
 #include <taskwire/worker/worker_server.hpp>
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <unistd.h>
 
-#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <future>
 #include <memory>
-#include <thread>
-#include <iostream>
-#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace po = boost::program_options;
 using namespace taskwire;
 using namespace taskwire::worker;
 
-
 namespace {
 
+constexpr const char* kProgram = "taskwire-worker";
+
 struct MainOptions {
-  std::string scheduler, scheduler_file, name, listen, level = "info", log_file, token;
+  std::string scheduler, scheduler_file, name, listen;
+  std::string connect_timeout = "none";
+  runtime::DaemonCommonOptions common;
   std::vector<std::string> libraries;
   unsigned nthreads = 1;
-  long heartbeat_ms = 500, connect_timeout_ms = 0;
+  long heartbeat_ms = 500;
   long fetch_timeout_ms = worker::WorkerOptions{}.fetch_timeout.count();
   double inline_task_us = 20;
   bool no_nanny = false;
@@ -70,9 +73,9 @@ po::options_description describe(MainOptions& o) {
       "reaches the scheduler, or inproc://auto)")(
       "heartbeat-ms", po::value(&o.heartbeat_ms)->default_value(o.heartbeat_ms),
       "milliseconds between heartbeats to the scheduler")(
-      "connect-timeout-ms", po::value(&o.connect_timeout_ms)->default_value(o.connect_timeout_ms),
-      "give up connecting to the scheduler after this long (0: TASKWIRE_CONNECT_TIMEOUT_MS or "
-      "10 s)")(
+      "connect-timeout", po::value(&o.connect_timeout)->default_value(o.connect_timeout),
+      "wait this long for the scheduler (its file to appear, then its address to answer) "
+      "before giving up with exit status 1: 30, 30s, 500ms, 2m, 1h, or none for no limit")(
       "fetch-timeout-ms", po::value(&o.fetch_timeout_ms)->default_value(o.fetch_timeout_ms),
       "a fetch from a peer worker fails (the data is fetched elsewhere or recomputed) once "
       "nothing arrived from it for this long; 0: no deadline")(
@@ -80,67 +83,37 @@ po::options_description describe(MainOptions& o) {
       "run the worker in this process: no restart when it dies, and the scheduler learns "
       "only that its connection closed")(
       "restart-limit", po::value(&o.restart_limit)->default_value(o.restart_limit),
-      "the nanny gives up (exit 1) when the worker died this many times within a minute")(
-      "auth-token", po::value(&o.token), "token to present to peers (or TASKWIRE_AUTH_TOKEN)")(
-      "log-level", po::value(&o.level)->default_value(o.level),
-      "trace, debug, info, warn, error, critical, off")(
-      "log-file", po::value(&o.log_file),
+      "the nanny gives up (exit 1) when the worker died this many times within a minute");
+  runtime::add_daemon_common_options(
+      desc, o.common,
       "also log to this file ({rank} and {pid} are replaced); the nanny and its worker share it");
   return desc;
 }
 
-/// Returns -1 to go on, else the exit status.
-int parse(int argc, char* argv[], MainOptions& o) {
-  const auto desc = describe(o);
-  po::positional_options_description positional;
-  positional.add("scheduler", 1);
-  try {
-    po::variables_map vm;
-    po::store(po::command_line_parser(argc, argv).options(desc).positional(positional).run(), vm);
-    if (vm.count("help")) {
-      std::cout << desc << "\n";
-      return 0;
-    }
-    po::notify(vm);
-    if (o.scheduler.empty() && o.scheduler_file.empty())
-      throw po::error("no scheduler address: give SCHEDULER_ADDR or --scheduler-file");
-    if (!o.scheduler.empty() && !o.scheduler_file.empty())
-      throw po::error("give SCHEDULER_ADDR or --scheduler-file, not both");
-    if (o.nthreads == 0) throw po::error("--nthreads must be at least 1");
-    if (!(o.inline_task_us >= 0)) throw po::error("--inline-task-us must not be negative");
-    if (o.heartbeat_ms <= 0) throw po::error("--heartbeat-ms must be positive");
-    if (o.connect_timeout_ms < 0) throw po::error("--connect-timeout-ms must not be negative");
-    if (o.fetch_timeout_ms < 0) throw po::error("--fetch-timeout-ms must not be negative");
-    if (o.restart_limit < 0) throw po::error("--restart-limit must not be negative");
-  } catch (const po::error& e) {
-    fmt::print(stderr, "taskwire-worker: {}\nTry 'taskwire-worker --help'.\n", e.what());
-    return 2;
-  }
-  return -1;
-}
-
-runtime::Config context_config(const MainOptions& o, const char* role) {
-  auto config = runtime::Config::from_env();
-  config.role = role;
-  if (!o.name.empty()) config.name = o.name;
-  if (!o.token.empty()) config.auth_token = o.token;
-  return config;
+void check(const MainOptions& o) {
+  if (o.scheduler.empty() && o.scheduler_file.empty())
+    throw po::error("no scheduler address: give SCHEDULER_ADDR or --scheduler-file");
+  if (!o.scheduler.empty() && !o.scheduler_file.empty())
+    throw po::error("give SCHEDULER_ADDR or --scheduler-file, not both");
+  if (o.nthreads == 0) throw po::error("--nthreads must be at least 1");
+  if (!(o.inline_task_us >= 0)) throw po::error("--inline-task-us must not be negative");
+  if (o.heartbeat_ms <= 0) throw po::error("--heartbeat-ms must be positive");
+  runtime::parse_timeout(o.connect_timeout, "--connect-timeout");
+  if (o.fetch_timeout_ms < 0) throw po::error("--fetch-timeout-ms must not be negative");
+  if (o.restart_limit < 0) throw po::error("--restart-limit must not be negative");
 }
 
 int run_as_nanny(int argc, char* argv[], const MainOptions& o) {
   block_nanny_signals();  // before any thread starts: only the nanny's loop takes them
-  runtime::init_logging({o.level, o.log_file, -1});
-  runtime::Context ctx(context_config(o, "nanny"), 1);
-  comm::Registry registry(ctx);
-  comm::register_builtin_backends(registry);
-  ctx.start();
+  runtime::init_logging({o.common.log_level, o.common.log_file, -1});
+  runtime::DaemonRuntime rt(runtime::daemon_config("nanny", o.name, o.common));
   NannyOptions nanny;
   nanny.child_args.assign(argv + 1, argv + argc);
   nanny.child_args.push_back("--no-nanny");
   nanny.scheduler = o.scheduler;
   nanny.scheduler_file = o.scheduler_file;
   nanny.restart_limit = o.restart_limit;
-  return run_nanny(registry, nanny);
+  return run_nanny(rt.registry(), nanny);
 }
 
 // A task that never returns must not keep a closed worker alive: its thread cannot be
@@ -165,20 +138,8 @@ void stop_or_exit(worker::Worker& worker, int exit_status) {
   std::_Exit(exit_status);
 }
 
-int run_worker(const MainOptions& o) {
-  const bool nannied = adopt_nanny();
-  runtime::init_logging({o.level, o.log_file, -1, nannied});
-  crash::install_fatal_signal_handlers(
-      fmt::format("taskwire-worker {}(pid {})", o.name.empty() ? "" : o.name + " ", ::getpid()));
-  for (const auto& lib : o.libraries) runtime::preload_library(lib);
-  const std::string scheduler =
-      o.scheduler_file.empty() ? o.scheduler
-                               : runtime::SchedulerFile::read(o.scheduler_file).address_for("tcp");
-  runtime::Context ctx(context_config(o, "worker"), 1);
-  comm::Registry registry(ctx);
-  comm::register_builtin_backends(registry);
-  ctx.start();
-
+worker::WorkerOptions worker_options(const MainOptions& o, const std::string& scheduler,
+                                     bool nannied, std::chrono::milliseconds connect_timeout) {
   worker::WorkerOptions options;
   options.scheduler_address = scheduler;
   options.name = o.name;
@@ -187,42 +148,71 @@ int run_worker(const MainOptions& o) {
   options.inline_task_seconds = o.inline_task_us * 1e-6;
   options.listen_address = o.listen;
   options.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_ms);
-  options.connect_timeout = std::chrono::milliseconds(o.connect_timeout_ms);
+  options.connect_timeout = connect_timeout;
   options.fetch_timeout = std::chrono::milliseconds(o.fetch_timeout_ms);
-  worker::Worker worker(ctx, registry, options);
+  return options;
+}
 
-  asio::signal_set signals(ctx.io(), SIGINT, SIGTERM);
-  signals.async_wait([&worker](error_code ec, int sig) {
-    if (ec) return;
-    spdlog::info("worker: signal {} received, shutting down", sig);
-    worker.request_stop();
+/// Connects (waiting for the scheduler); false if a signal ended the wait.
+bool start_or_stop(worker::Worker& worker, const runtime::SchedulerWait& where,
+                   runtime::StopSignals& stops) {
+  stops.on_stop([&worker](int signo) {
+    spdlog::info("worker: signal {} received, shutting down", signo);
+    worker.request_stop();  // also ends start()'s wait for the scheduler
   });
-  worker.start();
+  try {
+    worker.start();
+    return true;
+  } catch (const comm::CommError& e) {
+    if (stops.received()) return false;
+    throw std::runtime_error(e.what() + where.advice(e.code()));
+  }
+}
+
+int run_worker(const MainOptions& o) {
+  const bool nannied = adopt_nanny();
+  runtime::init_logging({o.common.log_level, o.common.log_file, -1, nannied});
+  crash::install_fatal_signal_handlers(
+      fmt::format("taskwire-worker {}(pid {})", o.name.empty() ? "" : o.name + " ", ::getpid()));
+  for (const auto& lib : o.libraries) runtime::preload_library(lib);
+  runtime::DaemonRuntime rt(runtime::daemon_config("worker", o.name, o.common));
+  runtime::StopSignals stops(rt.context());
+  const runtime::SchedulerWait where{
+      o.scheduler, o.scheduler_file,
+      runtime::parse_timeout(o.connect_timeout, "--connect-timeout"), o.connect_timeout};
+  const auto scheduler = runtime::find_scheduler(where, stops);
+  if (!scheduler) {
+    spdlog::info("worker: signal {} received while waiting for the scheduler file; exiting",
+                 stops.received());
+    return runtime::kExitClean;
+  }
+  worker::Worker worker(rt.context(), rt.registry(),
+                        worker_options(o, *scheduler, nannied, where.left()));
+  if (!start_or_stop(worker, where, stops)) return runtime::kExitClean;
   fmt::print("taskwire-worker {} at {} (scheduler {})\n", worker.name(), worker.address(),
-             scheduler);
+             *scheduler);
   std::fflush(stdout);
 
   worker.wait_closed();
-  signals.cancel();
+  stops.on_stop({});
   const auto status = worker.close_status();
-  stop_or_exit(worker, status.clean ? 0 : 1);
-  if (!status.clean) {
-    fmt::print(stderr, "taskwire-worker: {}\n", status.reason);
-    return 1;
-  }
+  stop_or_exit(worker, status.clean ? runtime::kExitClean : runtime::kExitFailure);
+  if (!status.clean) throw std::runtime_error(status.reason);
   spdlog::info("worker: stopped ({})", status.reason);
-  return 0;
+  return runtime::kExitClean;
 }
 
 }  // namespace
 
 int main(int argc, char* argv[]) {
   MainOptions options;
-  if (const int rc = parse(argc, argv, options); rc >= 0) return rc;
-  try {
+  const auto desc = describe(options);
+  po::positional_options_description positional;
+  positional.add("scheduler", 1);
+  if (auto rc = runtime::parse_daemon_command_line(kProgram, argc, argv, desc, &positional,
+                                                   [&] { check(options); }))
+    return *rc;
+  return runtime::run_daemon(kProgram, [&] {
     return options.no_nanny ? run_worker(options) : run_as_nanny(argc, argv, options);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "taskwire-worker: {}\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <future>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -98,8 +99,10 @@ void Worker::Impl::start() {
   comm::ConnectOptions connect;
   connect.timeout = options_.connect_timeout;
   connect.handshake = handshake_;
+  connect.handshake->expect_role = "scheduler";  // not a worker's or a client's address
+  connect.waiting_for = "the scheduler";
   try {
-    scheduler_ = comm::connect(registry_, options_.scheduler_address, connect);
+    scheduler_ = connect_to_scheduler(std::move(connect));
   } catch (...) {
     started_ = false;
     throw;
@@ -149,7 +152,40 @@ void Worker::Impl::on_started() {
   schedule_heartbeat();
 }
 
+comm::CommPtr Worker::Impl::connect_to_scheduler(comm::ConnectOptions options) {
+  auto done = std::make_shared<std::promise<comm::CommPtr>>();
+  auto connected = done->get_future();
+  {
+    std::lock_guard lock(connect_mu_);
+    connecting_ = true;
+    pending_connect_ = comm::async_connect(
+        registry_, options_.scheduler_address, std::move(options),
+        [done](error_code ec, std::string detail, comm::CommPtr comm) {
+          if (ec) done->set_exception(std::make_exception_ptr(comm::CommError(ec, detail)));
+          else done->set_value(std::move(comm));
+        });
+    if (stop_while_connecting_) pending_connect_.cancel();
+  }
+  struct Connected {
+    Impl& impl;
+    ~Connected() {
+      std::lock_guard lock(impl.connect_mu_);
+      impl.connecting_ = false;
+      impl.pending_connect_ = {};
+    }
+  } connected_guard{*this};
+  return connected.get();
+}
+
 void Worker::Impl::request_stop() {
+  {
+    std::lock_guard lock(connect_mu_);
+    if (connecting_) {  // start() then throws CommError(aborted)
+      stop_while_connecting_ = true;
+      pending_connect_.cancel();
+      return;
+    }
+  }
   if (!started_) {
     std::lock_guard lock(status_mu_);
     if (!status_.closed) status_ = CloseStatus{true, true, "the worker was never started"};

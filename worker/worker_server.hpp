@@ -38,7 +38,8 @@ struct WorkerOptions {
   std::string listen_address;
   /// Interval between heartbeats to the scheduler.
   std::chrono::milliseconds heartbeat_interval{500};
-  /// Deadline for connecting to the scheduler at start(); 0: the context's connect_timeout.
+  /// Deadline for connecting to the scheduler at start(); 0: the context's connect_timeout;
+  /// comm::kNoTimeout: until it answers or request_stop() is called.
   std::chrono::milliseconds connect_timeout{0};
   /// Deadline for connecting to a peer worker before its keys count as missing there;
   /// 0: the context's connect_timeout.
@@ -86,9 +87,10 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  /// Blocking: connects to the scheduler (retrying until the connect timeout), starts
-  /// listening, starts the thread pool and sends register_worker. Throws comm::CommError
-  /// (scheduler unreachable, address in use...) or std::invalid_argument (bad options).
+  /// Blocking: connects to the scheduler (retrying until the connect timeout, and refusing
+  /// a peer that is not a scheduler), starts listening, starts the thread pool and sends
+  /// register_worker. Throws comm::CommError (scheduler unreachable, address in use, aborted
+  /// when request_stop() ends the wait...) or std::invalid_argument (bad options).
   /// Not from the context's threads. Call once.
   void start();
   /// Non-blocking, any thread (signal handlers included): begins a clean shutdown: tells

@@ -153,6 +153,14 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   bool closed_ = false;   // finish_close() ran: status_ says closed
   std::atomic<bool> started_{false};  // start() got past its checks
 
+  // start()'s connect to the scheduler, which request_stop() cancels: a daemon may wait for
+  // its scheduler without a time limit.
+  comm::CommPtr connect_to_scheduler(comm::ConnectOptions options);
+  std::mutex connect_mu_;
+  bool connecting_ = false;
+  bool stop_while_connecting_ = false;
+  comm::PendingConnect pending_connect_;
+
   // Comms accepted by the listener, each served on its own strand.
   std::mutex served_mu_;
   std::set<comm::CommPtr> served_;

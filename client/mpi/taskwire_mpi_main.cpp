@@ -5,23 +5,30 @@
 // scheduler file) so that a Client outside the job can connect and submit work. The job ends
 // when a client calls shutdown() or on SIGINT/SIGTERM, every rank exiting 0.
 #include <taskwire/client/mpi/launch.hpp>
+#include <taskwire/runtime/daemon_bootstrap.hpp>
 #include <taskwire/runtime/log.hpp>
 #include <taskwire/runtime/preload.hpp>
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
-#include <iostream>
 
 namespace po = boost::program_options;
 using namespace taskwire;
 
-int main(int argc, char* argv[]) {
-  mpi::LaunchOptions options;
+namespace {
+
+constexpr const char* kProgram = "taskwire-mpi";
+
+struct MainOptions {
+  mpi::LaunchOptions launch;
   std::string transport = "mpi";
-  long connect_timeout_ms = options.connect_timeout.count();
+  std::string connect_timeout = "30s";
+};
+
+po::options_description describe(MainOptions& o) {
+  auto& options = o.launch;
   po::options_description desc(
       "taskwire-mpi: a taskwire cluster in one MPI launch. Rank 0 runs the scheduler, every\n"
       "other rank a worker; they talk over MPI. The scheduler also listens on TCP for clients\n"
@@ -38,57 +45,59 @@ int main(int argc, char* argv[]) {
       "tcp://0.0.0.0:8786 for every interface)")(
       "nthreads", po::value(&options.nthreads)->default_value(options.nthreads),
       "threads running tasks on each worker rank")(
-      "transport", po::value(&transport)->default_value(transport),
+      "transport", po::value(&o.transport)->default_value(o.transport),
       "how workers reach the scheduler and each other: mpi or tcp")(
       "tcp-host", po::value(&options.tcp_host)->default_value(options.tcp_host),
       "interface address for --transport tcp")(
-      "connect-timeout-ms", po::value(&connect_timeout_ms)->default_value(connect_timeout_ms),
-      "how long workers try to reach the scheduler")(
+      "connect-timeout", po::value(&o.connect_timeout)->default_value(o.connect_timeout),
+      "how long workers try to reach the scheduler: 30, 30s, 500ms, 2m or 1h")(
       "log-level", po::value(&options.log_level)->default_value("info"),
       "trace, debug, info, warn, error, off")(
       "log-file", po::value(&options.log_file),
       "also log to this file, one per rank: {rank} is replaced (e.g. 'taskwire-{rank}.log')");
-  try {
-    po::variables_map vm;
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    if (vm.count("help")) {
-      std::cout << desc << "\n";
-      return 0;
-    }
-    po::notify(vm);
-    options.transport = mpi::parse_transport(transport);
-    if (options.nthreads == 0) throw po::error("--nthreads must be at least 1");
-    if (connect_timeout_ms <= 0) throw po::error("--connect-timeout-ms must be positive");
-    options.connect_timeout = std::chrono::milliseconds(connect_timeout_ms);
-    if (options.extra_scheduler_listen.empty())
-      options.extra_scheduler_listen.push_back("tcp://127.0.0.1:0");
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "taskwire-mpi: {}\nTry 'taskwire-mpi --help'.\n", e.what());
-    return 2;
-  }
+  return desc;
+}
 
-  try {
-    // run_cluster handles SIGINT/SIGTERM while the cluster serves. Before it and after it,
-    // while MPI starts and shuts down, the rank is already on its way and a stop request
-    // must not kill it mid-MPI (Hydra would then SIGKILL the whole job): they are ignored.
-    std::signal(SIGINT, SIG_IGN);
-    std::signal(SIGTERM, SIG_IGN);
-    runtime::MpiEnvironment env(argc, argv);
-    if (env.size() < 2) {
-      if (env.rank() == 0)
-        fmt::print(stderr,
-                   "taskwire-mpi: needs at least 2 MPI ranks (a scheduler and a worker), got {}: "
-                   "launch with `mpiexec.mpich -n N taskwire-mpi ...`, N >= 2\n",
-                   env.size());
-      return 2;
-    }
-    runtime::init_logging({options.log_level, options.log_file, env.rank()});
-    for (const auto& lib : options.preload) runtime::preload_library(lib);
-    const int rc = mpi::run_cluster(env, options, mpi::Layout{0, -1}, {});
-    if (env.rank() == 0) spdlog::info("taskwire-mpi: stopped");
-    return rc;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "taskwire-mpi: {}\n", e.what());
-    return 1;
+void check(MainOptions& o) {
+  o.launch.transport = mpi::parse_transport(o.transport);
+  if (o.launch.nthreads == 0) throw po::error("--nthreads must be at least 1");
+  const auto timeout = runtime::parse_timeout(o.connect_timeout, "--connect-timeout");
+  // Every rank starts together: a scheduler rank that is not up by then never will be.
+  if (!timeout) throw po::error("--connect-timeout must be a duration here, not none");
+  o.launch.connect_timeout = *timeout;
+  if (o.launch.extra_scheduler_listen.empty())
+    o.launch.extra_scheduler_listen.push_back("tcp://127.0.0.1:0");
+}
+
+int run(int argc, char* argv[], const MainOptions& o) {
+  // run_cluster handles SIGINT/SIGTERM while the cluster serves. Before it and after it,
+  // while MPI starts and shuts down, the rank is already on its way and a stop request
+  // must not kill it mid-MPI (Hydra would then SIGKILL the whole job): they are ignored.
+  std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGTERM, SIG_IGN);
+  runtime::MpiEnvironment env(argc, argv);
+  if (env.size() < 2) {
+    if (env.rank() == 0)
+      fmt::print(stderr,
+                 "taskwire-mpi: needs at least 2 MPI ranks (a scheduler and a worker), got {}: "
+                 "launch with `mpiexec.mpich -n N taskwire-mpi ...`, N >= 2\n",
+                 env.size());
+    return runtime::kExitUsage;
   }
+  runtime::init_logging({o.launch.log_level, o.launch.log_file, env.rank()});
+  for (const auto& lib : o.launch.preload) runtime::preload_library(lib);
+  const int rc = mpi::run_cluster(env, o.launch, mpi::Layout{0, -1}, {});
+  if (env.rank() == 0) spdlog::info("taskwire-mpi: stopped");
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  MainOptions options;
+  const auto desc = describe(options);
+  if (auto rc = runtime::parse_daemon_command_line(kProgram, argc, argv, desc, nullptr,
+                                                   [&] { check(options); }))
+    return *rc;
+  return runtime::run_daemon(kProgram, [&] { return run(argc, argv, options); });
 }

@@ -15,22 +15,39 @@ using Clock = std::chrono::steady_clock;
 class ConnectOp : public std::enable_shared_from_this<ConnectOp> {
  public:
   ConnectOp(Registry& registry, Address address, std::chrono::milliseconds timeout,
-            HandshakeOptions handshake, bool retry_refused, ConnectHandler handler)
-      : registry_(registry), address_(std::move(address)), timeout_(timeout),
-        retry_refused_(retry_refused),
-        handshake_(std::move(handshake)),
-        deadline_(Clock::now() + timeout), handler_(std::move(handler)),
+            HandshakeOptions handshake, ConnectOptions options, ConnectHandler handler)
+      : address_(std::move(address)), timeout_(timeout),
+        retry_refused_(options.retry_refused), waiting_for_(std::move(options.waiting_for)),
+        handshake_(std::move(handshake)), started_(Clock::now()),
+        deadline_(timeout == kNoTimeout ? Clock::time_point::max() : started_ + timeout),
+        last_wait_log_(started_),
+        handler_(std::move(handler)),
         strand_(asio::make_strand(registry.context().executor())), timer_(strand_),
         deadline_timer_(strand_) {}
 
   void start(Backend& backend) {
     connector_ = backend.make_connector();
     auto self = shared_from_this();
-    deadline_timer_.expires_at(deadline_);
-    deadline_timer_.async_wait([self](error_code ec) {
-      if (!ec) self->fail(make_error_code(errc::timeout), self->last_detail());
-    });
+    if (deadline_ != Clock::time_point::max()) {
+      deadline_timer_.expires_at(deadline_);
+      deadline_timer_.async_wait([self](error_code ec) {
+        if (!ec) self->fail(make_error_code(errc::timeout), self->last_detail());
+      });
+    }
     asio::dispatch(strand_, [self] { self->attempt(); });
+  }
+
+  /// From any thread.
+  PendingConnect handle() {
+    std::weak_ptr<ConnectOp> weak = shared_from_this();
+    return PendingConnect([weak] {
+      auto self = weak.lock();
+      if (!self) return;
+      asio::dispatch(self->strand_, [self] {
+        self->fail(make_error_code(errc::aborted),
+                   fmt::format("connecting to {} was cancelled", self->address_));
+      });
+    });
   }
 
  private:
@@ -50,7 +67,7 @@ class ConnectOp : public std::enable_shared_from_this<ConnectOp> {
       if (comm) comm->abort();
       return;
     }
-    if (ec) return retry_or_fail(ec, ec.message());
+    if (ec) return retry_or_fail(ec, describe(ec));
     auto opts = handshake_;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
     opts.timeout = std::max(std::chrono::milliseconds(1), std::min(opts.timeout, left));
@@ -64,11 +81,25 @@ class ConnectOp : public std::enable_shared_from_this<ConnectOp> {
     });
   }
 
+  // A raw connect error as a sentence; a lookup failure names the host, the one part of the
+  // address that is wrong.
+  std::string describe(error_code ec) const {
+    if (ec != make_error_code(errc::unknown_host) && ec != make_error_code(errc::dns_unavailable))
+      return ec.message();
+    std::string host = address_.location;
+    try {
+      host = HostPort::parse(address_.location).host;
+    } catch (const CommError&) {
+    }
+    return fmt::format("cannot resolve host '{}' in {}: {}", host, address_, ec.message());
+  }
+
   void retry_or_fail(error_code ec, std::string detail) {
     last_error_ = ec;
     last_text_ = std::move(detail);
     if (is_fatal(ec) || (!retry_refused_ && ec == make_error_code(errc::refused)))
       return fail(ec, last_text_);
+    log_wait();
     auto delay = next_delay();
     if (Clock::now() + delay >= deadline_) delay = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
     auto self = shared_from_this();
@@ -76,6 +107,17 @@ class ConnectOp : public std::enable_shared_from_this<ConnectOp> {
     timer_.async_wait([self](error_code e) {
       if (!e) self->attempt();
     });
+  }
+
+  void log_wait() {
+    if (waiting_for_.empty()) return;
+    // The first line comes one interval in: a peer that is a moment late says nothing.
+    const auto now = Clock::now();
+    if (now - last_wait_log_ < kWaitLogInterval) return;
+    last_wait_log_ = now;
+    spdlog::info("waiting for {} at {} ({} s): {}", waiting_for_, address_,
+                 std::chrono::duration_cast<std::chrono::seconds>(now - started_).count(),
+                 last_text_);
   }
 
   std::chrono::milliseconds next_delay() {
@@ -110,12 +152,13 @@ class ConnectOp : public std::enable_shared_from_this<ConnectOp> {
     h({}, {}, std::move(comm));
   }
 
-  Registry& registry_;
   Address address_;
   std::chrono::milliseconds timeout_;
   bool retry_refused_;
+  std::string waiting_for_;
   HandshakeOptions handshake_;
-  Clock::time_point deadline_;
+  Clock::time_point started_, deadline_;
+  Clock::time_point last_wait_log_;
   ConnectHandler handler_;
   asio::strand<asio::any_io_executor> strand_;
   asio::steady_timer timer_, deadline_timer_;
@@ -182,8 +225,8 @@ class HandshakingListener final : public Listener {
 
 }  // namespace
 
-void async_connect(Registry& registry, const std::string& address, ConnectOptions options,
-                   ConnectHandler handler) {
+PendingConnect async_connect(Registry& registry, const std::string& address,
+                             ConnectOptions options, ConnectHandler handler) {
   Address parsed;
   Backend* backend = nullptr;
   try {
@@ -194,15 +237,17 @@ void async_connect(Registry& registry, const std::string& address, ConnectOption
                [h = std::move(handler), code = e.code(), what = std::string(e.what())] {
                  h(code, what, nullptr);
                });
-    return;
+    return {};
   }
   const auto& config = registry.context().config();
   auto timeout = options.timeout.count() > 0 ? options.timeout : config.connect_timeout;
   auto handshake = options.handshake ? std::move(*options.handshake)
                                      : HandshakeOptions::from(config);
-  std::make_shared<ConnectOp>(registry, std::move(parsed), timeout, std::move(handshake),
-                              options.retry_refused, std::move(handler))
-      ->start(*backend);
+  auto op = std::make_shared<ConnectOp>(registry, std::move(parsed), timeout,
+                                        std::move(handshake), std::move(options),
+                                        std::move(handler));
+  op->start(*backend);
+  return op->handle();
 }
 
 CommPtr connect(Registry& registry, const std::string& address, ConnectOptions options) {

@@ -21,12 +21,39 @@ using AcceptHandler = std::function<void(CommPtr)>;
 /// Told of each peer whose handshake failed: (error, detail, peer address).
 using RejectHandler = std::function<void(error_code, std::string, std::string)>;
 
+/// ConnectOptions::timeout meaning "keep trying until cancelled" (a daemon waiting for its
+/// scheduler, as dask-worker does).
+inline constexpr std::chrono::milliseconds kNoTimeout = std::chrono::milliseconds::max();
+
 struct ConnectOptions {
-  std::chrono::milliseconds timeout{0};       ///< 0: the context's config().connect_timeout
-  std::optional<HandshakeOptions> handshake;  ///< default: HandshakeOptions::from(config)
+  /// 0: the context's config().connect_timeout; kNoTimeout: until it succeeds, fails
+  /// fatally or is cancelled (PendingConnect).
+  std::chrono::milliseconds timeout{0};
+  /// Default: HandshakeOptions::from(config). Set expect_role in it to refuse a peer of
+  /// another role (errc::wrong_role).
+  std::optional<HandshakeOptions> handshake;
   /// Keep trying while nothing listens at the address (a server still starting). False for a
   /// peer that should be listening already: a refusal then fails at once.
   bool retry_refused = true;
+  /// While retrying, log "waiting for WAITING_FOR at ADDRESS (N s): LAST ERROR" at info level
+  /// every kWaitLogInterval, e.g. "the scheduler"; empty: retry silently.
+  std::string waiting_for;
+};
+
+inline constexpr std::chrono::seconds kWaitLogInterval{5};
+
+/// Returned by async_connect. cancel() ends the attempt with errc::aborted if it is still
+/// pending (the handler runs once either way); thread-safe, a no-op once it has finished.
+class PendingConnect {
+ public:
+  PendingConnect() = default;
+  explicit PendingConnect(std::function<void()> cancel) : cancel_(std::move(cancel)) {}
+  void cancel() const {
+    if (cancel_) cancel_();
+  }
+
+ private:
+  std::function<void()> cancel_;
 };
 
 struct ListenOptions {
@@ -36,10 +63,10 @@ struct ListenOptions {
 
 /// Asynchronous. Retries with jittered exponential backoff (10 ms doubling, at most 1 s,
 /// +-50 % jitter) until the timeout passes; fatal errors (version, auth, protocol, bad
-/// address, unknown scheme) fail at once. Then runs the handshake. The handler runs on the
-/// context's executor.
-void async_connect(Registry& registry, const std::string& address, ConnectOptions options,
-                   ConnectHandler handler);
+/// address, unknown host, wrong role, unknown scheme) fail at once. Then runs the handshake.
+/// The handler runs on the context's executor.
+PendingConnect async_connect(Registry& registry, const std::string& address,
+                             ConnectOptions options, ConnectHandler handler);
 
 /// Blocking form of async_connect; throws CommError with a sentence saying what failed.
 /// Must not be called from the context's own threads (it waits for them).

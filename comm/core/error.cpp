@@ -19,6 +19,9 @@ class CommCategory final : public boost::system::error_category {
       case errc::bad_address: return "malformed address";
       case errc::peer_lost: return "peer lost";
       case errc::io: return "transport I/O error";
+      case errc::unknown_host: return "no such host name: check the spelling, or give an IP address";
+      case errc::dns_unavailable: return "the host name lookup failed (is DNS reachable?)";
+      case errc::wrong_role: return "the peer is not the kind of process expected";
     }
     return "unknown comm error";
   }
@@ -39,6 +42,8 @@ bool is_fatal(const boost::system::error_code& ec) noexcept {
     case errc::unknown_scheme:
     case errc::bad_address:
     case errc::protocol:
+    case errc::unknown_host:
+    case errc::wrong_role:
       return true;
     default:
       return false;

@@ -22,6 +22,10 @@ enum class errc {
   bad_address,     ///< the address does not parse
   peer_lost,       ///< the peer process died or became unreachable
   io,              ///< any other transport failure (text in the log)
+  unknown_host,    ///< the host name does not exist (DNS says so): a typo, or the wrong name
+  dns_unavailable, ///< the host name could not be looked up now (DNS unreachable): retried
+  wrong_role,      ///< handshake: the peer is not the kind of process expected (a worker's
+                   ///< address given where the scheduler's is wanted)
 };
 
 const boost::system::error_category& comm_category() noexcept;
@@ -34,10 +38,16 @@ inline boost::system::error_code make_error_code(errc e) noexcept {
 bool is_fatal(const boost::system::error_code& ec) noexcept;
 
 /// Exception thrown by the blocking API: the code plus a sentence saying what happened.
+/// what() is that sentence alone (the code's own message when it is empty): details built
+/// by the comm layer already say what the code says, and printing both repeated it.
 class CommError : public boost::system::system_error {
  public:
   CommError(boost::system::error_code ec, const std::string& what)
-      : boost::system::system_error(ec, what) {}
+      : boost::system::system_error(ec), what_(what.empty() ? ec.message() : what) {}
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  std::string what_;
 };
 
 }  // namespace taskwire::comm

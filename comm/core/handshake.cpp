@@ -16,6 +16,15 @@ constexpr char kAccept[4] = {'T', 'W', 'O', 'K'};
 constexpr char kRefuse[4] = {'T', 'W', 'N', 'O'};
 constexpr std::size_t kMaxField = 1024;
 
+// Every wrong-role refusal says "..., not a ROLE: give the ROLE's address".
+constexpr std::string_view kWrongRoleMark = "'s address";
+
+std::string with_article(const std::string& role) {
+  if (role.empty()) return "a process that announces no role";
+  const bool vowel = std::string_view("aeiou").find(role.front()) != std::string_view::npos;
+  return fmt::format("{} {}", vowel ? "an" : "a", role);
+}
+
 std::uint32_t serialization_version() {
   return static_cast<std::uint32_t>(boost::archive::BOOST_ARCHIVE_VERSION());
 }
@@ -152,6 +161,11 @@ struct HandshakeOp : std::enable_shared_from_this<HandshakeOp> {
       my_reason = fmt::format("serialization version mismatch: peer '{}' uses Boost archive v{}, "
                               "this process v{}; build all processes against the same Boost",
                               hello->name, hello->serialization, serialization_version());
+    } else if (!options.expect_role.empty() && hello->role != options.expect_role) {
+      my_error = make_error_code(errc::wrong_role);
+      my_reason = fmt::format("{} is {}, not {}: give the {}'s address", comm->peer_address(),
+                              with_article(hello->role), with_article(options.expect_role),
+                              options.expect_role);
     } else if (!options.auth_token.empty() && hello->token != options.auth_token) {
       my_error = make_error_code(errc::auth);
       my_reason = fmt::format("peer '{}' ({}) presented {}; set the same TASKWIRE_AUTH_TOKEN / "
@@ -178,7 +192,8 @@ struct HandshakeOp : std::enable_shared_from_this<HandshakeOp> {
     // The peer says why; classify by its words' subject so both sides agree on the code.
     auto code = reason.find("auth token") != std::string::npos ? errc::auth
                 : reason.find("version") != std::string::npos  ? errc::version
-                                                               : errc::refused;
+                : reason.find(kWrongRoleMark) != std::string::npos ? errc::wrong_role
+                                                                   : errc::refused;
     finish(make_error_code(code), "refused by the peer: " + reason);
   }
 

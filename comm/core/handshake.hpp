@@ -3,7 +3,8 @@
 // (magic, protocol version, serialization version, name, role, auth token), reads the peer's,
 // checks it, then each writes a verdict (accept, or a refusal with the reason) and reads the
 // peer's. So a mismatch is reported with a clear error on both sides, and a refused comm is
-// closed. Bounded by a timeout (the comm is aborted when it passes).
+// closed. Bounded by a timeout (the comm is aborted when it passes). Checks, in order: protocol
+// version, serialization version, the peer's role (when one is expected), the auth token.
 #include <taskwire/comm/core/comm.hpp>
 #include <taskwire/runtime/config.hpp>
 
@@ -25,6 +26,11 @@ struct HandshakeOptions {
   std::string name;
   std::string role;
   std::string auth_token;  ///< empty: accept any peer
+  /// The role the peer must announce ("scheduler" for a worker or client connecting to
+  /// one); empty: any. Its own role is announced already, so checking it changes nothing on
+  /// the wire: a peer of another role is refused with errc::wrong_role and a sentence
+  /// naming both roles, and the peer's side reads that sentence in the refusal verdict.
+  std::string expect_role;
   std::uint32_t protocol_version = kProtocolVersion;
   std::chrono::milliseconds timeout{10'000};
 

@@ -38,8 +38,11 @@ class ConnectAttempt : public std::enable_shared_from_this<ConnectAttempt> {
     if (ec) {
       spdlog::debug("tcp: cannot resolve {}: {}", address_, ec.message());
       // A name that does not exist will not start to by retrying; a failing DNS server might.
-      return finish(ec == asio::error::host_not_found ? make_error_code(errc::bad_address)
-                                                      : translate_error(ec, address_),
+      const auto code = ec == asio::error::host_not_found ? errc::unknown_host
+                        : ec == asio::error::host_not_found_try_again || ec == asio::error::no_recovery
+                            ? errc::dns_unavailable
+                            : errc::io;
+      return finish(code == errc::io ? translate_error(ec, address_) : make_error_code(code),
                     nullptr);
     }
     asio::async_connect(socket_, results,

@@ -13,8 +13,9 @@ class TcpConnector final : public Connector {
   TcpConnector(asio::io_context& io, const runtime::Limits& limits) : io_(io), limits_(limits) {}
 
   /// Asynchronous; the handler runs on the context (the new comm's strand). Fails with
-  /// refused (nothing listens), bad_address (malformed, or the host name does not exist),
-  /// closed (reset during connect) or io (anything else, logged at debug level).
+  /// refused (nothing listens), bad_address (malformed), unknown_host (the host name does not
+  /// exist), dns_unavailable (the lookup failed for now), closed (reset during connect) or io
+  /// (anything else, logged at debug level).
   /// The attempt owns its own state: the connector may be destroyed while it is pending.
   void async_connect(const Address& address, RawConnectHandler handler) override;
 

@@ -289,3 +289,41 @@ TEST_CASE("conformance: a wrong or missing auth token is refused on both sides",
   c->close();
   REQUIRE(server.wait_ended(1, kWait));
 }
+
+TEST_CASE("conformance: a peer of the wrong role is refused on both sides, saying whose address "
+          "to give", "[conformance]") {
+  auto& fx = fixture();
+  Synced synced(fx);
+  comm::ListenOptions as_worker;
+  as_worker.handshake = comm::HandshakeOptions::from(fx.context().config());
+  as_worker.handshake->role = "worker";
+  TestServer server(fx, TestServer::Mode::echo, as_worker);
+
+  comm::ConnectOptions to_scheduler;
+  to_scheduler.timeout = 20s;
+  to_scheduler.handshake = comm::HandshakeOptions::from(fx.context().config());
+  to_scheduler.handshake->role = "client";
+  to_scheduler.handshake->expect_role = "scheduler";
+  const auto t0 = Clock::now();
+  try {
+    comm::connect(fx.registry(), server.target(), to_scheduler);
+    FAIL("a worker was taken for a scheduler");
+  } catch (const comm::CommError& e) {
+    INFO(e.what());
+    CHECK(e.code() == comm::errc::wrong_role);
+    CHECK_THAT(e.what(), Catch::Contains("is a worker, not a scheduler: give the scheduler's "
+                                         "address"));
+    CHECK(Clock::now() - t0 < 10s);  // fatal: not retried until the deadline
+  }
+  REQUIRE(server.wait_rejected(1, kWait));
+  CHECK(server.rejections().at(0).code == comm::errc::wrong_role);
+  CHECK_THAT(server.rejections().at(0).detail, Catch::Contains("not a scheduler"));
+  // (Not records().empty(): over mpi another rank's comm of the right role may be in already.)
+
+  comm::ConnectOptions to_worker = to_scheduler;
+  to_worker.handshake->expect_role = "worker";
+  auto c = comm::connect(fx.registry(), server.target(), to_worker);
+  CHECK(c->peer().role == "worker");
+  c->close();
+  REQUIRE(server.wait_ended(1, kWait));
+}

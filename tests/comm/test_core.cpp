@@ -65,6 +65,37 @@ TEST_CASE("core: comm errors are error_codes with messages, fatal ones flagged",
   CHECK_FALSE(comm::is_fatal(errc::timeout));
 }
 
+TEST_CASE("core: a CommError says its sentence once", "[core]") {
+  const std::string detail =
+      "could not connect to tcp://127.0.0.1:1 within 1000 ms (3 attempts): last error: "
+      "connection refused (nothing listens there)";
+  const comm::CommError e(errc::refused, detail);
+  CHECK(std::string(e.what()) == detail);  // not followed by the code's message again
+  CHECK(std::string(comm::CommError(errc::closed, "").what()) == "comm closed");
+}
+
+TEST_CASE("core: a host that does not resolve is named, and not retried", "[core]") {
+  runtime::Context ctx(runtime::Config{});
+  comm::Registry reg(ctx);
+  comm::register_builtin_backends(reg);
+  ctx.start();
+  const std::string address = "tcp://nosuch.invalid:8786";  // .invalid never resolves (RFC 2606)
+  try {
+    comm::connect(reg, address, std::chrono::seconds(5));
+    FAIL("connected to " << address);
+  } catch (const comm::CommError& e) {
+    INFO(e.what());
+    // A resolver that answers says "no such host" (fatal); one that cannot be reached makes it
+    // a retried lookup failure, then a timeout whose last error is the same sentence.
+    CHECK((e.code() == errc::unknown_host || e.code() == errc::timeout));
+    CHECK_THAT(e.what(), Catch::Contains("cannot resolve host 'nosuch.invalid' in " + address));
+    CHECK_THAT(e.what(), !Catch::Contains("malformed"));
+  }
+  CHECK(comm::is_fatal(errc::unknown_host));
+  CHECK(comm::is_fatal(errc::wrong_role));
+  CHECK_FALSE(comm::is_fatal(errc::dns_unavailable));
+}
+
 namespace {
 std::vector<char> prefix(std::initializer_list<std::uint64_t> words) {
   std::vector<char> out;

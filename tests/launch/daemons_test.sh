@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Daemons as separate processes, driven by a client process through a scheduler file.
-#   daemons_test.sh daemons|sigkill|sigstop SCHEDULER_EXE WORKER_EXE PRELOAD_LIB CLIENT
-#     taskwire-scheduler + taskwire-worker processes (--preload); `sigkill`: the client
+#   daemons_test.sh daemons|early|sigkill|sigstop SCHEDULER_EXE WORKER_EXE PRELOAD_LIB CLIENT
+#     taskwire-scheduler + taskwire-worker processes (--preload); `early`: the workers start
+#     before the scheduler (its file does not exist yet) and must join it; `sigkill`: the client
 #     SIGKILLs one worker mid-graph and must still get correct results; `sigstop`: one
 #     worker, stopped while it holds a result: the client's get() must fail, not hang
 #   daemons_test.sh door MPIEXEC TASKWIRE_MPI PRELOAD_LIB CLIENT
@@ -37,18 +38,33 @@ fi
 scheduler=$2 worker=$3 lib=$4 client=$5
 workers=(1 2 3) heartbeat=5 nanny=
 # sigkill and sigstop signal the worker process itself, so no nanny in between
-[ "$mode" != daemons ] && nanny=--no-nanny
+[ "$mode" = sigkill ] || [ "$mode" = sigstop ] && nanny=--no-nanny
 # sigstop: the stopped worker must not be removed for missing heartbeats meanwhile
 [ "$mode" = sigstop ] && workers=(1) heartbeat=120
-"$scheduler" --listen tcp://127.0.0.1:0 --scheduler-file "$dir/s.json" \
-  --heartbeat-timeout $heartbeat >"$dir/scheduler.log" 2>&1 &
-pids+=($!)
-wait_for_file "$dir/s.json"
-for w in "${workers[@]}"; do
-  "$worker" --scheduler-file "$dir/s.json" --preload "$lib" --name "w$w" $nanny \
-    --log-level info >"$dir/worker$w.log" 2>&1 &
+start_scheduler() {
+  "$scheduler" --listen tcp://127.0.0.1:0 --scheduler-file "$dir/s.json" \
+    --heartbeat-timeout $heartbeat >"$dir/scheduler.log" 2>&1 &
   pids+=($!)
-done
+  wait_for_file "$dir/s.json"
+}
+start_workers() {
+  for w in "${workers[@]}"; do
+    "$worker" --scheduler-file "$dir/s.json" --preload "$lib" --name "w$w" $nanny \
+      --log-level info >"$dir/worker$w.log" 2>&1 &
+    pids+=($!)
+  done
+}
+if [ "$mode" = early ]; then
+  start_workers  # pids[0..2]
+  for w in "${workers[@]}"; do  # each is waiting for the file (logged every 5 s)
+    for _ in $(seq 1 200); do grep -q "waiting for the scheduler file" "$dir/worker$w.log" && break; sleep 0.1; done
+    grep -q "waiting for the scheduler file" "$dir/worker$w.log" || fail "worker $w does not say it waits"
+  done
+  start_scheduler
+else
+  start_scheduler  # pids[0]
+  start_workers
+fi
 for w in "${workers[@]}"; do  # every worker registered
   for _ in $(seq 1 100); do grep -q "taskwire-worker" "$dir/worker$w.log" && break; sleep 0.1; done
 done

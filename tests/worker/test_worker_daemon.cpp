@@ -3,11 +3,15 @@
 // status 0, a lost scheduler or an unloadable library with a message and a non-zero status.
 #include "tests/worker/fake_scheduler.hpp"
 
+#include <taskwire/client/client.hpp>
 #include <taskwire/comm/backends.hpp>
+#include <taskwire/runtime/scheduler_file.hpp>
 #include <taskwire/runtime/serialize.hpp>
 
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <mutex>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -65,6 +69,15 @@ class Daemon {
     return status_;
   }
   void signal(int sig) { ::kill(pid_, sig); }
+  /// True once the daemon's stderr holds `text`; false after `timeout`.
+  bool wait_for_stderr(const std::string& text, std::chrono::milliseconds timeout = 20s) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (stderr_text().find(text) == std::string::npos) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+  }
   std::string stderr_text() const {
     std::ifstream in(stderr_path_);
     std::stringstream ss;
@@ -96,6 +109,39 @@ struct Fixture {
   comm::Registry registry;
   std::unique_ptr<FakeScheduler> scheduler;
 };
+
+/// A path in /tmp where nothing exists yet; removed at the end.
+struct TempPath {
+  TempPath() {
+    char dir[] = "/tmp/taskwire-worker-test-dir-XXXXXX";
+    REQUIRE(::mkdtemp(dir));
+    directory = dir;
+    path = directory + "/scheduler.json";
+  }
+  ~TempPath() {
+    std::remove(path.c_str());
+    ::rmdir(directory.c_str());
+  }
+  std::string directory, path;
+};
+
+/// A loopback port nothing listens on (it was free a moment ago).
+std::string free_tcp_address(comm::Registry& registry) {
+  auto probe = comm::listen(registry, "tcp://127.0.0.1:0", [](comm::CommPtr c) { c->abort(); });
+  return probe->contact_address();
+}
+
+/// Tells the daemon to close, and checks that it exits 0.
+void close_and_expect_clean_exit(Mailbox& s, Daemon& d) {
+  runtime::BatchWriter close;
+  close.add(Op::close_worker, protocol::Empty{});
+  s.send(close.take());
+  CHECK(s.next(Op::worker_closing));
+  auto status = d.wait();
+  REQUIRE(status);
+  INFO(d.stderr_text());
+  CHECK(*status == 0);
+}
 
 runtime::Message compute(std::string key, std::string function, long arg) {
   runtime::BatchWriter w;
@@ -139,6 +185,10 @@ TEST_CASE("worker daemon: --preload'ed functions run, and close_worker ends it w
   });
   CHECK(value == 49);
   peer->close();
+  // A client given the worker's address instead of the scheduler's is told so at once.
+  CHECK_THROWS_WITH(Client(reg->registered.address),
+                    Contains(reg->registered.address) &&
+                        Contains("is a worker, not a scheduler: give the scheduler's address"));
 
   runtime::BatchWriter close;
   close.add(Op::close_worker, protocol::Empty{});
@@ -215,4 +265,154 @@ TEST_CASE("worker daemon: bad command lines exit 2 and --help exits 0", "[worker
     REQUIRE(status);
     CHECK(*status == 0);
   }
+}
+
+TEST_CASE("worker daemon: started before its scheduler file exists, it waits, then joins",
+          "[worker][daemon]") {
+  Fixture fx;
+  TempPath file;
+  Daemon d({"--scheduler-file", file.path, "--preload", TASKWIRE_PRELOAD_LIB, "--name",
+            "dw-early-file", "--log-level", "info", "--heartbeat-ms", "100"});
+  REQUIRE(d.wait_for_stderr("waiting for the scheduler file " + file.path));
+  CHECK_FALSE(d.wait(0ms).has_value());  // still waiting, under its nanny: not counted as a crash
+  runtime::SchedulerFile{{fx.scheduler->address()}}.write(file.path);
+  auto s = fx.scheduler->accept(20s);
+  auto reg = s->next(Op::register_worker);
+  REQUIRE(reg);
+  CHECK(reg->registered.name == "dw-early-file");
+  close_and_expect_clean_exit(*s, d);
+  CHECK_THAT(d.stderr_text(), !Contains("restarting"));
+}
+
+TEST_CASE("worker daemon: started before anything listens at its address, it waits, then joins",
+          "[worker][daemon]") {
+  runtime::Context ctx(runtime::Config::from_env(), 1);
+  comm::Registry registry(ctx);
+  comm::register_builtin_backends(registry);
+  ctx.start();
+  const auto address = free_tcp_address(registry);
+  Daemon d({address, "--preload", TASKWIRE_PRELOAD_LIB, "--name", "dw-early-address",
+            "--log-level", "info", "--heartbeat-ms", "100"});
+  REQUIRE(d.wait_for_stderr("waiting for the scheduler at " + address));
+  CHECK_FALSE(d.wait(0ms).has_value());
+  FakeScheduler scheduler(registry, address);
+  auto s = scheduler.accept(20s);
+  auto reg = s->next(Op::register_worker);
+  REQUIRE(reg);
+  CHECK(reg->registered.name == "dw-early-address");
+  close_and_expect_clean_exit(*s, d);
+}
+
+TEST_CASE("worker daemon: a bounded --connect-timeout ends the wait with status 1 and says what "
+          "to do", "[worker][daemon]") {
+  runtime::Context ctx(runtime::Config::from_env(), 1);
+  comm::Registry registry(ctx);
+  comm::register_builtin_backends(registry);
+  ctx.start();
+  {
+    Daemon d({free_tcp_address(registry), "--connect-timeout", "1s"});
+    auto status = d.wait(30s);
+    REQUIRE(status);
+    INFO(d.stderr_text());
+    CHECK(*status == 1);
+    CHECK_THAT(d.stderr_text(), Contains("connection refused") &&
+                                    Contains("start the scheduler first") &&
+                                    Contains("--connect-timeout 1s"));
+    const auto text = d.stderr_text();  // the cause is said once, not twice
+    CHECK(text.find("connection refused") == text.rfind("connection refused"));
+    CHECK_THAT(text, !Contains("restarting"));  // under a nanny: its exit, not a crash
+  }
+  {
+    TempPath file;
+    Daemon d({"--scheduler-file", file.path, "--connect-timeout", "500ms", "--no-nanny"});
+    auto status = d.wait(30s);
+    REQUIRE(status);
+    INFO(d.stderr_text());
+    CHECK(*status == 1);
+    CHECK_THAT(d.stderr_text(), Contains("no scheduler file '" + file.path + "'"));
+  }
+  {
+    Daemon d({"tcp://127.0.0.1:1", "--connect-timeout", "soon"});
+    auto status = d.wait();
+    REQUIRE(status);
+    CHECK(*status == 2);
+    CHECK_THAT(d.stderr_text(), Contains("--connect-timeout 'soon'"));
+  }
+}
+
+TEST_CASE("worker daemon: SIGTERM while it waits for its scheduler ends it with status 0",
+          "[worker][daemon]") {
+  runtime::Context ctx(runtime::Config::from_env(), 1);
+  comm::Registry registry(ctx);
+  comm::register_builtin_backends(registry);
+  ctx.start();
+  TempPath file;
+  for (const auto& [where, waiting] :
+       {std::pair{std::vector<std::string>{"--scheduler-file", file.path}, "scheduler file"},
+        std::pair{std::vector<std::string>{free_tcp_address(registry)}, "scheduler at"}}) {
+    for (const char* nanny : {"--no-nanny", ""}) {
+      auto args = where;
+      args.insert(args.end(), {"--log-level", "info"});
+      if (*nanny) args.push_back(nanny);
+      INFO(args[0] << " " << nanny);
+      Daemon d(args);
+      REQUIRE(d.wait_for_stderr(std::string("waiting for the ") + waiting));
+      d.signal(SIGTERM);
+      auto status = d.wait(20s);
+      REQUIRE(status);
+      INFO(d.stderr_text());
+      CHECK(*status == 0);
+    }
+  }
+}
+
+TEST_CASE("worker daemon: pointed at a worker instead of a scheduler, it says so and exits 1",
+          "[worker][daemon]") {
+  runtime::Context ctx(runtime::Config::from_env(), 1);
+  comm::Registry registry(ctx);
+  comm::register_builtin_backends(registry);
+  ctx.start();
+  comm::ListenOptions as_worker;
+  as_worker.handshake = comm::HandshakeOptions::from(ctx.config());
+  as_worker.handshake->role = "worker";
+  std::vector<std::string> rejections;
+  std::mutex mu;
+  std::condition_variable rejected;
+  as_worker.on_reject = [&](error_code, std::string detail, std::string) {
+    std::lock_guard lock(mu);
+    rejections.push_back(std::move(detail));
+    rejected.notify_all();
+  };
+  auto listener = comm::listen(registry, "tcp://127.0.0.1:0", [](comm::CommPtr c) { c->abort(); },
+                               std::move(as_worker));
+  Daemon d({listener->contact_address(), "--no-nanny"});
+  auto status = d.wait(30s);
+  REQUIRE(status);
+  INFO(d.stderr_text());
+  CHECK(*status == 1);
+  CHECK_THAT(d.stderr_text(),
+             Contains("is a worker, not a scheduler: give the scheduler's address"));
+  {
+    std::unique_lock lock(mu);  // the other side's log line, and its rejection
+    REQUIRE(rejected.wait_for(lock, 20s, [&] { return !rejections.empty(); }));
+    CHECK_THAT(rejections[0], Contains("not a scheduler"));
+  }
+  listener.reset();  // no handler runs after this
+}
+
+TEST_CASE("worker daemon: --preload says how many functions a library registered, and warns "
+          "at none", "[worker][daemon]") {
+  Fixture fx;
+  Daemon d({fx.scheduler->address(), "--preload", TASKWIRE_PRELOAD_LIB, "--preload",
+            TASKWIRE_EMPTY_PRELOAD_LIB, "--log-level", "info", "--no-nanny"});
+  auto s = fx.scheduler->accept(20s);
+  REQUIRE(s->next(Op::register_worker));
+  const auto text = d.stderr_text();
+  INFO(text);
+  CHECK_THAT(text, Contains(std::string("preloaded ") + TASKWIRE_PRELOAD_LIB +
+                            ": 2 functions registered"));
+  CHECK_THAT(text, Contains(std::string("--preload ") + TASKWIRE_EMPTY_PRELOAD_LIB +
+                            ": the library registered no functions: did you link it with "
+                            "TASKWIRE_REGISTER"));
+  close_and_expect_clean_exit(*s, d);
 }
