@@ -101,7 +101,9 @@ TEST_CASE("cluster: a result whose only holder left before the client fetched it
           "[cluster]") {
   Cluster cl(2);
   REQUIRE(cl.wait_workers(2));
-  Client client(cl.fx.registry(), cl.address, 3s);  // the wait for news, should a fetch fail
+  ClientOptions options;
+  options.fetch_timeout = 3s;  // the wait for news, should a fetch fail
+  Client client(cl.fx.registry(), cl.address, options);
   const std::string big(100'000, 'y');  // above the inline limit: fetched from its holder
   auto f = client.submit(cluster_fns::greet, big);
   REQUIRE(f.wait_for(30s));  // in memory on one worker; the client holds no copy yet
@@ -251,7 +253,7 @@ TEST_CASE("cluster: a worker joining late gets the waiting work", "[cluster]") {
 TEST_CASE("cluster: scatter, as_completed and cancel", "[cluster]") {
   Cluster cl(2);
   Client client(cl.fx.registry(), cl.address);
-  auto parts = client.scatter(std::vector<int>{1, 2, 3});  // one future per element
+  auto parts = client.scatter_each(std::vector<int>{1, 2, 3});  // one future per element
   REQUIRE(parts.size() == 3);
   CHECK(client.submit(cluster_fns::add, parts[0], parts[2]).get() == 4);
   auto whole = client.scatter(std::string("abc"));
