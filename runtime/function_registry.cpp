@@ -68,10 +68,11 @@ std::string canonical_function_name(std::string_view pretty) {
   if (start < pretty.size() && pretty[start] == '&') ++start;
   auto end = pretty.find_first_of(";]", start);
   std::string name(pretty.substr(start, end == std::string_view::npos ? end : end - start));
-  // One spelling of an anonymous namespace whichever compiler built the process.
-  constexpr std::string_view clang_anonymous = "(anonymous namespace)";
-  for (auto at = name.find(clang_anonymous); at != std::string::npos; at = name.find(clang_anonymous))
-    name.replace(at, clang_anonymous.size(), "{anonymous}");
+  // An anonymous namespace adds nothing to the name (as the code calling the function spells
+  // it), whichever compiler's spelling: GCC's or Clang's.
+  for (std::string_view anonymous : {"{anonymous}::", "(anonymous namespace)::"})
+    for (auto at = name.find(anonymous); at != std::string::npos; at = name.find(anonymous))
+      name.erase(at, anonymous.size());
   return name;
 }
 

@@ -186,6 +186,7 @@ GatherInvoker make_gather_invoker(R (*)()) {
 /// The fully qualified name of a function, taken from the compiler's spelling of the template
 /// argument in __PRETTY_FUNCTION__ (GCC: "[with auto F = ns::f; ...]", Clang: "[F = &ns::f]"),
 /// so that TASKWIRE_REGISTER(ns::f) and TASKWIRE_REGISTER(f) inside namespace ns give one name.
+/// Anonymous namespaces are left out of it ("ns::{anonymous}::f" is "ns::f").
 std::string canonical_function_name(std::string_view pretty_function);
 
 template <auto F>
@@ -210,8 +211,8 @@ struct Registrar {
 #define TASKWIRE_CONCAT_INNER(a, b) a##b
 #define TASKWIRE_CONCAT(a, b) TASKWIRE_CONCAT_INNER(a, b)
 /// Registers a free function (or a static member function) under its fully qualified name
-/// (namespaces and classes included, however the argument is spelled), so every process agrees
-/// on it. Only functions can be registered: a lambda or a functor has no name another process
+/// (namespaces and classes included, anonymous namespaces left out, however the argument is
+/// spelled), so every process agrees on it. Only functions can be registered: a lambda or a functor has no name another process
 /// could find it by. Use at namespace scope, in a file every process links or --preload's.
 #define TASKWIRE_REGISTER(fn)                                                            \
   static const ::taskwire::runtime::detail::Registrar TASKWIRE_CONCAT(taskwire_reg_,     \

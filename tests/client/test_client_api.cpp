@@ -83,8 +83,8 @@ TEST_CASE("registry: names read from GCC's and Clang's spelling agree", "[client
   using runtime::detail::canonical_function_name;
   CHECK(canonical_function_name("std::string f() [with auto F = ns::g; std::string = x]") == "ns::g");
   CHECK(canonical_function_name("std::string f() [F = &ns::g]") == "ns::g");
-  CHECK(canonical_function_name("std::string f() [F = &ns::(anonymous namespace)::g]") ==
-        canonical_function_name("std::string f() [with auto F = ns::{anonymous}::g; x]"));
+  CHECK(canonical_function_name("std::string f() [F = &ns::(anonymous namespace)::g]") == "ns::g");
+  CHECK(canonical_function_name("std::string f() [with auto F = {anonymous}::ns::g; x]") == "ns::g");
   CHECK_THROWS_WITH(canonical_function_name("no template argument here"),
                     Catch::Contains("cannot read the function's name"));
 }
