@@ -42,16 +42,8 @@ Config Config::from_env() {
   std::uint64_t yield = c.mpi.yield_after_progress.count();
   overlay("TASKWIRE_MPI_YIELD_US", yield);
   c.mpi.yield_after_progress = std::chrono::microseconds(yield);
-  overlay("TASKWIRE_MPI_MAX_CHUNK_BYTES", c.mpi.max_chunk_bytes);
   overlay("TASKWIRE_MAX_FRAME_BYTES", c.limits.max_frame_bytes);
   overlay("TASKWIRE_MAX_MESSAGE_BYTES", c.limits.max_message_bytes);
-  std::uint64_t drive = c.client_drive ? 1 : 0;
-  overlay("TASKWIRE_CLIENT_DRIVE", drive);
-  if (drive > 1) throw std::invalid_argument("TASKWIRE_CLIENT_DRIVE must be 0 or 1");
-  c.client_drive = drive == 1;
-  std::uint64_t linger = c.client_drive_linger.count();
-  overlay("TASKWIRE_CLIENT_DRIVE_LINGER_US", linger);
-  c.client_drive_linger = std::chrono::microseconds(linger);
   return c;
 }
 

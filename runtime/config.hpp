@@ -53,9 +53,9 @@ struct Config {
 
   /// Defaults overlaid with TASKWIRE_AUTH_TOKEN, TASKWIRE_CONNECT_TIMEOUT_MS,
   /// TASKWIRE_MPI_SPIN_POLLS, TASKWIRE_MPI_SLEEP_CAP_US, TASKWIRE_MPI_YIELD_US,
-  /// TASKWIRE_MPI_MAX_CHUNK_BYTES, TASKWIRE_MAX_FRAME_BYTES, TASKWIRE_MAX_MESSAGE_BYTES,
-  /// TASKWIRE_CLIENT_DRIVE (0 or 1), TASKWIRE_CLIENT_DRIVE_LINGER_US. A
-  /// malformed value throws std::invalid_argument naming the variable.
+  /// TASKWIRE_MAX_FRAME_BYTES, TASKWIRE_MAX_MESSAGE_BYTES
+  /// (docs/configuration.md). A malformed value throws std::invalid_argument naming the
+  /// variable.
   static Config from_env();
 };
 

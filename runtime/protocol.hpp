@@ -38,21 +38,25 @@ struct TaskSpec {
   void serialize(Ar& ar, unsigned) { ar & key & function & args & dependencies & priority & retries; }
 };
 
+// The numbers are the wire format: never renumber. Retired (nothing sent or handled them, so
+// a peer that sends one is refused as it would be for any unknown number): 4 (who_has) and
+// 23 (who_has_reply).
 enum class Op : std::uint8_t {
   // client -> scheduler
-  update_graph = 1, release_keys, cancel_keys, who_has, shutdown,
+  update_graph = 1, release_keys = 2, cancel_keys = 3, shutdown = 5,
   // scheduler -> client
-  key_in_memory = 20, key_erred, key_cancelled, who_has_reply, shutting_down, key_lost,
+  key_in_memory = 20, key_erred = 21, key_cancelled = 22, shutting_down = 24, key_lost = 25,
   // worker -> scheduler
-  register_worker = 40, heartbeat, task_finished, task_erred, missing_data, worker_closing,
+  register_worker = 40, heartbeat = 41, task_finished = 42, task_erred = 43, missing_data = 44,
+  worker_closing = 45,
   threads_busy = 46,  // since protocol version 4
   // nanny -> scheduler (since protocol version 4)
   worker_died = 50,
   // scheduler -> worker
-  compute_task = 60, free_keys, close_worker, worker_refused,
+  compute_task = 60, free_keys = 61, close_worker = 62, worker_refused = 63,
   free_processing = 66,  // free_keys of tasks processing there; answered by threads_busy (v4)
   // anyone -> worker (peer data)
-  get_data = 80, data_reply,
+  get_data = 80, data_reply = 81,
 };
 
 struct UpdateGraph {
@@ -68,21 +72,9 @@ struct Keys {  ///< release_keys, cancel_keys, free_keys, key_lost
 };
 struct KeysCancelled {  ///< key_cancelled (since protocol version 3)
   std::vector<Key> keys;
-  std::string reason;  ///< "cancelled by client ...", "data lost with worker", ...
+  std::string reason;  ///< "cancelled by client ...", "lost dependencies", ...
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & keys & reason; }
-};
-struct WhoHasRequest {
-  std::uint64_t request_id = 0;
-  std::vector<Key> keys;
-  template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & request_id & keys; }
-};
-struct WhoHasReply {
-  std::uint64_t request_id = 0;
-  WhoHas who_has;
-  template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & request_id & who_has; }
 };
 /// Payload: none, or one frame holding the result itself when the worker sent it inline
 /// (small results, see TaskFinished): the client then needs no get_data round trip.

@@ -1,10 +1,22 @@
 #pragma once
-// The bytes Boost's binary archive writes for a lone number, std::string or std::vector of
-// numbers, written and read with memcpy instead. Each Boost archive builds a std::locale of
-// its own (basic_binary_iprimitive keeps one even with no_codecvt), which costs more than
-// the rest of the archive for a small value: perf showed 10-14 % of a worker's time in
-// locale construction and destruction in a map/reduce over integers. The layout is Boost's
-// (tests compare the bytes), so either side may use either path.
+// The project's one little-endian codec: every byte that taskwire itself lays out (the
+// operation headers of wire_codec.hpp, the stream framing of comm/core/framing.hpp, the MPI
+// backend's heads in comm/mpi/mpi_wire.hpp) is written and read through this file. (The
+// connection handshake, comm/core/handshake.cpp, still has a reader and writer of its own.)
+//
+// Two layers:
+//  - store_le / load_le / append_le: one fixed-width number at a byte position, little-endian
+//    whatever the host (boost::endian; a plain copy on a little-endian host).
+//  - encode / decode: a lone number, std::string or std::vector of numbers in the bytes
+//    Boost's binary archive writes for it on a little-endian host (a number's bytes; a 64-bit
+//    count, then the elements), with memcpy instead of an archive. Each Boost archive builds a
+//    std::locale of its own (basic_binary_iprimitive keeps one even with no_codecvt), which
+//    costs more than the rest of the archive for a small value: perf showed 10-14 % of a
+//    worker's time in locale construction and destruction in a map/reduce over integers.
+//    Tests compare the bytes with Boost's, so either side of a payload may use either path.
+#include <boost/endian/conversion.hpp>
+
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -15,6 +27,39 @@ namespace taskwire::runtime::raw_codec {
 
 template <class T>
 inline constexpr bool is_number = std::is_arithmetic_v<T>;
+
+// Byte order is only touched on a big-endian host (where long double, which boost::endian
+// does not reverse, is refused at compile time).
+template <class T>
+inline constexpr bool reverses_bytes = std::endian::native != std::endian::little && sizeof(T) > 1;
+
+/// Writes `value` at `out` (sizeof(T) bytes, no alignment needed), little-endian.
+template <class T>
+  requires is_number<T>
+void store_le(char* out, T value) noexcept {
+  if constexpr (reverses_bytes<T>) value = boost::endian::native_to_little(value);
+  std::memcpy(out, &value, sizeof(T));
+}
+
+/// Reads a T written by store_le from the sizeof(T) bytes at `in`; the caller has checked
+/// that they are there.
+template <class T>
+  requires is_number<T>
+T load_le(const char* in) noexcept {
+  T value;
+  std::memcpy(&value, in, sizeof(T));
+  if constexpr (reverses_bytes<T>) value = boost::endian::little_to_native(value);
+  return value;
+}
+
+/// Appends `value` to `out`, little-endian.
+template <class T>
+  requires is_number<T>
+void append_le(std::vector<char>& out, T value) {
+  const std::size_t at = out.size();
+  out.resize(at + sizeof(T));
+  store_le(out.data() + at, value);
+}
 
 template <class T>
 struct Traits : std::false_type {};
@@ -45,11 +90,20 @@ std::size_t encoded_size(const T& value) {
 template <class T>
 void encode(const T& value, char* out) {
   if constexpr (is_number<T>) {
-    std::memcpy(out, &value, sizeof(T));
+    store_le(out, value);
   } else {
+    using E = typename T::value_type;
     const std::uint64_t count = value.size();
-    std::memcpy(out, &count, sizeof count);
-    if (count) std::memcpy(out + sizeof count, value.data(), count * sizeof(typename T::value_type));
+    store_le(out, count);
+    out += sizeof count;
+    if constexpr (!reverses_bytes<E>) {
+      if (count) std::memcpy(out, value.data(), count * sizeof(E));
+    } else {
+      for (const E& e : value) {
+        store_le(out, e);
+        out += sizeof(E);
+      }
+    }
   }
 }
 
@@ -64,16 +118,23 @@ bool decode(const char* in, std::size_t size, T& value) {
     return true;
   } else if constexpr (is_number<T>) {
     if (size < sizeof(T)) return false;
-    std::memcpy(&value, in, sizeof(T));
+    value = load_le<T>(in);
     return true;
   } else {
     using E = typename T::value_type;
-    std::uint64_t count = 0;
-    if (size < sizeof count) return false;
-    std::memcpy(&count, in, sizeof count);
+    if (size < sizeof(std::uint64_t)) return false;
+    const auto count = load_le<std::uint64_t>(in);
     if (count > (size - sizeof count) / sizeof(E)) return false;
     value.resize(static_cast<std::size_t>(count));
-    if (count) std::memcpy(value.data(), in + sizeof count, static_cast<std::size_t>(count) * sizeof(E));
+    in += sizeof count;
+    if constexpr (!reverses_bytes<E>) {
+      if (count) std::memcpy(value.data(), in, static_cast<std::size_t>(count) * sizeof(E));
+    } else {
+      for (E& e : value) {
+        e = load_le<E>(in);
+        in += sizeof(E);
+      }
+    }
     return true;
   }
 }

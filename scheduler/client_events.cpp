@@ -1,5 +1,5 @@
-// Client stimuli: graphs, releases, cancellation, scattered data (after Dask's
-// Scheduler.update_graph, client_releases_keys, stimulus_cancel, update_data).
+// Client stimuli: graphs, releases, cancellation (after Dask's Scheduler.update_graph,
+// client_releases_keys, stimulus_cancel).
 #include <taskwire/scheduler/scheduler_state.hpp>
 
 #include <algorithm>
@@ -11,105 +11,138 @@ namespace {
 using S = TaskStatus;
 }  // namespace
 
-void SchedulerState::on(const UpdateGraph& e) {
-  ClientState* cs = ensure_client(e.client);
-  const std::uint64_t generation = ++generation_;
-  std::unordered_map<std::string_view, const TaskSpec*> batch;
-  batch.reserve(e.tasks.size());
-  for (const TaskSpec& t : e.tasks) batch.emplace(t.key, &t);
+// update_graph's first pass: which of the event's specs become tasks, and why the others
+// cannot. Depth-first from the wanted keys through the specs of keys not known yet (a known
+// key is a leaf): finds the new tasks the wanted keys need, dependencies first, and the keys
+// that can never run (an unknown dependency, a cycle, or such a key upstream).
+class SchedulerState::GraphScan {
+ public:
+  GraphScan(const SchedulerState& state, const UpdateGraph& e) : state_(state) {
+    batch_.reserve(e.tasks.size());
+    for (const TaskSpec& t : e.tasks) batch_.emplace(t.key, &t);
+    marks_.reserve(e.tasks.size() + e.wanted.size());
+    for (const std::string& wanted : e.wanted) walk_from(wanted);
+    keep_needed(e.wanted);
+  }
 
-  // Depth-first from the wanted keys through the specs of keys not known yet: finds the new
-  // tasks that are needed (dependencies first) and those that can never run.
-  enum class Mark : std::uint8_t { active, good, bad };
-  std::unordered_map<std::string_view, Mark> marks;
-  marks.reserve(e.tasks.size() + e.wanted.size());
-  std::unordered_map<std::string_view, std::string> why_bad;
+  /// New specs that runnable wanted keys need, each after its dependencies.
   std::vector<const TaskSpec*> new_specs;
-  struct Frame {
+  /// Why each key that can never run cannot.
+  std::unordered_map<std::string_view, std::string> why_bad;
+  /// Set when new_specs would exceed max_tasks (new_specs is then emptied).
+  std::string refused;
+
+ private:
+  enum class Mark : std::uint8_t { active, good, bad };
+  struct Visit {
     const TaskSpec* spec;
-    std::size_t next = 0;
+    std::size_t next = 0;  ///< the next dependency to descend into
   };
-  std::vector<Frame> stack;
-  auto enter = [&](std::string_view key) -> bool {  // false: nothing to descend into
-    if (marks.count(key)) return false;
-    if (find_task(key)) {
-      marks.emplace(key, Mark::good);
-      return false;
-    }
-    auto it = batch.find(key);
-    if (it == batch.end()) {
-      marks.emplace(key, Mark::bad);
-      why_bad.emplace(key, fmt::format("unknown key '{}'", key));
-      return false;
-    }
-    marks.emplace(key, Mark::active);
-    stack.push_back(Frame{it->second});
-    return true;
-  };
-  auto mark_bad = [&](std::string_view key, const std::string& why) {
-    marks[key] = Mark::bad;
-    why_bad.try_emplace(key, why);
-  };
-  for (const std::string& wanted : e.wanted) {
+
+  void walk_from(std::string_view wanted) {
     enter(wanted);
-    while (!stack.empty()) {
-      const TaskSpec* spec = stack.back().spec;
-      if (stack.back().next < spec->dependencies.size()) {
-        const std::string& dep = spec->dependencies[stack.back().next++];
+    while (!stack_.empty()) {
+      const TaskSpec* spec = stack_.back().spec;
+      if (stack_.back().next < spec->dependencies.size()) {
+        const std::string& dep = spec->dependencies[stack_.back().next++];
         if (enter(dep)) continue;
-        const Mark m = marks.at(dep);
+        const Mark m = marks_.at(dep);
         if (m == Mark::active)
           mark_bad(spec->key, fmt::format("dependency cycle through '{}'", dep));
         if (m == Mark::bad) mark_bad(spec->key, why_bad.at(dep));
         continue;
       }
-      stack.pop_back();
-      Mark& m = marks.at(spec->key);
+      stack_.pop_back();
+      Mark& m = marks_.at(spec->key);
       if (m == Mark::active) {
         m = Mark::good;
         new_specs.push_back(spec);
-      } else if (!stack.empty()) {  // bad: so is whatever needs it
-        mark_bad(stack.back().spec->key, why_bad.at(spec->key));
+      } else if (!stack_.empty()) {  // bad: so is whatever needs it
+        mark_bad(stack_.back().spec->key, why_bad.at(spec->key));
       }
     }
   }
 
-  // Keep only what runnable wanted keys need: the good inputs of a bad key are dropped too.
-  std::unordered_set<std::string_view> needed;
-  needed.reserve(new_specs.size());
-  std::vector<std::string_view> todo;
-  for (const std::string& key : e.wanted) {
-    if (marks.at(key) == Mark::good && !find_task(key)) todo.push_back(key);
-  }
-  while (!todo.empty()) {
-    const std::string_view key = todo.back();
-    todo.pop_back();
-    if (!needed.insert(key).second) continue;
-    for (const std::string& dep : batch.at(key)->dependencies) {
-      if (!needed.count(dep) && !find_task(dep)) todo.push_back(dep);
+  /// Marks `key` on first sight; false when there is nothing to descend into.
+  bool enter(std::string_view key) {
+    if (marks_.count(key)) return false;
+    if (state_.find_task(key)) {
+      marks_.emplace(key, Mark::good);
+      return false;
     }
-  }
-  std::erase_if(new_specs, [&](const TaskSpec* spec) { return !needed.count(spec->key); });
-
-  std::string refused;  // the graph's new tasks would exceed max_tasks: none is added
-  if (tasks_.size() + new_specs.size() > options_.max_tasks) {
-    refused = fmt::format(
-        "graph refused: the scheduler would hold {} tasks, more than its "
-        "limit of {}",
-        tasks_.size() + new_specs.size(), options_.max_tasks);
-    log(LogLevel::error, refused);
-    new_specs.clear();
+    auto it = batch_.find(key);
+    if (it == batch_.end()) {
+      marks_.emplace(key, Mark::bad);
+      why_bad.emplace(key, fmt::format("unknown key '{}'", key));
+      return false;
+    }
+    marks_.emplace(key, Mark::active);
+    stack_.push_back(Visit{it->second});
+    return true;
   }
 
-  std::vector<TaskState*> to_wait;
-  to_wait.reserve(new_specs.size());
-  for (const TaskSpec* spec : new_specs) {
+  void mark_bad(std::string_view key, const std::string& why) {
+    marks_[key] = Mark::bad;
+    why_bad.try_emplace(key, why);
+  }
+
+  // Culls new_specs to what runnable wanted keys need: a bad key's good inputs are dropped.
+  void keep_needed(const std::vector<std::string>& wanted) {
+    std::unordered_set<std::string_view> needed;
+    needed.reserve(new_specs.size());
+    std::vector<std::string_view> todo;
+    for (const std::string& key : wanted) {
+      if (marks_.at(key) == Mark::good && !state_.find_task(key)) todo.push_back(key);
+    }
+    while (!todo.empty()) {
+      const std::string_view key = todo.back();
+      todo.pop_back();
+      if (!needed.insert(key).second) continue;
+      for (const std::string& dep : batch_.at(key)->dependencies) {
+        if (!needed.count(dep) && !state_.find_task(dep)) todo.push_back(dep);
+      }
+    }
+    std::erase_if(new_specs, [&](const TaskSpec* spec) { return !needed.count(spec->key); });
+  }
+
+  const SchedulerState& state_;
+  std::unordered_map<std::string_view, const TaskSpec*> batch_;  ///< the event's specs by key
+  std::unordered_map<std::string_view, Mark> marks_;
+  std::vector<Visit> stack_;
+};
+
+void SchedulerState::on(const UpdateGraph& e) {
+  ClientState* cs = ensure_client(e.client);
+  ++generation_;
+  GraphScan scan(*this, e);
+  refuse_over_limit(scan);
+  std::vector<TaskState*> to_wait = add_tasks(scan.new_specs);
+  add_wants(e, cs, scan, to_wait);
+  std::sort(to_wait.begin(), to_wait.end(),
+            [](const TaskState* a, const TaskState* b) { return ByPriority{}(b, a); });
+  for (TaskState* ts : to_wait) recommend(ts, S::waiting);
+  drop_unused_specs(e);
+}
+
+void SchedulerState::refuse_over_limit(GraphScan& scan) {
+  if (tasks_.size() + scan.new_specs.size() <= options_.max_tasks) return;
+  scan.refused = fmt::format(
+      "graph refused: the scheduler would hold {} tasks, more than its limit of {}",
+      tasks_.size() + scan.new_specs.size(), options_.max_tasks);
+  log(LogLevel::error, scan.refused);
+  scan.new_specs.clear();
+}
+
+std::vector<TaskState*> SchedulerState::add_tasks(const std::vector<const TaskSpec*>& specs) {
+  std::vector<TaskState*> added;
+  added.reserve(specs.size());
+  for (const TaskSpec* spec : specs) {
     auto owned = std::make_unique<TaskState>();
     TaskState* ts = owned.get();
     ts->key = spec->key;
     ts->function = intern_function(spec->function);
     ts->spec = spec->spec;
-    ts->priority = Priority{generation, spec->priority};
+    ts->priority = Priority{generation_, spec->priority};
     ts->retries = std::max(0, spec->retries);
     ts->dependencies.reserve(spec->dependencies.size());
     for (const std::string& dep_key : spec->dependencies) {
@@ -117,35 +150,36 @@ void SchedulerState::on(const UpdateGraph& e) {
       if (dep->dependents.insert(ts)) ts->dependencies.push_back(dep);
     }
     tasks_.emplace(ts->key, std::move(owned));
-    to_wait.push_back(ts);
+    added.push_back(ts);
   }
+  return added;
+}
 
+void SchedulerState::add_wants(const UpdateGraph& e, ClientState* cs, const GraphScan& scan,
+                               std::vector<TaskState*>& to_wait) {
   std::unordered_set<std::string_view> seen;
   seen.reserve(e.wanted.size());
   for (const std::string& key : e.wanted) {
     if (!seen.insert(key).second) continue;
     TaskState* ts = find_task(key);
-    if (!ts && !refused.empty() && !why_bad.count(key)) {
+    const auto bad = scan.why_bad.find(key);
+    if (!ts && bad == scan.why_bad.end()) {  // runnable, but the graph was refused
       out_.push_back(
-          ReportTaskErred{cs->id, key, key, refused, refused, "", "", "", "", stimulus_id_});
+          ReportTaskErred{cs->id, key, key, scan.refused, scan.refused, "", "", "", stimulus_id_});
       continue;
     }
     if (!ts) {
       out_.push_back(ReportCancelled{
-          cs->id, {key}, fmt::format("lost dependencies: {}", why_bad[key]), stimulus_id_});
+          cs->id, {key}, fmt::format("lost dependencies: {}", bad->second), stimulus_id_});
       continue;
     }
     add_want(ts, cs);
     if (ts->state == S::memory || ts->state == S::erred) {
       report_state(ts, cs);
-    } else if (ts->state == S::released && ts->priority.generation != generation) {
+    } else if (ts->state == S::released && ts->priority.generation != generation_) {
       to_wait.push_back(ts);  // known, released earlier, wanted again
     }
   }
-  std::sort(to_wait.begin(), to_wait.end(),
-            [](const TaskState* a, const TaskState* b) { return ByPriority{}(b, a); });
-  for (TaskState* ts : to_wait) recommend(ts, S::waiting);
-  drop_unused_specs(e);
 }
 
 void SchedulerState::drop_unused_specs(const UpdateGraph& e) {
@@ -156,7 +190,7 @@ void SchedulerState::drop_unused_specs(const UpdateGraph& e) {
 }
 
 void SchedulerState::drop_spec(TaskState* ts) {
-  if (!ts->computable || !ts->spec_held) return;
+  if (!ts->spec_held) return;
   ts->spec_held = false;
   out_.push_back(DropTaskSpec{ts->key, ts->spec, stimulus_id_});
 }
@@ -254,44 +288,6 @@ void SchedulerState::on(const RemoveClient& e) {
   clients_.erase(e.client);  // nothing refers to it once its wants are dropped
 }
 
-void SchedulerState::on(const AddData& e) {
-  ClientState* cs = ensure_client(e.client);
-  WorkerState* ws = find_worker(e.worker);
-  if (!ws) {
-    std::vector<std::string> keys;
-    for (const auto& item : e.items) keys.push_back(item.key);
-    out_.push_back(ReportCancelled{cs->id, std::move(keys),
-                                   fmt::format("unknown worker {}", e.worker), stimulus_id_});
-    return;
-  }
-  const std::uint64_t generation = ++generation_;
-  std::int64_t order = 0;
-  for (const auto& item : e.items) {
-    TaskState* ts = find_task(item.key);
-    if (!ts) {
-      auto owned = std::make_unique<TaskState>();
-      ts = owned.get();
-      ts->key = item.key;
-      ts->computable = false;
-      ts->priority = Priority{generation, order++};
-      ts->nbytes = std::max<std::int64_t>(0, item.nbytes);
-      tasks_.emplace(ts->key, std::move(owned));
-      add_replica(ts, ws);
-      ts->state = S::memory;
-      log_transition(ts, S::released);
-    } else if (ts->state == S::memory) {
-      add_replica(ts, ws);
-    } else {
-      log(LogLevel::warning,
-          fmt::format("add-data for '{}' ignored: it is {}", item.key, ts->state));
-      free_keys(ws, item.key);
-      continue;
-    }
-    add_want(ts, cs);
-    report_state(ts, cs);
-  }
-}
-
 void SchedulerState::add_want(TaskState* ts, ClientState* cs) {
   if (cs->wants_what.insert(ts)) ts->who_wants.push_back(cs);
 }
@@ -310,13 +306,13 @@ void SchedulerState::report_state(TaskState* ts, ClientState* cs) {
 }
 
 void SchedulerState::report_failure(TaskState* ts, ClientState* cs) {
-  static const TaskFailure unknown{"", "unknown error", ""};
+  static const TaskFailure unknown{"", "unknown error"};
   const TaskFailure& f = ts->failure ? *ts->failure : unknown;
   const bool own = f.blamed_key == ts->key || f.blamed_key.empty();
   out_.push_back(ReportTaskErred{
       cs->id, ts->key, own ? ts->key : f.blamed_key,
       own ? f.message : fmt::format("dependency '{}' failed: {}", f.blamed_key, f.message),
-      f.message, f.traceback, f.exception_type, f.worker_name, f.worker_address, stimulus_id_});
+      f.message, f.exception_type, f.worker_name, f.worker_address, stimulus_id_});
 }
 
 }  // namespace taskwire::scheduler

@@ -53,20 +53,6 @@ struct RemoveClient {
   std::string stimulus_id;
 };
 
-/// Data a client placed on a worker itself (scatter). Such keys cannot be recomputed: if
-/// their last holder dies, they and their dependents are forgotten.
-struct AddData {
-  static constexpr std::string_view kind = "add-data";
-  struct Item {
-    std::string key;
-    std::int64_t nbytes = 0;
-  };
-  std::string client;
-  std::string worker;
-  std::vector<Item> items;
-  std::string stimulus_id;
-};
-
 // ---- from workers ----
 
 /// A worker registers. A name another live worker has is refused (RefuseWorker): the name of
@@ -150,7 +136,6 @@ struct TaskErred {
   std::string worker;
   std::string key;
   std::string message;
-  std::string traceback;
   std::string exception_type;  ///< demangled type of what the task threw; empty if it threw nothing
   std::string stimulus_id;
 };
@@ -167,25 +152,8 @@ struct MissingData {
   std::string stimulus_id;
 };
 
-/// The worker gives a processing task back to be placed again (it could not run it there).
-struct Reschedule {
-  static constexpr std::string_view kind = "reschedule";
-  std::string worker;
-  std::string key;
-  std::string stimulus_id;
-};
-
-/// The worker now also holds these keys (replicas it fetched). Unknown or no longer needed
-/// keys are answered with FreeKeys.
-struct AddKeys {
-  static constexpr std::string_view kind = "add-keys";
-  std::string worker;
-  std::vector<std::string> keys;
-  std::string stimulus_id;
-};
-
-using Event = std::variant<UpdateGraph, ClientReleasesKeys, CancelKeys, RemoveClient, AddData,
-                           AddWorker, RemoveWorker, WorkerDied, ThreadsBusy, Heartbeat, CheckHeartbeats,
-                           TaskFinished, TaskErred, MissingData, Reschedule, AddKeys>;
+using Event = std::variant<UpdateGraph, ClientReleasesKeys, CancelKeys, RemoveClient, AddWorker,
+                           RemoveWorker, WorkerDied, ThreadsBusy, Heartbeat, CheckHeartbeats,
+                           TaskFinished, TaskErred, MissingData>;
 
 }  // namespace taskwire::scheduler

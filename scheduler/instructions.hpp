@@ -74,7 +74,6 @@ struct ReportTaskErred {
   std::string blamed_key;
   std::string message;  ///< for the client: "dependency 'K' failed: cause" when K != key
   std::string cause;    ///< the message blamed_key raised
-  std::string traceback;
   std::string exception_type;  ///< what blamed_key threw (see TaskFailure), possibly empty
   std::string worker_name;     ///< the worker blamed_key failed on, possibly empty
   std::string worker_address;

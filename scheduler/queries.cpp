@@ -103,106 +103,103 @@ std::string SchedulerState::validate() const {
   std::size_t dependent_edges = 0;
   for (const auto& [key, owned] : tasks_) {
     TaskState* ts = owned.get();  // non-const: the sets hold TaskState*
-    auto bad = [&](std::string_view what) {
-      return fmt::format("task '{}' ({}): {}", key, ts->state, what);
-    };
     if (ts->key != key || key.data() != ts->key.data() || ts->state == S::forgotten)
-      return bad("forgotten or misfiled");
-    if (ts->recommended) return bad("recommendation left pending");
+      return fmt::format("task '{}' ({}): forgotten or misfiled", key, ts->state);
     dependency_edges += ts->dependencies.size();
     dependent_edges += ts->dependents.size();
-    for (TaskState* dep : ts->dependencies) {
-      if (find_task(dep->key) != dep) return bad(fmt::format("dependency '{}' not live", dep->key));
-      if (!dep->dependents.count(ts)) {
-        return bad(fmt::format("missing from the dependents of '{}'", dep->key));
-      }
-      const bool waits_on = ts->waiting_on.count(dep) > 0;
-      const bool in_waiters = dep->waiters.count(ts) > 0;
-      if (ts->state == S::waiting && waits_on == !dep->who_has.empty()) {
-        return bad(fmt::format("waiting_on disagrees with memory of '{}'", dep->key));
-      }
-      if (ts->state == S::waiting && !in_waiters && dep->state != S::released) {
-        return bad(fmt::format("not among the waiters of '{}'", dep->key));
-      }
-      if (needs_inputs_in_memory(ts->state) && (dep->who_has.empty() || !in_waiters)) {
-        return bad(fmt::format("dependency '{}' not in memory or not waited on", dep->key));
-      }
-    }
-    for (const TaskState* w : ts->waiting_on) {
-      if (!w->dependents.count(ts)) return bad("waiting on a non-dependency");
-    }
-    for (TaskState* w : ts->waiters) {
-      if (!ts->dependents.count(w)) return bad("waiter is not a dependent");
-      if (w->state != S::waiting && !needs_inputs_in_memory(w->state)) {
-        return bad(fmt::format("waiter '{}' is {}", w->key, w->state));
-      }
-    }
-    if ((ts->state == S::waiting) == ts->waiting_on.empty()) return bad("waiting_on mismatch");
-    if ((ts->state == S::memory) == ts->who_has.empty()) return bad("who_has mismatch");
-    if ((ts->state == S::processing) != (ts->processing_on != nullptr)) {
-      return bad("processing_on mismatch");
-    }
-    if ((ts->state == S::queued) != (queued_.count(ts) > 0)) {
-      return bad("queue membership mismatch");
-    }
-    if ((ts->state == S::no_worker) != (unrunnable_.count(ts) > 0)) {
-      return bad("no-worker membership mismatch");
-    }
-    if (ts->state == S::memory && ts->waiters.empty() && ts->who_wants.empty()) {
-      return bad("in memory but nobody needs it");
-    }
-    if (ts->state == S::released && !ts->waiters.empty()) return bad("released with waiters");
-    if (ts->state == S::erred && !ts->failure) return bad("erred without a failure");
-    for (const WorkerState* ws : ts->who_has) {
-      if (find_worker(ws->address) != ws || !ws->has_what.count(ts)) {
-        return bad(fmt::format("replica on {} not recorded there", ws->address));
-      }
-    }
-    if (const WorkerState* ws = ts->processing_on;
-        ws && ((find_worker(ws->address) != ws && !is_dying(ws)) || !ws->processing.count(ts))) {
-      return bad("processing on a worker that does not know it");
-    }
-    for (const ClientState* cs : ts->who_wants) {
-      if (find_client(cs->id) != cs || !cs->wants_what.count(ts)) {
-        return bad(fmt::format("wanted by client {} which does not want it", cs->id));
-      }
-    }
+    std::string problem = validate_edges(ts);
+    if (problem.empty()) problem = validate_task(ts);
+    if (!problem.empty()) return fmt::format("task '{}' ({}): {}", key, ts->state, problem);
   }
   if (dependency_edges != dependent_edges) return "dependency and dependent edges differ";
+  if (std::string problem = validate_workers(); !problem.empty()) return problem;
+  for (const auto& [id, cs] : clients_) {
+    for (const TaskState* ts : cs->wants_what) {
+      if (find_task(ts->key) != ts) return fmt::format("client {} wants a dead task", id);
+    }
+  }
+  if (!unrunnable_.empty() && !workers_.empty()) return "tasks in no-worker while workers exist";
+  return {};
+}
 
+std::string SchedulerState::validate_edges(TaskState* ts) const {
+  for (TaskState* dep : ts->dependencies) {
+    if (find_task(dep->key) != dep) return fmt::format("dependency '{}' not live", dep->key);
+    if (!dep->dependents.count(ts))
+      return fmt::format("missing from the dependents of '{}'", dep->key);
+    const bool waits_on = ts->waiting_on.count(dep) > 0;
+    const bool in_waiters = dep->waiters.count(ts) > 0;
+    if (ts->state == S::waiting && waits_on == !dep->who_has.empty())
+      return fmt::format("waiting_on disagrees with memory of '{}'", dep->key);
+    if (ts->state == S::waiting && !in_waiters && dep->state != S::released)
+      return fmt::format("not among the waiters of '{}'", dep->key);
+    if (needs_inputs_in_memory(ts->state) && (dep->who_has.empty() || !in_waiters))
+      return fmt::format("dependency '{}' not in memory or not waited on", dep->key);
+  }
+  for (const TaskState* w : ts->waiting_on) {
+    if (!w->dependents.count(ts)) return "waiting on a non-dependency";
+  }
+  for (TaskState* w : ts->waiters) {
+    if (!ts->dependents.count(w)) return "waiter is not a dependent";
+    if (w->state != S::waiting && !needs_inputs_in_memory(w->state))
+      return fmt::format("waiter '{}' is {}", w->key, w->state);
+  }
+  return {};
+}
+
+std::string SchedulerState::validate_task(TaskState* ts) const {
+  if (ts->recommended) return "recommendation left pending";
+  if ((ts->state == S::waiting) == ts->waiting_on.empty()) return "waiting_on mismatch";
+  if ((ts->state == S::memory) == ts->who_has.empty()) return "who_has mismatch";
+  if ((ts->state == S::processing) != (ts->processing_on != nullptr))
+    return "processing_on mismatch";
+  if ((ts->state == S::queued) != (queued_.count(ts) > 0)) return "queue membership mismatch";
+  if ((ts->state == S::no_worker) != (unrunnable_.count(ts) > 0))
+    return "no-worker membership mismatch";
+  if (ts->state == S::memory && ts->waiters.empty() && ts->who_wants.empty())
+    return "in memory but nobody needs it";
+  if (ts->state == S::released && !ts->waiters.empty()) return "released with waiters";
+  if (ts->state == S::erred && !ts->failure) return "erred without a failure";
+  for (const WorkerState* ws : ts->who_has) {
+    if (find_worker(ws->address) != ws || !ws->has_what.count(ts))
+      return fmt::format("replica on {} not recorded there", ws->address);
+  }
+  if (const WorkerState* ws = ts->processing_on;
+      ws && ((find_worker(ws->address) != ws && !is_dying(ws)) || !ws->processing.count(ts))) {
+    return "processing on a worker that does not know it";
+  }
+  for (const ClientState* cs : ts->who_wants) {
+    if (find_client(cs->id) != cs || !cs->wants_what.count(ts))
+      return fmt::format("wanted by client {} which does not want it", cs->id);
+  }
+  return {};
+}
+
+std::string SchedulerState::validate_workers() const {
   long free_slots = 0;
   for (const auto& [address, ws] : workers_) {
     std::int64_t bytes = 0;
     for (const TaskState* ts : ws->has_what) {
-      if (std::find(ts->who_has.begin(), ts->who_has.end(), ws.get()) == ts->who_has.end()) {
+      if (std::find(ts->who_has.begin(), ts->who_has.end(), ws.get()) == ts->who_has.end())
         return fmt::format("worker {} lists '{}' which is not on it", address, ts->key);
-      }
       bytes += size_of(ts);
     }
     if (bytes != ws->nbytes)
       return fmt::format("worker {} nbytes {} != {}", address, ws->nbytes, bytes);
     std::int64_t fetch = 0;
     for (const TaskState* ts : ws->processing) {
-      if (ts->processing_on != ws.get()) {
+      if (ts->processing_on != ws.get())
         return fmt::format("worker {} lists '{}' as processing", address, ts->key);
-      }
       fetch += ts->fetch_bytes;
     }
     int counted = 0;
     for (const auto& [function, n] : ws->processing_by_function) counted += n;
-    if (counted != static_cast<int>(ws->processing.size()) || fetch != ws->fetch_bytes) {
+    if (counted != static_cast<int>(ws->processing.size()) || fetch != ws->fetch_bytes)
       return fmt::format("worker {} occupancy bookkeeping is off", address);
-    }
     if (queuing_enabled())
       free_slots += std::max(0, task_slots(ws.get(), queued_.empty() ? nullptr : *queued_.begin()));
   }
-  for (const auto& [id, cs] : clients_) {
-    for (const TaskState* ts : cs->wants_what) {
-      if (find_task(ts->key) != ts) return fmt::format("client {} wants a dead task", id);
-    }
-  }
   if (!queued_.empty() && free_slots > 0) return "tasks queued while workers have free slots";
-  if (!unrunnable_.empty() && !workers_.empty()) return "tasks in no-worker while workers exist";
   return {};
 }
 

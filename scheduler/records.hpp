@@ -50,7 +50,6 @@ struct TaskState {
   /// The server still holds the spec's payload (the arguments). Dropped once the task can
   /// never run again: forgotten, or erred for good (retries happen before erred).
   bool spec_held = true;
-  bool computable = true;  ///< false for data a client placed (AddData): cannot be recomputed
   Priority priority;
   int retries = 0;
   TaskStatus state = TaskStatus::released;

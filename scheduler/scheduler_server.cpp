@@ -200,87 +200,111 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
 
   void handle_message(const PeerPtr& p, const runtime::Message& m) {
     runtime::for_each_op(m, [&](runtime::OpReader& r) {
-      switch (r.op()) {
-        case Op::register_worker: {
-          auto b = r.body<protocol::RegisterWorker>();
-          if (p->kind != Peer::unknown) throw std::runtime_error("register_worker sent twice");
-          if (workers.count(b.address)) throw std::runtime_error("a worker at " + b.address + " is already registered");
-          p->kind = Peer::worker;
-          p->id = b.address;
-          workers[b.address] = p;  // until the state machine refuses it (RefuseWorker)
-          handle(AddWorker{b.address, static_cast<int>(b.nthreads), b.name, now(), "", b.nanny});
-          break;
-        }
-        case Op::heartbeat:
-          r.body<protocol::Empty>();
-          handle(Heartbeat{require_worker(p, "heartbeat"), now(), ""});
-          break;
-        case Op::task_finished: {
-          auto b = r.body<protocol::TaskFinished>();
-          auto worker = require_worker(p, "task_finished");
-          if (r.frames().size() == 1) inline_result.emplace(b.key, r.frames()[0]);
-          if (spdlog::should_log(spdlog::level::debug))
-            spdlog::debug("scheduler: task '{}' finished on {} in {:.3f} ms, {} bytes", b.key,
-                          worker, b.duration_s * 1e3, b.nbytes);
-          handle(TaskFinished{std::move(worker), std::move(b.key),
-                              static_cast<std::int64_t>(b.nbytes), b.duration_s, ""});
-          inline_result.reset();
-          break;
-        }
-        case Op::task_erred: {
-          auto b = r.body<protocol::TaskErred>();
-          auto worker = require_worker(p, "task_erred");
-          if (spdlog::should_log(spdlog::level::debug))
-            spdlog::debug("scheduler: task '{}' erred on {}: {}{}{}", b.key, worker,
-                          b.exception_type, b.exception_type.empty() ? "" : ": ", b.message);
-          handle(TaskErred{std::move(worker), std::move(b.key), std::move(b.message), "",
-                           std::move(b.exception_type), ""});
-          break;
-        }
-        case Op::missing_data: {
-          auto b = r.body<protocol::MissingData>();
-          handle(MissingData{require_worker(p, "missing_data"), b.missing, b.from, b.key, ""});
-          break;
-        }
-        case Op::threads_busy: {
-          auto b = r.body<protocol::ThreadsBusy>();
-          handle(ThreadsBusy{require_worker(p, "threads_busy"), static_cast<int>(b.count), ""});
-          break;
-        }
-        case Op::worker_died: {  // from a nanny, on a connection of its own
-          if (p->kind != Peer::unknown) throw std::runtime_error("worker_died from a worker or client");
-          auto b = r.body<protocol::WorkerDied>();
-          handle(WorkerDied{b.address, b.name, b.cause, std::move(b.running), now(), ""});
-          break;
-        }
-        case Op::worker_closing:
-          r.body<protocol::Empty>();
-          require_worker(p, "worker_closing");
-          p->closing = true;
-          break;
-        case Op::update_graph: {
-          become_client(p);
-          auto g = r.body<protocol::UpdateGraph>();
-          on_update_graph(p, std::move(g), r.frames());
-          break;
-        }
-        case Op::release_keys:
-          become_client(p);
-          handle(ClientReleasesKeys{p->id, r.body<protocol::Keys>().keys, ""});
-          break;
-        case Op::cancel_keys:
-          become_client(p);
-          handle(CancelKeys{p->id, r.body<protocol::Keys>().keys, true, ""});
-          break;
-        case Op::shutdown:
-          r.body<protocol::Empty>();
-          become_client(p);
-          begin_shutdown(p);
-          break;
-        default:
-          throw std::runtime_error(fmt::format("unexpected operation {}", static_cast<int>(r.op())));
-      }
+      if (handle_worker_op(p, r) || handle_client_op(p, r)) return;
+      throw std::runtime_error(fmt::format(
+          "unexpected operation {}: not one a scheduler handles (is the peer a taskwire "
+          "build of another version?)",
+          static_cast<int>(r.op())));
     });
+  }
+
+  /// False when r is not an operation of workers (or of nannies).
+  bool handle_worker_op(const PeerPtr& p, runtime::OpReader& r) {
+    switch (r.op()) {
+      case Op::register_worker:
+        on_register_worker(p, r.body<protocol::RegisterWorker>());
+        return true;
+      case Op::heartbeat:
+        r.body<protocol::Empty>();
+        handle(Heartbeat{require_worker(p, "heartbeat"), now(), ""});
+        return true;
+      case Op::task_finished:
+        on_task_finished(p, r);
+        return true;
+      case Op::task_erred:
+        on_task_erred(p, r.body<protocol::TaskErred>());
+        return true;
+      case Op::missing_data: {
+        auto b = r.body<protocol::MissingData>();
+        handle(MissingData{require_worker(p, "missing_data"), b.missing, b.from, b.key, ""});
+        return true;
+      }
+      case Op::threads_busy: {
+        auto b = r.body<protocol::ThreadsBusy>();
+        handle(ThreadsBusy{require_worker(p, "threads_busy"), static_cast<int>(b.count), ""});
+        return true;
+      }
+      case Op::worker_died: {  // from a nanny, on a connection of its own
+        if (p->kind != Peer::unknown) throw std::runtime_error("worker_died from a worker or client");
+        auto b = r.body<protocol::WorkerDied>();
+        handle(WorkerDied{b.address, b.name, b.cause, std::move(b.running), now(), ""});
+        return true;
+      }
+      case Op::worker_closing:
+        r.body<protocol::Empty>();
+        require_worker(p, "worker_closing");
+        p->closing = true;
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  /// False when r is not an operation of clients.
+  bool handle_client_op(const PeerPtr& p, runtime::OpReader& r) {
+    switch (r.op()) {
+      case Op::update_graph: {
+        become_client(p);
+        auto g = r.body<protocol::UpdateGraph>();
+        on_update_graph(p, std::move(g), r.frames());
+        return true;
+      }
+      case Op::release_keys:
+        become_client(p);
+        handle(ClientReleasesKeys{p->id, r.body<protocol::Keys>().keys, ""});
+        return true;
+      case Op::cancel_keys:
+        become_client(p);
+        handle(CancelKeys{p->id, r.body<protocol::Keys>().keys, true, ""});
+        return true;
+      case Op::shutdown:
+        r.body<protocol::Empty>();
+        become_client(p);
+        begin_shutdown(p);
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  void on_register_worker(const PeerPtr& p, const protocol::RegisterWorker& b) {
+    if (p->kind != Peer::unknown) throw std::runtime_error("register_worker sent twice");
+    if (workers.count(b.address)) throw std::runtime_error("a worker at " + b.address + " is already registered");
+    p->kind = Peer::worker;
+    p->id = b.address;
+    workers[b.address] = p;  // until the state machine refuses it (RefuseWorker)
+    handle(AddWorker{b.address, static_cast<int>(b.nthreads), b.name, now(), "", b.nanny});
+  }
+
+  void on_task_finished(const PeerPtr& p, runtime::OpReader& r) {
+    auto b = r.body<protocol::TaskFinished>();
+    auto worker = require_worker(p, "task_finished");
+    if (r.frames().size() == 1) inline_result.emplace(b.key, r.frames()[0]);
+    if (spdlog::should_log(spdlog::level::debug))
+      spdlog::debug("scheduler: task '{}' finished on {} in {:.3f} ms, {} bytes", b.key, worker,
+                    b.duration_s * 1e3, b.nbytes);
+    handle(TaskFinished{std::move(worker), std::move(b.key), static_cast<std::int64_t>(b.nbytes),
+                        b.duration_s, ""});
+    inline_result.reset();
+  }
+
+  void on_task_erred(const PeerPtr& p, protocol::TaskErred b) {
+    auto worker = require_worker(p, "task_erred");
+    if (spdlog::should_log(spdlog::level::debug))
+      spdlog::debug("scheduler: task '{}' erred on {}: {}{}{}", b.key, worker, b.exception_type,
+                    b.exception_type.empty() ? "" : ": ", b.message);
+    handle(TaskErred{std::move(worker), std::move(b.key), std::move(b.message),
+                     std::move(b.exception_type), ""});
   }
 
   void on_update_graph(const PeerPtr& p, protocol::UpdateGraph g, std::span<const runtime::Frame> frames) {

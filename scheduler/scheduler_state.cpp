@@ -13,7 +13,7 @@ Instructions SchedulerState::handle(const Event& event) {
   out_.clear();
   last_to_worker_.clear();
   // Only a client's release can stop a task a worker is running; the worker's own stimuli
-  // (erred, rescheduled, missing data) concern tasks that are not running any more.
+  // (erred, missing data) concern tasks that are not running any more.
   release_may_leave_running_ = std::holds_alternative<CancelKeys>(event) ||
                                std::holds_alternative<ClientReleasesKeys>(event) ||
                                std::holds_alternative<RemoveClient>(event);

@@ -128,8 +128,17 @@ class SchedulerState {
   const SchedulerOptions& options() const { return options_; }
 
  private:
-  // stimuli (scheduler_state.cpp)
+  // stimuli (client_events.cpp, worker_events.cpp)
   void on(const UpdateGraph& e);
+  // update_graph's steps, in order (client_events.cpp)
+  class GraphScan;  ///< which specs become tasks, and why the others cannot
+  void refuse_over_limit(GraphScan& scan);
+  /// Creates tasks for `specs` (dependencies first); returns them, to wait.
+  std::vector<TaskState*> add_tasks(const std::vector<const TaskSpec*>& specs);
+  /// The client wants each of e.wanted: reported at once if done or impossible, else made
+  /// to wait (a known, released key is appended to `to_wait`).
+  void add_wants(const UpdateGraph& e, ClientState* cs, const GraphScan& scan,
+                 std::vector<TaskState*>& to_wait);
   /// Drops the specs of `e` that did not become tasks (culled, refused, already known).
   void drop_unused_specs(const UpdateGraph& e);
   /// Tells the server to drop the task's payload (see TaskState::spec_held).
@@ -137,7 +146,6 @@ class SchedulerState {
   void on(const ClientReleasesKeys& e);
   void on(const CancelKeys& e);
   void on(const RemoveClient& e);
-  void on(const AddData& e);
   void on(const AddWorker& e);
   void on(const RemoveWorker& e);
   void on(const WorkerDied& e);
@@ -147,8 +155,6 @@ class SchedulerState {
   void on(const TaskFinished& e);
   void on(const TaskErred& e);
   void on(const MissingData& e);
-  void on(const Reschedule& e);
-  void on(const AddKeys& e);
   void detach_worker(WorkerState* ws, const std::string& reason, bool expected);
   /// `report`: the nanny's, if any (then only its running tasks are blamed); `how` ends the
   /// error of a task that killed too many workers ("by SIGSEGV", "(connection lost)").
@@ -160,6 +166,10 @@ class SchedulerState {
   void expire_death_reports(double now);
   void check_no_workers(double now);
   bool is_dying(const WorkerState* ws) const;
+  // validate()'s parts (queries.cpp): "" or what is wrong
+  std::string validate_edges(TaskState* ts) const;  ///< its dependencies, waiters, waiting_on
+  std::string validate_task(TaskState* ts) const;   ///< its state against its records
+  std::string validate_workers() const;
   void client_releases(ClientState* cs, const std::vector<TaskState*>& tasks);
   void add_want(TaskState* ts, ClientState* cs);
   void drop_want(TaskState* ts, ClientState* cs);

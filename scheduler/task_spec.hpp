@@ -36,7 +36,6 @@ struct TaskSpec {
 struct TaskFailure {
   std::string blamed_key;  ///< the task that actually raised (the key itself, or a dependency)
   std::string message;     ///< the original message raised by blamed_key
-  std::string traceback;   ///< free text from the worker, possibly empty
   // Where blamed_key failed, when a worker reported it (task_erred); empty otherwise.
   std::string exception_type = {};  ///< demangled type of what it threw; empty: not a throw
   std::string worker_name = {};

@@ -124,14 +124,14 @@ bool SchedulerState::transition_step(TaskState* ts, TaskStatus finish) {
 }
 
 void SchedulerState::released_to_waiting(TaskState* ts) {
-  if (ts->has_lost_dependencies || !ts->computable) {
+  if (ts->has_lost_dependencies) {
     recommend(ts, S::forgotten);
     return;
   }
   if (!ts->spec_held) {  // only an erred task drops it, and none runs again: never waits
     log(LogLevel::error, fmt::format("'{}' would run again, but its arguments were freed", ts->key));
     ts->failure = std::make_shared<const TaskFailure>(
-        TaskFailure{ts->key, "its arguments were freed when it erred; submit it again", ""});
+        TaskFailure{ts->key, "its arguments were freed when it erred; submit it again"});
     recommend(ts, S::erred);
     return;
   }
@@ -313,7 +313,7 @@ void SchedulerState::memory_to_released(TaskState* ts) {
   const auto erred_dependency =
       std::find_if(ts->dependencies.begin(), ts->dependencies.end(),
                    [](const TaskState* d) { return d->state == S::erred; });
-  if (!ts->computable || ts->has_lost_dependencies) {
+  if (ts->has_lost_dependencies) {
     recommend(ts, S::forgotten);
   } else if (erred_dependency != ts->dependencies.end()) {
     // It cannot be computed again: a client waiting for it (told key_lost) gets the failure.
@@ -370,10 +370,7 @@ void SchedulerState::to_forgotten(TaskState* ts) {
   }
   for (ClientState* cs : ts->who_wants) {  // only when its inputs or its data were lost
     cs->wants_what.erase(ts);
-    out_.push_back(ReportCancelled{cs->id,
-                                   {ts->key},
-                                   ts->computable ? "lost dependencies" : "data lost with worker",
-                                   stimulus_id_});
+    out_.push_back(ReportCancelled{cs->id, {ts->key}, "lost dependencies", stimulus_id_});
   }
   ts->who_wants.clear();
   drop_spec(ts);

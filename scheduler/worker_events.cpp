@@ -139,8 +139,7 @@ void SchedulerState::release_processing_of(WorkerState* ws, bool expected,
         fmt::format("task '{}' ({}) killed {} workers that ran it: {}; last: {} {}. The "
                     "workers' logs say more; allowed_failures is {}.",
                     ts->key, ts->function, ts->suspicious, fmt::join(ts->killed, ", "),
-                    ws->name, how, options_.allowed_failures),
-        ""});
+                    ws->name, how, options_.allowed_failures)});
     log(LogLevel::error, failure->message);
     processing_to_erred(ts, ws->address, std::move(failure));
     log_transition(ts, S::processing);
@@ -153,7 +152,7 @@ void SchedulerState::drop_replicas_of(WorkerState* ws) {
     remove_replica(ts, ws);
     if (!ts->who_has.empty()) continue;
     lost.push_back(ts->key);
-    recommend(ts, ts->computable ? S::released : S::forgotten);
+    recommend(ts, S::released);
   }
   if (!lost.empty()) {
     log(LogLevel::warning, fmt::format("worker {} held the only copy of {} key(s), which are "
@@ -196,7 +195,7 @@ void SchedulerState::check_no_workers(double now) {
   auto failure = std::make_shared<const TaskFailure>(TaskFailure{
       "", fmt::format("no worker was connected for {:.3g} s (no_workers_timeout); start "
                       "workers, or raise the timeout",
-                      now - no_workers_since_), ""});
+                      now - no_workers_since_)});
   log(LogLevel::error, fmt::format("{} task(s) err: {}", waiting, failure->message));
   std::vector<TaskState*> stranded(unrunnable_.begin(), unrunnable_.end());
   stranded.insert(stranded.end(), queued_.begin(), queued_.end());
@@ -258,7 +257,7 @@ void SchedulerState::on(const TaskErred& e) {
   const WorkerState* ws = ts->processing_on;
   processing_to_erred(ts, e.worker,
                       std::make_shared<const TaskFailure>(TaskFailure{
-                          e.key, e.message, e.traceback, e.exception_type, ws->name, ws->address}));
+                          e.key, e.message, e.exception_type, ws->name, ws->address}));
   log_transition(ts, S::processing);
 }
 
@@ -268,33 +267,13 @@ void SchedulerState::on(const MissingData& e) {
     if (ts->state == S::memory && ts->who_has.empty()) {
       log(LogLevel::warning,
           fmt::format("'{}' lost: {} could not get it from {}", e.key, e.worker, e.errant_worker));
-      recommend(ts, ts->computable ? S::released : S::forgotten);
+      recommend(ts, S::released);
     }
   }
   if (e.dependent.empty()) return;
   TaskState* dts = find_task(e.dependent);
   if (dts && dts->state == S::processing && dts->processing_on->address == e.worker) {
     recommend(dts, S::waiting);  // sent again with fresh locations
-  }
-}
-
-void SchedulerState::on(const Reschedule& e) {
-  TaskState* ts = find_task(e.key);
-  if (ts && ts->state == S::processing && ts->processing_on->address == e.worker) {
-    recommend(ts, S::released);
-  }
-}
-
-void SchedulerState::on(const AddKeys& e) {
-  WorkerState* ws = find_worker(e.worker);
-  if (!ws) return;
-  for (const std::string& key : e.keys) {
-    TaskState* ts = find_task(key);
-    if (ts && ts->state == S::memory) {
-      add_replica(ts, ws);
-    } else {
-      free_keys(ws, key);
-    }
   }
 }
 

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config
+  build-essential cmake ninja-build ccache pkg-config dpkg-dev
   mpich libmpich-dev
   libboost-dev libboost-serialization-dev libboost-program-options-dev
   catch2 libfmt-dev libspdlog-dev libjemalloc-dev

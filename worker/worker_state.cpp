@@ -142,36 +142,9 @@ void WorkerState::apply(ComputeTaskEvent& e) {
   const Key key = e.spec.key;
   if (key.empty()) return;  // nothing to report it against
   TaskState* existing = find(key);
-  if (existing) {
-    switch (existing->status) {
-      case TaskStatus::memory:
-        // Already here (computed before, or fetched for a local dependent): report it.
-        existing->assigned = true;
-        emit(SendTaskFinished{key, existing->nbytes, existing->duration_s, stimulus_});
-        return;
-      case TaskStatus::waiting:
-      case TaskStatus::ready:
-      case TaskStatus::executing:
-        existing->assigned = true;
-        return;
-      case TaskStatus::cancelled:
-        existing->assigned = true;
-        existing->status = TaskStatus::executing;
-        --cancelled_count_;
-        return;
-      case TaskStatus::flight:
-        // Let the transfer finish; compute it here only if the transfer fails.
-        existing->assigned = true;
-        existing->resume = std::make_shared<ComputeTaskEvent>(std::move(e));
-        return;
-      case TaskStatus::fetch:
-      case TaskStatus::error:
-        break;  // computed here from scratch below
-    }
-  }
+  if (existing && reassigned(*existing, e)) return;
 
   std::vector<Key> deps = dependencies_of(e.spec);
-
   if (auto problem = invalid_spec(e, deps)) {
     TaskState& ts = existing ? *existing : tasks_[key];
     ts.key = key;
@@ -180,24 +153,8 @@ void WorkerState::apply(ComputeTaskEvent& e) {
     fail_task(ts, std::move(*problem));
     return;
   }
-
-  // Where each dependency not held here comes from. A dependency with no holder but us
-  // (and not here) cannot be had: the scheduler must place the task again.
-  std::map<Key, std::vector<std::string>> holders;
-  for (const auto& d : deps) {
-    const TaskState* ds = find(d);
-    std::vector<std::string> from;
-    if (auto it = e.who_has.find(d); it != e.who_has.end())
-      for (const auto& w : it->second)
-        if (w != options_.address && !contains(from, w)) from.push_back(w);
-    const bool needs_holder = !ds || ds->status == TaskStatus::error;
-    if (needs_holder && from.empty()) {
-      // Leave an existing record (a dependency others wait for) as it was.
-      emit(SendMissingData{key, d, "", stimulus_});
-      return;
-    }
-    holders.emplace(d, std::move(from));
-  }
+  auto holders = dependency_holders(e, deps);
+  if (!holders) return;
 
   TaskState& ts = existing ? *existing : tasks_[key];
   dequeue(ts);
@@ -213,35 +170,89 @@ void WorkerState::apply(ComputeTaskEvent& e) {
   ts.error.clear();
   ts.error_type.clear();
   ts.resume.reset();
-  for (const auto& d : deps) {
-    auto [it, created] = tasks_.try_emplace(d);
-    TaskState& ds = it->second;
-    ts.dependencies.insert(d);
-    ds.dependents.insert(key);
-    if (created || ds.status == TaskStatus::error) {
-      ds.key = d;
-      ds.status = TaskStatus::fetch;
-      ds.error.clear();
-      ds.error_type.clear();
-      ds.who_has = holders[d];
-      ds.priority = ts.priority;
-      ds.seq = next_seq_++;
-      enqueue_fetch(ds);
-    } else if (ds.status == TaskStatus::cancelled) {
-      ds.status = TaskStatus::executing;  // its result is wanted again, by `ts`
-      --cancelled_count_;
-    } else if (ds.status == TaskStatus::fetch || ds.status == TaskStatus::flight) {
-      for (const auto& w : holders[d])
-        if (!contains(ds.who_has, w)) ds.who_has.push_back(w);
-      if (ds.status == TaskStatus::fetch && ts.priority < ds.priority) {
-        dequeue(ds);
-        ds.priority = ts.priority;
-        enqueue_fetch(ds);
-      }
-    }
-    if (ds.status != TaskStatus::memory) ts.waiting_for_data.insert(d);
-  }
+  for (const auto& d : deps) add_dependency(ts, d, (*holders)[d]);
   if (ts.waiting_for_data.empty()) make_ready(ts);
+}
+
+bool WorkerState::reassigned(TaskState& existing, ComputeTaskEvent& e) {
+  switch (existing.status) {
+    case TaskStatus::memory:
+      // Already here (computed before, or fetched for a local dependent): report it.
+      existing.assigned = true;
+      emit(SendTaskFinished{existing.key, existing.nbytes, existing.duration_s, stimulus_});
+      return true;
+    case TaskStatus::waiting:
+    case TaskStatus::ready:
+    case TaskStatus::executing:
+      existing.assigned = true;
+      return true;
+    case TaskStatus::cancelled:
+      existing.assigned = true;
+      existing.status = TaskStatus::executing;
+      --cancelled_count_;
+      return true;
+    case TaskStatus::flight:
+      // Let the transfer finish; compute it here only if the transfer fails.
+      existing.assigned = true;
+      existing.resume = std::make_shared<ComputeTaskEvent>(std::move(e));
+      return true;
+    case TaskStatus::fetch:
+    case TaskStatus::error:
+      break;  // computed here from scratch
+  }
+  return false;
+}
+
+std::optional<std::map<Key, std::vector<std::string>>> WorkerState::dependency_holders(
+    const ComputeTaskEvent& e, const std::vector<Key>& deps) {
+  // A dependency with no holder but us (and not here) cannot be had: the scheduler must
+  // place the task again.
+  std::map<Key, std::vector<std::string>> holders;
+  for (const auto& d : deps) {
+    const TaskState* ds = find(d);
+    std::vector<std::string> from;
+    if (auto it = e.who_has.find(d); it != e.who_has.end())
+      for (const auto& w : it->second)
+        if (w != options_.address && !contains(from, w)) from.push_back(w);
+    const bool needs_holder = !ds || ds->status == TaskStatus::error;
+    if (needs_holder && from.empty()) {
+      // Leave an existing record (a dependency others wait for) as it was.
+      emit(SendMissingData{e.spec.key, d, "", stimulus_});
+      return std::nullopt;
+    }
+    holders.emplace(d, std::move(from));
+  }
+  return holders;
+}
+
+void WorkerState::add_dependency(TaskState& ts, const Key& d,
+                                 const std::vector<std::string>& holders) {
+  auto [it, created] = tasks_.try_emplace(d);
+  TaskState& ds = it->second;
+  ts.dependencies.insert(d);
+  ds.dependents.insert(ts.key);
+  if (created || ds.status == TaskStatus::error) {
+    ds.key = d;
+    ds.status = TaskStatus::fetch;
+    ds.error.clear();
+    ds.error_type.clear();
+    ds.who_has = holders;
+    ds.priority = ts.priority;
+    ds.seq = next_seq_++;
+    enqueue_fetch(ds);
+  } else if (ds.status == TaskStatus::cancelled) {
+    ds.status = TaskStatus::executing;  // its result is wanted again, by `ts`
+    --cancelled_count_;
+  } else if (ds.status == TaskStatus::fetch || ds.status == TaskStatus::flight) {
+    for (const auto& w : holders)
+      if (!contains(ds.who_has, w)) ds.who_has.push_back(w);
+    if (ds.status == TaskStatus::fetch && ts.priority < ds.priority) {
+      dequeue(ds);
+      ds.priority = ts.priority;
+      enqueue_fetch(ds);
+    }
+  }
+  if (ds.status != TaskStatus::memory) ts.waiting_for_data.insert(d);
 }
 
 // ---- free-keys ----

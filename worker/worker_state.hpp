@@ -125,8 +125,16 @@ class WorkerState {
   void apply(ExecuteSuccess& e);
   void apply(ExecuteFailure& e);
 
+  // compute-task's steps
+  /// A task already known here assigned again: true when that settles it.
+  bool reassigned(TaskState& existing, ComputeTaskEvent& e);
   std::optional<std::string> invalid_spec(const ComputeTaskEvent& e,
                                           const std::vector<Key>& deps) const;
+  /// Where each dependency comes from (peers other than this worker); nullopt, with a
+  /// SendMissingData emitted, when one that is not here has no holder.
+  std::optional<std::map<Key, std::vector<std::string>>> dependency_holders(
+      const ComputeTaskEvent& e, const std::vector<Key>& deps);
+  void add_dependency(TaskState& ts, const Key& dep, const std::vector<std::string>& holders);
   void fail_task(TaskState& ts, std::string message, std::string exception_type = {});
   void transition_to_memory(TaskState& ts, Frame data, bool report);
   void finished_running(TaskState& ts);

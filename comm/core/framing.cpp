@@ -1,39 +1,25 @@
 #include <taskwire/comm/core/framing.hpp>
+#include <taskwire/runtime/raw_codec.hpp>
 
-#include <boost/endian/conversion.hpp>
 #include <fmt/format.h>
 
-#include <cstring>
-
 namespace taskwire::comm {
-namespace {
 
-void put_u64(std::vector<char>& out, std::uint64_t v) {
-  v = boost::endian::native_to_little(v);
-  const auto* p = reinterpret_cast<const char*>(&v);
-  out.insert(out.end(), p, p + 8);
-}
-
-std::uint64_t get_u64(const char* p) {
-  std::uint64_t v;
-  std::memcpy(&v, p, 8);
-  return boost::endian::little_to_native(v);
-}
-
-}  // namespace
+using runtime::raw_codec::append_le;
+using runtime::raw_codec::load_le;
 
 void encode_prefix(const runtime::Message& message, std::vector<char>& out) {
   out.clear();
   out.reserve(8 * (1 + message.frames.size()));
-  put_u64(out, message.frames.size());
-  for (const auto& f : message.frames) put_u64(out, f.size());
+  append_le<std::uint64_t>(out, message.frames.size());
+  for (const auto& f : message.frames) append_le<std::uint64_t>(out, f.size());
 }
 
 PrefixStatus decode_prefix(const char* data, std::size_t n, const runtime::Limits& limits,
                            std::vector<std::uint64_t>& lengths) {
   PrefixStatus st;
   if (n < 8) return st;
-  const std::uint64_t nframes = get_u64(data);
+  const std::uint64_t nframes = load_le<std::uint64_t>(data);
   if (nframes > limits.max_frames) {
     st.kind = PrefixStatus::violation;
     st.violation_text = fmt::format("message announces {} frames, limit is {}", nframes,
@@ -46,7 +32,7 @@ PrefixStatus decode_prefix(const char* data, std::size_t n, const runtime::Limit
   lengths.reserve(nframes);
   std::uint64_t total = 0;
   for (std::uint64_t i = 0; i < nframes; ++i) {
-    const std::uint64_t len = get_u64(data + 8 * (1 + i));
+    const std::uint64_t len = load_le<std::uint64_t>(data + 8 * (1 + i));
     if (len > limits.max_frame_bytes) {
       st.kind = PrefixStatus::violation;
       st.violation_text = fmt::format("frame {} announces {} bytes, limit is {}", i, len,

@@ -158,11 +158,11 @@ void MpiPoller::submit(const ConnectionPtr& c, Message message, WriteHandler han
   out.head.resize(kDataHeadFixed + 8 * n + packed);
   char* p = out.head.data();
   *p++ = static_cast<char>(kData);
-  put_u64(p, n);
-  put_u64(p + 8, out.chunk_bytes);
+  store_le<std::uint64_t>(p, n);
+  store_le<std::uint64_t>(p + 8, out.chunk_bytes);
   p += 16;
   for (std::size_t i = 0; i < n; ++i, p += 8)
-    put_u64(p, (std::uint64_t{message.frames[i].size()} << 1) | std::uint64_t(sep_flags[i]));
+    store_le<std::uint64_t>(p, (std::uint64_t{message.frames[i].size()} << 1) | std::uint64_t(sep_flags[i]));
   for (std::size_t i = 0; i < n; ++i) {
     if (sep_flags[i] || message.frames[i].empty()) continue;
     std::memcpy(p, message.frames[i].data(), message.frames[i].size());
@@ -405,7 +405,7 @@ void MpiPoller::enqueue_control(const ConnectionPtr& c, Kind kind, std::uint32_t
   m.head.push_back(static_cast<char>(kind));
   if (kind == kHello) {
     m.head.resize(5);
-    put_u32(m.head.data() + 1, arg);
+    store_le<std::uint32_t>(m.head.data() + 1, arg);
   }
   m.is_close = kind == kClose;
   if (c->sendq.size() == 1) pump_sends(c);

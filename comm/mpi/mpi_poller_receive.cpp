@@ -166,93 +166,104 @@ void MpiPoller::receive_chunk(const ConnectionPtr& c, InMessage& in, MPI_Message
   track(req, Pending{c, &in, Pending::recv_chunk, std::move(scratch)});
 }
 
+namespace {
+
+// A control head (HELLO, ACCEPT, REFUSED, CLOSE): what is wrong with it in the connection's
+// state, or "".
+std::string read_control_head(const Connection& c, InMessage& in, const std::vector<char>& head) {
+  const std::size_t n = head.size();
+  switch (in.kind) {
+    case kHello:
+      if (n != 5 || c.state != Connection::State::accepting) return "an unexpected HELLO";
+      in.hello_port = load_le<std::uint32_t>(head.data() + 1);
+      return {};
+    case kAccept:
+    case kRefused:
+      if (n != 1 || c.state != Connection::State::connecting)
+        return "an unexpected connection reply";
+      return {};
+    case kClose:
+      return n != 1 ? "a malformed CLOSE" : "";
+    default:
+      return fmt::format("a message of unknown kind {}", int(head[0]));
+  }
+}
+
+// The frames of a data head whose table is sound: packed ones copied out, separate ones
+// allocated for their chunks.
+void unpack_frames(InMessage& in, const char* table, std::uint64_t nframes) {
+  const char* packed_bytes = table + 8 * nframes;
+  in.frames.reserve(nframes);
+  for (std::uint64_t i = 0; i < nframes; ++i) {
+    const std::uint64_t entry = load_le<std::uint64_t>(table + 8 * i);
+    const std::uint64_t len = entry >> 1;
+    if (entry & 1) {
+      in.frames.push_back(Frame::allocate(len));
+    } else {
+      in.frames.push_back(Frame::copy_of(packed_bytes, len));
+      packed_bytes += len;
+    }
+  }
+}
+
+// A data head: "" or what makes it unreadable (the stream cannot be followed). A limit that
+// a sound frame table breaks goes to `broken` instead: its chunks are followed, not kept.
+std::string read_data_head(const Connection& c, InMessage& in, const std::vector<char>& head,
+                           std::string& broken) {
+  const std::size_t n = head.size();
+  if (c.state == Connection::State::accepting) return "data before the HELLO";
+  if (n < kDataHeadFixed) return "a truncated data head";
+  const std::uint64_t nframes = load_le<std::uint64_t>(head.data() + 1);
+  const std::uint64_t chunk = load_le<std::uint64_t>(head.data() + 9);
+  const auto& lim = c.limits;
+  if (nframes > lim.max_frames)
+    return fmt::format("a message of {} frames, limit is {}", nframes, lim.max_frames);
+  if (n < kDataHeadFixed + 8 * nframes || chunk == 0) return "a truncated data head";
+  const char* table = head.data() + kDataHeadFixed;
+  std::uint64_t total = 0, packed = 0;
+  for (std::uint64_t i = 0; i < nframes; ++i) {
+    const std::uint64_t entry = load_le<std::uint64_t>(table + 8 * i);
+    const std::uint64_t len = entry >> 1;
+    if (entry & 1) in.separate.push_back(static_cast<std::uint32_t>(i));
+    else packed += len;
+    if (broken.empty() && len > lim.max_frame_bytes)
+      broken = fmt::format("frame {} of {} bytes, limit is {}", i, len, lim.max_frame_bytes);
+    total += len;
+    if (broken.empty() && total > lim.max_message_bytes)
+      broken = fmt::format("a message of more than {} bytes, limit is {}", total,
+                           lim.max_message_bytes);
+    if (packed > kMaxPackedBytes) return "a malformed data head";
+  }
+  if (kDataHeadFixed + 8 * nframes + packed != n)
+    return "a data head whose size does not match its frame table";
+  in.chunk_bytes = chunk;
+  in.sep_len.reserve(in.separate.size());
+  for (auto i : in.separate) in.sep_len.push_back(load_le<std::uint64_t>(table + 8 * i) >> 1);
+  if (broken.empty() && !in.discard) unpack_frames(in, table, nframes);
+  return {};
+}
+
+}  // namespace
+
 void MpiPoller::on_head(const ConnectionPtr& c, InMessage& in) {
   in.head_done = true;
   std::vector<char> head = std::move(in.head);
   in.head = {};
-  const std::size_t n = head.size();
-  const auto violation = [&](std::string why, bool parseable) {
+  in.kind = static_cast<Kind>(static_cast<unsigned char>(head[0]));
+  std::string broken;
+  const std::string unreadable = in.kind == kData ? read_data_head(*c, in, head, broken)
+                                                  : read_control_head(*c, in, head);
+  if (!unreadable.empty()) {
+    // Nothing after it can be parsed: the connection fails.
     in.discard = true;
     in.kind = kData;
-    if (!parseable) {
-      in.separate.clear();
-      in.sep_len.clear();
-      c->failed = true;
-    }
-    fail(c, errc::protocol, why);
-    deliver_ready(c);
-  };
-  in.kind = static_cast<Kind>(static_cast<unsigned char>(head[0]));
-  switch (in.kind) {
-    case kHello:
-      if (n != 5 || c->state != Connection::State::accepting)
-        return violation("an unexpected HELLO", false);
-      in.hello_port = get_u32(head.data() + 1);
-      break;
-    case kAccept:
-    case kRefused:
-      if (n != 1 || c->state != Connection::State::connecting)
-        return violation("an unexpected connection reply", false);
-      break;
-    case kClose:
-      if (n != 1) return violation("a malformed CLOSE", false);
-      break;
-    case kData: {
-      if (c->state == Connection::State::accepting)
-        return violation("data before the HELLO", false);
-      if (n < kDataHeadFixed) return violation("a truncated data head", false);
-      const std::uint64_t nframes = get_u64(head.data() + 1);
-      const std::uint64_t chunk = get_u64(head.data() + 9);
-      const auto& lim = c->limits;
-      if (nframes > lim.max_frames)
-        return violation(fmt::format("a message of {} frames, limit is {}", nframes,
-                                     lim.max_frames), false);
-      if (n < kDataHeadFixed + 8 * nframes || chunk == 0)
-        return violation("a truncated data head", false);
-      const char* table = head.data() + kDataHeadFixed;
-      std::uint64_t total = 0, packed = 0;
-      std::string broken;
-      for (std::uint64_t i = 0; i < nframes; ++i) {
-        const std::uint64_t entry = get_u64(table + 8 * i);
-        const std::uint64_t len = entry >> 1;
-        if (entry & 1) in.separate.push_back(static_cast<std::uint32_t>(i));
-        else packed += len;
-        if (broken.empty() && len > lim.max_frame_bytes)
-          broken = fmt::format("frame {} of {} bytes, limit is {}", i, len, lim.max_frame_bytes);
-        total += len;
-        if (broken.empty() && total > lim.max_message_bytes)
-          broken = fmt::format("a message of more than {} bytes, limit is {}", total,
-                               lim.max_message_bytes);
-        if (packed > kMaxPackedBytes) return violation("a malformed data head", false);
-      }
-      if (kDataHeadFixed + 8 * nframes + packed != n)
-        return violation("a data head whose size does not match its frame table", false);
-      in.chunk_bytes = chunk;
-      in.sep_len.reserve(in.separate.size());
-      for (auto i : in.separate) in.sep_len.push_back(get_u64(table + 8 * i) >> 1);
-      if (!broken.empty()) {
-        // The frame table is sound: follow its chunks without keeping them.
-        in.discard = true;
-        fail(c, errc::protocol, broken);
-        break;
-      }
-      if (in.discard) break;
-      const char* packed_bytes = table + 8 * nframes;
-      in.frames.reserve(nframes);
-      for (std::uint64_t i = 0; i < nframes; ++i) {
-        const std::uint64_t entry = get_u64(table + 8 * i);
-        const std::uint64_t len = entry >> 1;
-        if (entry & 1) {
-          in.frames.push_back(Frame::allocate(len));
-        } else {
-          in.frames.push_back(Frame::copy_of(packed_bytes, len));
-          packed_bytes += len;
-        }
-      }
-      break;
-    }
-    default:
-      return violation(fmt::format("a message of unknown kind {}", int(head[0])), false);
+    in.separate.clear();
+    in.sep_len.clear();
+    c->failed = true;
+    fail(c, errc::protocol, unreadable);
+  } else if (!broken.empty()) {
+    in.discard = true;
+    fail(c, errc::protocol, broken);
   }
   deliver_ready(c);
 }

@@ -26,13 +26,12 @@
 //   close:   u8 kClose                  (either way, last message of that direction)
 // Integers are little-endian.
 #include <taskwire/comm/core/error.hpp>
+#include <taskwire/runtime/raw_codec.hpp>
 
-#include <boost/endian/conversion.hpp>
 #include <fmt/format.h>
 
 #include <charconv>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,24 +54,9 @@ inline std::uint64_t max_head_bytes(std::uint64_t max_frames) {
   return kDataHeadFixed + 8 * max_frames + kMaxPackedBytes;
 }
 
-inline void put_u64(char* p, std::uint64_t v) {
-  v = boost::endian::native_to_little(v);
-  std::memcpy(p, &v, 8);
-}
-inline std::uint64_t get_u64(const char* p) {
-  std::uint64_t v;
-  std::memcpy(&v, p, 8);
-  return boost::endian::little_to_native(v);
-}
-inline void put_u32(char* p, std::uint32_t v) {
-  v = boost::endian::native_to_little(v);
-  std::memcpy(p, &v, 4);
-}
-inline std::uint32_t get_u32(const char* p) {
-  std::uint32_t v;
-  std::memcpy(&v, p, 4);
-  return boost::endian::little_to_native(v);
-}
+// Heads are laid out with the project's little-endian codec.
+using runtime::raw_codec::load_le;
+using runtime::raw_codec::store_le;
 
 /// mpi://RANK[:PORT]
 struct MpiLocation {

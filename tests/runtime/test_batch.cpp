@@ -74,14 +74,14 @@ TEST_CASE("batch: every protocol struct round-trips through the operation header
   w.add(Op::register_worker, protocol::RegisterWorker{"w1", "mpi://3", 4});
   w.add(Op::key_in_memory, protocol::KeyInMemory{"k", 1ull << 40, {"mpi://1"}});
   w.add(Op::data_reply, protocol::DataReply{99, {"x", ""}, {"gone"}});
-  w.add(Op::who_has_reply, protocol::WhoHasReply{5, {{"k", {"a", "b"}}}});
+  w.add(Op::worker_died, protocol::WorkerDied{"tcp://h:5", "w5", "exit code 3", {"a", "b"}});
   w.add(Op::missing_data, protocol::MissingData{"t", "d", "mpi://2"});
   w.add(Op::key_erred, protocol::KeyErred{"k2", "dependency 'm' failed: boom", "m", "boom",
                                           "std::out_of_range", "w7", "tcp://h:7"});
   w.add(Op::task_erred, protocol::TaskErred{"t2", "it threw", "std::bad_alloc"});
   w.add(Op::worker_refused, protocol::WorkerRefused{"the name 'w1' is already taken"});
   w.add(Op::get_data, protocol::GetData{12, {"p", "q"}});
-  w.add(Op::who_has, protocol::WhoHasRequest{13, {"r"}});
+  w.add(Op::key_cancelled, protocol::KeysCancelled{{"r"}, "cancelled by client c13"});
   w.add(Op::shutdown, protocol::Empty{});
   int n = 0;
   for_each_op(w.take(), [&](OpReader& r) {
@@ -122,9 +122,14 @@ TEST_CASE("batch: every protocol struct round-trips through the operation header
         CHECK(got.missing == std::vector<std::string>{"gone"});
         break;
       }
-      case Op::who_has_reply:
-        CHECK(r.body<protocol::WhoHasReply>().who_has.at("k") == std::vector<std::string>{"a", "b"});
+      case Op::worker_died: {
+        auto got = r.body<protocol::WorkerDied>();
+        CHECK(got.address == "tcp://h:5");
+        CHECK(got.name == "w5");
+        CHECK(got.cause == "exit code 3");
+        CHECK(got.running == std::vector<std::string>{"a", "b"});
         break;
+      }
       case Op::missing_data:
         CHECK(r.body<protocol::MissingData>().from == "mpi://2");
         break;
@@ -155,10 +160,10 @@ TEST_CASE("batch: every protocol struct round-trips through the operation header
         CHECK(got.keys == std::vector<std::string>{"p", "q"});
         break;
       }
-      case Op::who_has: {
-        auto got = r.body<protocol::WhoHasRequest>();
-        CHECK(got.request_id == 13);
+      case Op::key_cancelled: {
+        auto got = r.body<protocol::KeysCancelled>();
         CHECK(got.keys == std::vector<std::string>{"r"});
+        CHECK(got.reason == "cancelled by client c13");
         break;
       }
       default:
@@ -223,4 +228,23 @@ TEST_CASE("batch: cut or corrupted headers are errors, never crashes", "[runtime
   lying += "abc";
   CHECK_THROWS_WITH(read_all(Message({Frame(std::string_view(lying))})),
                     Catch::Contains("count of 1099511627776"));
+}
+
+TEST_CASE("protocol: operation numbers are the wire format and stay as they were", "[runtime]") {
+  // A peer of the same protocol version may be an older build: renumbering breaks it silently.
+  CHECK(static_cast<int>(Op::update_graph) == 1);
+  CHECK(static_cast<int>(Op::cancel_keys) == 3);
+  CHECK(static_cast<int>(Op::shutdown) == 5);  // 4 was who_has, retired
+  CHECK(static_cast<int>(Op::key_in_memory) == 20);
+  CHECK(static_cast<int>(Op::shutting_down) == 24);  // 23 was who_has_reply, retired
+  CHECK(static_cast<int>(Op::key_lost) == 25);
+  CHECK(static_cast<int>(Op::register_worker) == 40);
+  CHECK(static_cast<int>(Op::worker_closing) == 45);
+  CHECK(static_cast<int>(Op::threads_busy) == 46);
+  CHECK(static_cast<int>(Op::worker_died) == 50);
+  CHECK(static_cast<int>(Op::compute_task) == 60);
+  CHECK(static_cast<int>(Op::worker_refused) == 63);
+  CHECK(static_cast<int>(Op::free_processing) == 66);
+  CHECK(static_cast<int>(Op::get_data) == 80);
+  CHECK(static_cast<int>(Op::data_reply) == 81);
 }

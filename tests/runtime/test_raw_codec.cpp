@@ -1,7 +1,10 @@
-// runtime/raw_codec.hpp: to_frame/from_frame of a lone number, string or vector of numbers
-// skip the Boost archive but must write and read exactly the bytes the archive would.
+// runtime/raw_codec.hpp, the one little-endian codec: fixed-width numbers at a byte position
+// (framing, MPI heads), the operation headers built on it (wire_codec.hpp), and to_frame /
+// from_frame of a lone number, string or vector of numbers, which skip the Boost archive but
+// must write and read exactly the bytes the archive would.
 #include <taskwire/runtime/large_buffer.hpp>
 #include <taskwire/runtime/serialize.hpp>
+#include <taskwire/runtime/wire_codec.hpp>
 
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
@@ -9,6 +12,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -95,4 +99,77 @@ TEST_CASE("raw codec: short or lying frames are SerializationErrors", "[runtime]
                   runtime::SerializationError);
   // A bool byte other than 0 or 1 reads as true, never as an invalid bool.
   CHECK(runtime::from_frame<bool>(runtime::Frame(std::string_view("\x02", 1))) == true);
+}
+
+TEST_CASE("raw codec: fixed-width numbers are little-endian at any byte position", "[runtime]") {
+  namespace rc = runtime::raw_codec;
+  char buf[16] = {};
+  rc::store_le<std::uint32_t>(buf + 1, 0x01020304u);  // unaligned on purpose
+  CHECK(std::string(buf + 1, 4) == std::string("\x04\x03\x02\x01", 4));
+  CHECK(rc::load_le<std::uint32_t>(buf + 1) == 0x01020304u);
+  rc::store_le<std::uint64_t>(buf + 3, 0x0102030405060708ull);
+  CHECK(std::string(buf + 3, 8) == std::string("\x08\x07\x06\x05\x04\x03\x02\x01", 8));
+  CHECK(rc::load_le<std::uint64_t>(buf + 3) == 0x0102030405060708ull);
+  rc::store_le<std::int16_t>(buf, -2);
+  CHECK(std::string(buf, 2) == std::string("\xfe\xff", 2));
+  CHECK(rc::load_le<std::int16_t>(buf) == -2);
+  rc::store_le(buf + 5, -0.375);
+  CHECK(rc::load_le<double>(buf + 5) == -0.375);
+
+  std::vector<char> out{'x'};
+  rc::append_le<std::uint64_t>(out, 2);
+  rc::append_le<std::uint32_t>(out, 0xdeadbeefu);
+  REQUIRE(out.size() == 1 + 8 + 4);
+  CHECK(out[0] == 'x');
+  CHECK(rc::load_le<std::uint64_t>(out.data() + 1) == 2);
+  CHECK(rc::load_le<std::uint32_t>(out.data() + 9) == 0xdeadbeefu);
+}
+
+namespace {
+struct Sample {  // the shape of a protocol struct: numbers, strings, vectors, a map
+  std::uint32_t id = 0;
+  std::string name;
+  std::vector<std::string> keys;
+  std::vector<double> weights;
+  std::map<std::string, std::vector<std::string>> where;
+  bool operator==(const Sample&) const = default;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & id & name & keys & weights & where; }
+};
+}  // namespace
+
+TEST_CASE("raw codec: an operation header round-trips, and a cut or wrong length is refused",
+          "[runtime]") {
+  const Sample sent{7, "w1", {"a", "", "bc"}, {0.5, -1}, {{"k", {"tcp://127.0.0.1:1"}}, {"e", {}}}};
+  std::vector<char> bytes;
+  runtime::wire::Writer(bytes) << sent;
+  // id, the name's count and bytes: little-endian, Boost's order of fields.
+  REQUIRE(bytes.size() > 4 + 8 + 2);
+  CHECK(runtime::raw_codec::load_le<std::uint32_t>(bytes.data()) == 7);
+  CHECK(runtime::raw_codec::load_le<std::uint64_t>(bytes.data() + 4) == 2);
+  CHECK(std::string(bytes.data() + 12, 2) == "w1");
+
+  Sample got;
+  runtime::wire::Reader in(bytes.data(), bytes.size());
+  in >> got;
+  CHECK(got == sent);
+  CHECK(in.remaining() == 0);
+
+  // Every cut ends inside some field.
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    INFO("cut to " << n << " of " << bytes.size() << " bytes");
+    runtime::wire::Reader cut(bytes.data(), n);
+    Sample partial;
+    CHECK_THROWS_AS(cut >> partial, runtime::SerializationError);
+  }
+  // The name's count says 3 bytes where 2 are: the rest no longer parses.
+  std::vector<char> wrong = bytes;
+  runtime::raw_codec::store_le<std::uint64_t>(wrong.data() + 4, 3);
+  runtime::wire::Reader lying(wrong.data(), wrong.size());
+  Sample misread;
+  CHECK_THROWS_AS(lying >> misread, runtime::SerializationError);
+  // A count larger than the bytes left is refused before anything is allocated.
+  runtime::raw_codec::store_le<std::uint64_t>(wrong.data() + 4, std::uint64_t{1} << 40);
+  runtime::wire::Reader huge(wrong.data(), wrong.size());
+  CHECK_THROWS_WITH(huge >> misread, Catch::Contains("count of 1099511627776"));
 }

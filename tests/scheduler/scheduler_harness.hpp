@@ -98,7 +98,7 @@ struct Harness {
     const auto worker = s.processing_on(key);
     INFO("failing " << key);
     REQUIRE(worker);
-    return handle(TaskErred{*worker, key, message, "Traceback: ...", exception_type, ""});
+    return handle(TaskErred{*worker, key, message, exception_type, ""});
   }
 
   const Instructions& release(std::vector<std::string> keys, const std::string& client = "c1") {

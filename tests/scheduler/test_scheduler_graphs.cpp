@@ -329,13 +329,13 @@ TEST_CASE("scheduler: releasing a key frees every replica", "[scheduler]") {
   h.add_worker("tcp://b:1");
   h.submit({task("x")});
   h.finish("x");
-  h.handle(AddKeys{"tcp://b:1", {"x"}, ""});
+  h.handle(TaskFinished{"tcp://b:1", "x", 8, 0.01, ""});  // b reports it too: a replica
   CHECK(h.s.who_has("x") == std::vector<std::string>{"tcp://a:1", "tcp://b:1"});
   h.release({"x"});
   CHECK(freed_on(h.last, "tcp://a:1") == std::vector<std::string>{"x"});
   CHECK(freed_on(h.last, "tcp://b:1") == std::vector<std::string>{"x"});
-  // A replica reported for a key nobody holds any more is freed at once.
-  h.handle(AddKeys{"tcp://b:1", {"x"}, ""});
+  // A result reported for a key nobody holds any more is freed at once.
+  h.handle(TaskFinished{"tcp://b:1", "x", 8, 0.01, ""});
   CHECK(freed_on(h.last, "tcp://b:1") == std::vector<std::string>{"x"});
 }
 

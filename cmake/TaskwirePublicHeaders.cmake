@@ -1,0 +1,32 @@
+# The headers `cmake --install` and the .deb ship: the public API's entry points and every
+# taskwire header they include, directly or not (tests/install checks that each compiles on
+# its own from the install tree and that none includes a header missing from this list).
+# Everything else (backends' internals, worker_server_impl.hpp, the nanny, the MPI poller...)
+# stays in the source tree. A header a public one starts to include goes in the second list.
+
+# Entry points: what a program, a plugin or an embedding of the servers includes.
+set(TASKWIRE_PUBLIC_ENTRY_HEADERS
+  taskwire.hpp                      # umbrella
+  client/client.hpp client/future.hpp client/task_error.hpp
+  client/mpi/launch.hpp             # initialize / initialize_pool / run_cluster
+  graph/graph.hpp graph/execute.hpp
+  runtime/function_registry.hpp runtime/serialize.hpp runtime/context.hpp runtime/log.hpp
+  runtime/mpi_environment.hpp runtime/force_exit.hpp
+  comm/backends.hpp comm/core/connect.hpp
+  scheduler/scheduler_server.hpp worker/worker_server.hpp)
+
+# Included by the entry points: installed because they must be, not API of their own.
+set(TASKWIRE_PUBLIC_INCLUDED_HEADERS
+  client/client_core.hpp client/outbox.hpp          # future.hpp
+  comm/core/address.hpp comm/core/backend.hpp comm/core/comm.hpp comm/core/error.hpp
+  comm/core/handshake.hpp comm/core/registry.hpp
+  graph/options.hpp graph/plan.hpp graph/run.hpp graph/serializable.hpp
+  runtime/asio.hpp runtime/batch.hpp runtime/byte_buffers.hpp runtime/config.hpp
+  runtime/frame.hpp runtime/mpi_wake.hpp runtime/protocol.hpp runtime/raw_codec.hpp
+  runtime/wire_codec.hpp
+  scheduler/events.hpp scheduler/instructions.hpp scheduler/ptr_set.hpp  # scheduler_server.hpp
+  scheduler/records.hpp scheduler/scheduler_server_inspect.hpp scheduler/scheduler_state.hpp
+  scheduler/task_spec.hpp scheduler/task_status.hpp
+  worker/data_store.hpp)                            # worker_server.hpp
+
+set(TASKWIRE_PUBLIC_HEADERS ${TASKWIRE_PUBLIC_ENTRY_HEADERS} ${TASKWIRE_PUBLIC_INCLUDED_HEADERS})
