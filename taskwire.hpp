@@ -11,3 +11,4 @@
 #include <taskwire/runtime/log.hpp>
 #include <taskwire/runtime/mpi_environment.hpp>
 #include <taskwire/runtime/serialize.hpp>
+#include <taskwire/runtime/serialize_std.hpp>

@@ -8,11 +8,14 @@
 //   int v = b.get();                            // 12
 //   auto fs = client.map(inc, std::vector<int>{1, 2, 3});
 //   std::vector<int> vs = client.gather(fs);
+//   auto data = client.scatter(std::vector<double>(1000));   // one Future<std::vector<double>>
+//   auto parts = client.scatter_each(std::vector<int>{1, 2});  // one Future<int> per element
 //   client.shutdown();                          // stops scheduler and workers
 //
-// Functions must be registered with TASKWIRE_REGISTER. Arguments and results are any
-// Boost.Serialization-serializable types. Thread-safety: a Client may be used from several
-// threads at once.
+// Functions must be registered with TASKWIRE_REGISTER (free functions, not lambdas: another
+// process finds a function by its registered name). Arguments and results are any type
+// runtime/sendable.hpp accepts (README "What can be sent"); another one fails to compile with
+// a message naming it. Thread-safety: a Client may be used from several threads at once.
 #include <taskwire/client/future.hpp>
 #include <taskwire/client/task_error.hpp>
 #include <taskwire/runtime/function_registry.hpp>
@@ -34,11 +37,11 @@ class Client {
   /// options.connect_timeout. Throws comm::CommError with what failed.
   explicit Client(const std::string& address, ClientOptions options = {})
       : core_(client::ClientCore::connect(address, std::move(options))) {}
-  /// Connects through a caller's registry (whose context is started and outlives the client).
-  /// Waits run that context's event loop if it has one thread and enable_driving().
-  Client(comm::Registry& registry, const std::string& address,
-         std::chrono::milliseconds timeout = std::chrono::milliseconds(10'000))
-      : core_(client::ClientCore::connect(registry, address, timeout)) {}
+  /// Connects through a caller's registry (whose context is started and outlives the client);
+  /// options.config and options.name are not read (the context has its own). Waits run that
+  /// context's event loop if it has one thread and enable_driving().
+  Client(comm::Registry& registry, const std::string& address, const ClientOptions& options = {})
+      : core_(client::ClientCore::connect(registry, address, options)) {}
   /// Reads the scheduler's address from a scheduler file written by taskwire-scheduler.
   static Client from_scheduler_file(const std::string& path, ClientOptions options = {});
 
@@ -61,7 +64,7 @@ class Client {
     auto refs = core_->submit(std::move(specs), std::move(frames));
     std::vector<Future<R>> out;
     out.reserve(refs.size());
-    for (auto& r : refs) out.emplace_back(std::move(r));
+    for (auto& r : refs) out.push_back(Future<R>(std::move(r)));
     return out;
   }
 
@@ -78,21 +81,29 @@ class Client {
     return out;
   }
 
-  /// Places data in the cluster; returns futures to it.
+  /// Places `value` in the cluster as one piece of data (a vector too: one future for all of
+  /// it); tasks given the future read it where it is.
   template <class T>
   Future<T> scatter(const T& value) {
     std::vector<runtime::Frame> frames{runtime::to_frame(value)};
-    protocol::TaskSpec spec;
-    spec.key = core_->new_key("scatter");
-    spec.function = kIdentity;
-    spec.args.push_back({protocol::ArgSpec::frame, 0, {}});
-    spec.priority = core_->next_priority();
-    return Future<T>(core_->submit({std::move(spec)}, std::move(frames)).at(0));
+    return Future<T>(core_->submit({scatter_spec(0)}, std::move(frames)).at(0));
   }
+  /// Places each element of `values` in the cluster separately, in one message to the
+  /// scheduler: one future per element, in order.
   template <class T>
-  std::vector<Future<T>> scatter(const std::vector<T>& values) {
+  std::vector<Future<T>> scatter_each(const std::vector<T>& values) {
+    std::vector<runtime::Frame> frames;
+    std::vector<protocol::TaskSpec> specs;
+    frames.reserve(values.size());
+    specs.reserve(values.size());
+    for (const auto& v : values) {
+      specs.push_back(scatter_spec(static_cast<std::uint32_t>(frames.size())));
+      frames.push_back(runtime::to_frame(v));
+    }
+    auto refs = core_->submit(std::move(specs), std::move(frames));
     std::vector<Future<T>> out;
-    for (const auto& v : values) out.push_back(scatter(v));
+    out.reserve(refs.size());
+    for (auto& r : refs) out.push_back(Future<T>(std::move(r)));
     return out;
   }
 
@@ -133,6 +144,18 @@ class Client {
   static constexpr const char* kIdentity = "taskwire::identity";
 
  private:
+  friend class client::ClientAccess;
+
+  // A task returning the frame at `frame` unchanged: data placed in the cluster.
+  protocol::TaskSpec scatter_spec(std::uint32_t frame) {
+    protocol::TaskSpec spec;
+    spec.key = core_->new_key("scatter");
+    spec.function = kIdentity;
+    spec.args.push_back({protocol::ArgSpec::frame, frame, {}});
+    spec.priority = core_->next_priority();
+    return spec;
+  }
+
   template <class R, class... A, class... Args>
   protocol::TaskSpec make_spec(R (*fn)(A...), std::vector<runtime::Frame>& frames,
                                Args&&... args) {
@@ -166,5 +189,19 @@ class Client {
 
   std::shared_ptr<client::ClientCore> core_;
 };
+
+namespace client {
+/// For taskwire's own layers above Client (graph::execute, taskbench), which submit tasks of
+/// their own shape: the core a Client wraps, and Futures over its key references. Not part
+/// of the API programs use.
+class ClientAccess {
+ public:
+  static ClientCore& core(Client& client) noexcept { return *client.core_; }
+  template <class T>
+  static Future<T> future(std::shared_ptr<KeyRef> ref) {
+    return Future<T>(std::move(ref));
+  }
+};
+}  // namespace client
 
 }  // namespace taskwire

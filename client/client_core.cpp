@@ -74,7 +74,7 @@ std::shared_ptr<ClientCore> ClientCore::connect(const std::string& address, Clie
   comm::register_builtin_backends(*core->own_registry_);
   core->registry_ = core->own_registry_.get();
   core->context_ = core->own_context_.get();
-  core->timeout_ = options.connect_timeout;
+  core->fetch_timeout_ = options.fetch_timeout;
   core->own_context_->start();
   core->start(comm::connect(*core->registry_, address,
                             to_scheduler(*core->registry_, options.connect_timeout)));
@@ -82,13 +82,13 @@ std::shared_ptr<ClientCore> ClientCore::connect(const std::string& address, Clie
 }
 
 std::shared_ptr<ClientCore> ClientCore::connect(comm::Registry& registry, const std::string& address,
-                                                std::chrono::milliseconds timeout) {
+                                                const ClientOptions& options) {
   std::shared_ptr<ClientCore> core(new ClientCore());
   core->registry_ = &registry;
   core->context_ = &registry.context();
-  core->timeout_ = timeout;
+  core->fetch_timeout_ = options.fetch_timeout;
   core->name_ = registry.context().config().name;
-  core->start(comm::connect(registry, address, to_scheduler(registry, timeout)));
+  core->start(comm::connect(registry, address, to_scheduler(registry, options.connect_timeout)));
   return core;
 }
 
@@ -571,13 +571,13 @@ void ClientCore::await_news(const std::vector<std::string>& keys,
              it->second.status != KeyStatus::memory;
     };
     block(lock, [&] { return changed() || !broken_.empty(); },
-          std::chrono::steady_clock::now() + timeout_);
+          std::chrono::steady_clock::now() + fetch_timeout_);
     if (changed()) continue;
     if (!broken_.empty())  // no news will come, and the holders it named are stale
       throw TaskError(key, "no worker holding the result could send it, and " + broken_);
     throw TaskError(key, fmt::format("no worker holding the result could send it, and the "
                                      "scheduler reported no change within {} ms",
-                                     timeout_.count()));
+                                     fetch_timeout_.count()));
   }
 }
 
@@ -593,10 +593,18 @@ void ClientCore::fetch_from(const std::string& address, const std::vector<std::s
   auto link = worker_link(address);
   std::lock_guard lock(link->mu);
   auto awake = context_->keep_awake();  // the io thread does the fetch: it must not linger
+  // A worker that accepts but never answers (stopped, wedged) would hold get() forever: the
+  // connect, the write and the read share one deadline.
+  const auto deadline = std::chrono::steady_clock::now() + fetch_time_allowed(keys);
+  const auto left = [deadline] {
+    using std::chrono::milliseconds;
+    const auto now = std::chrono::steady_clock::now();
+    return std::max(std::chrono::duration_cast<milliseconds>(deadline - now), milliseconds(1));
+  };
   if (!link->comm || link->comm->closed()) {
     // The scheduler said this worker holds the keys: if nothing listens there, it is gone.
     comm::ConnectOptions options;
-    options.timeout = timeout_;
+    options.timeout = left();
     options.retry_refused = false;
     link->comm = comm::connect(*registry_, address, std::move(options));
   }
@@ -604,14 +612,6 @@ void ClientCore::fetch_from(const std::string& address, const std::vector<std::s
   static std::atomic<std::uint64_t> ids{0};
   const auto id = ++ids;
   w.add(Op::get_data, protocol::GetData{id, keys});
-  // A worker that accepts but never answers (stopped, wedged) would hold get() forever: the
-  // write and the read share one deadline.
-  const auto deadline = std::chrono::steady_clock::now() + fetch_timeout(keys);
-  const auto left = [deadline] {
-    using std::chrono::milliseconds;
-    const auto now = std::chrono::steady_clock::now();
-    return std::max(std::chrono::duration_cast<milliseconds>(deadline - now), milliseconds(1));
-  };
   try {
     comm::write_sync(link->comm, w.take(), left());
     auto reply = comm::read_sync(link->comm, left());
@@ -630,7 +630,7 @@ void ClientCore::fetch_from(const std::string& address, const std::vector<std::s
   }
 }
 
-std::chrono::milliseconds ClientCore::fetch_timeout(const std::vector<std::string>& keys) {
+std::chrono::milliseconds ClientCore::fetch_time_allowed(const std::vector<std::string>& keys) {
   constexpr std::uint64_t kBytesPerMs = 100'000;  // 100 MB/s: slow for any of our transports
   std::uint64_t bytes = 0;
   {
@@ -638,7 +638,7 @@ std::chrono::milliseconds ClientCore::fetch_timeout(const std::vector<std::strin
     for (const auto& k : keys)
       if (auto it = keys_.find(k); it != keys_.end()) bytes += it->second.nbytes;
   }
-  return timeout_ + std::chrono::milliseconds(bytes / kBytesPerMs);
+  return fetch_timeout_ + std::chrono::milliseconds(bytes / kBytesPerMs);
 }
 
 void ClientCore::shutdown(std::chrono::milliseconds timeout) {

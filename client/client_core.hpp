@@ -20,10 +20,22 @@
 
 namespace taskwire::client {
 
+/// How a Client connects and waits; both Client constructors take one.
 struct ClientOptions {
-  runtime::Config config = runtime::Config::from_env();  ///< role is set to "client"
+  /// The configuration of the client's own context (its role is set to "client"). Not read by
+  /// the constructor taking a caller's registry: that registry's context has its own.
+  runtime::Config config = runtime::Config::from_env();
+  /// How long connecting to the scheduler may take; a refused connection is retried until
+  /// then (the scheduler may still be starting). Then the constructor throws comm::CommError.
   std::chrono::milliseconds connect_timeout{10'000};
-  std::string name;  ///< default: client-PID
+  /// How long one fetch of results from a worker may take (connecting to it, asking, reading
+  /// the reply), plus 1 s per 100 MB the scheduler reported for them. After a failed fetch,
+  /// also how long get() waits for the scheduler's news on the key (a lost result is
+  /// computed again) before it throws TaskError. It does not bound the wait for a task to
+  /// finish: use Future::wait_for for that.
+  std::chrono::milliseconds fetch_timeout{10'000};
+  /// Default: client-PID. Not read with a caller's registry (its context's name is used).
+  std::string name;
 };
 
 class ClientCore;
@@ -51,7 +63,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   static std::shared_ptr<ClientCore> connect(const std::string& address, ClientOptions options);
   /// Uses a caller's registry (its context must be started and outlive the client).
   static std::shared_ptr<ClientCore> connect(comm::Registry& registry, const std::string& address,
-                                             std::chrono::milliseconds timeout);
+                                             const ClientOptions& options);
   ~ClientCore();
 
   std::string new_key(const std::string& function);
@@ -110,11 +122,11 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   };
   std::shared_ptr<WorkerLink> worker_link(const std::string& address);
   /// Fetches keys from one holder; fills `out` for the keys it had. A holder that has not
-  /// answered within fetch_timeout(keys) counts as gone for this fetch (CommError).
+  /// answered within fetch_time_allowed(keys) counts as gone for this fetch (CommError).
   void fetch_from(const std::string& address, const std::vector<std::string>& keys,
                   std::map<std::string, runtime::Frame>& out);
-  /// timeout_, plus 1 s per 100 MB of the keys' reported sizes.
-  std::chrono::milliseconds fetch_timeout(const std::vector<std::string>& keys);
+  /// fetch_timeout_, plus 1 s per 100 MB of the keys' reported sizes.
+  std::chrono::milliseconds fetch_time_allowed(const std::vector<std::string>& keys);
   void fail_all(const std::string& why);
   using Deadline = std::optional<std::chrono::steady_clock::time_point>;
   /// Waits (mu_ held through `lock`) until done() or the deadline; true if done(). The calling
@@ -126,7 +138,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// `seen` gets the report count each fetched location came from.
   void fetch_results(const std::vector<std::string>& keys, std::map<std::string, runtime::Frame>& got,
                      std::map<std::string, std::uint64_t>& seen);
-  /// Waits (up to timeout_) for a new report on each key; throws TaskError if none comes.
+  /// Waits (up to fetch_timeout_) for a new report on each key; throws TaskError if none comes.
   void await_news(const std::vector<std::string>& keys, const std::map<std::string, std::uint64_t>& seen);
 
   struct KeyState {
@@ -145,7 +157,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::unique_ptr<comm::Registry> own_registry_;
   comm::Registry* registry_ = nullptr;
   runtime::Context* context_ = nullptr;  // the registry's; outlives it in an mpi cluster rank
-  std::chrono::milliseconds timeout_{10'000};
+  std::chrono::milliseconds fetch_timeout_{10'000};  // ClientOptions::fetch_timeout
   std::string name_;
   comm::CommPtr scheduler_;
 

@@ -13,12 +13,16 @@
 
 namespace taskwire {
 
+class Client;
+namespace client {
+class ClientAccess;
+}
+
 template <class T>
 class Future {
  public:
   using value_type = T;
-  Future() = default;
-  explicit Future(std::shared_ptr<client::KeyRef> ref) : ref_(std::move(ref)) {}
+  Future() = default;  ///< not valid() until assigned from one a Client returned
 
   bool valid() const noexcept { return static_cast<bool>(ref_); }
   const std::string& key() const { return ref_->key(); }
@@ -44,9 +48,12 @@ class Future {
   /// Asks the scheduler to cancel the task (and its dependents); get() then throws TaskError.
   void cancel() const { ref_->core().cancel({key()}); }
 
-  const std::shared_ptr<client::KeyRef>& ref() const noexcept { return ref_; }
 
  private:
+  friend class Client;
+  friend class client::ClientAccess;
+  explicit Future(std::shared_ptr<client::KeyRef> ref) : ref_(std::move(ref)) {}
+
   std::shared_ptr<client::KeyRef> ref_;
 };
 

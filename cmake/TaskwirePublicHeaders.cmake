@@ -10,7 +10,8 @@ set(TASKWIRE_PUBLIC_ENTRY_HEADERS
   client/client.hpp client/future.hpp client/task_error.hpp
   client/mpi/launch.hpp             # initialize / initialize_pool / run_cluster
   graph/graph.hpp graph/execute.hpp
-  runtime/function_registry.hpp runtime/serialize.hpp runtime/context.hpp runtime/log.hpp
+  runtime/function_registry.hpp runtime/serialize.hpp runtime/serialize_std.hpp
+  runtime/context.hpp runtime/log.hpp
   runtime/mpi_environment.hpp runtime/force_exit.hpp
   comm/backends.hpp comm/core/connect.hpp
   scheduler/scheduler_server.hpp worker/worker_server.hpp)
@@ -20,9 +21,10 @@ set(TASKWIRE_PUBLIC_INCLUDED_HEADERS
   client/client_core.hpp client/outbox.hpp          # future.hpp
   comm/core/address.hpp comm/core/backend.hpp comm/core/comm.hpp comm/core/error.hpp
   comm/core/handshake.hpp comm/core/registry.hpp
-  graph/options.hpp graph/plan.hpp graph/run.hpp graph/serializable.hpp
+  graph/options.hpp graph/plan.hpp graph/run.hpp
   runtime/asio.hpp runtime/batch.hpp runtime/byte_buffers.hpp runtime/config.hpp
   runtime/frame.hpp runtime/mpi_wake.hpp runtime/protocol.hpp runtime/raw_codec.hpp
+  runtime/sendable.hpp                              # serialize.hpp
   runtime/wire_codec.hpp
   scheduler/events.hpp scheduler/instructions.hpp scheduler/ptr_set.hpp  # scheduler_server.hpp
   scheduler/records.hpp scheduler/scheduler_server_inspect.hpp scheduler/scheduler_state.hpp

@@ -26,7 +26,6 @@
 // an unknown mode; n_batch below 2 (in every mode, though only tree_n reads it); a reduce over
 // an empty input list without ReduceOptions::initial. A map over no inputs is valid and returns
 // an empty vector. A result type that cannot be serialized is a compile-time error.
-#include <taskwire/graph/serializable.hpp>
 #include <taskwire/runtime/function_registry.hpp>
 #include <taskwire/runtime/serialize.hpp>
 
@@ -83,12 +82,10 @@ namespace detail {
 /// Throws std::invalid_argument for a bad mode or n_batch, or an empty reduce without initial.
 void validate_reduce(ReduceMode mode, std::size_t n_batch, std::size_t ninputs, bool has_initial);
 
+/// A compile-time error naming the type and the fix when R cannot be sent (runtime/sendable.hpp).
 template <class R>
 constexpr void check_result_type() {
-  static_assert(is_serializable_v<R>,
-                "taskwire::graph: the function's result type cannot be serialized (a pointer, a "
-                "reference, void, std::function, or not default-constructible): return a value "
-                "type that Boost.Serialization can write");
+  (void)runtime::check_sendable<R>();
 }
 }  // namespace detail
 
@@ -127,8 +124,7 @@ ReduceGraph<R, P> reduce(MapGraph<R, P> g, R (*combine)(C, Q), Params&& params,
   static_assert(std::is_same_v<std::remove_cvref_t<C>, std::vector<R>>,
                 "taskwire::graph::reduce: combine must take a std::vector of the map's result type");
   using Param = std::remove_cvref_t<Q>;
-  static_assert(is_serializable_v<Param>, "taskwire::graph::reduce: the reduce parameter type "
-                                          "cannot be serialized");
+  (void)runtime::check_sendable<Param>();  // fails to compile, naming the type, if it cannot be sent
   detail::validate_reduce(options.mode, options.n_batch, g.inputs.size(),
                           options.initial.has_value());
   Param bound(std::forward<Params>(params));

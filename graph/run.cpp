@@ -28,13 +28,8 @@ using client::KeyStatus;
 constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
 constexpr auto kTick = std::chrono::milliseconds(100);  // progress redraw and sweep interval
 
-// Client has no accessor for the ClientCore it wraps, and tasks calling the graph runners by
-// name need core-level submission; a Future's KeyRef leads to it. The scatter's key is released
-// when the future goes, right away.
-client::ClientCore& core_of(Client& client) {
-  auto handle = client.scatter(std::string());
-  return handle.ref()->core();
-}
+// Tasks calling the graph runners by name need core-level submission.
+client::ClientCore& core_of(Client& client) { return client::ClientAccess::core(client); }
 
 // One execution of a Job. Slots are the plan's: leaves (initial value, then map tasks), then
 // reduce nodes; without a plan, just the map tasks. Confined to execute's thread.

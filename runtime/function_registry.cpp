@@ -56,6 +56,28 @@ std::string FunctionRegistry::name_of(const void* address) const {
   return it->second;
 }
 
+namespace detail {
+
+std::string canonical_function_name(std::string_view pretty) {
+  // GCC: "... [with auto F = ns::f; std::string = ...]"; Clang: "... [F = &ns::f]".
+  auto start = pretty.find("F = ");
+  if (start == std::string_view::npos)
+    throw std::logic_error("TASKWIRE_REGISTER: cannot read the function's name from '" +
+                           std::string(pretty) + "' (an unknown compiler?)");
+  start += 4;
+  if (start < pretty.size() && pretty[start] == '&') ++start;
+  auto end = pretty.find_first_of(";]", start);
+  std::string name(pretty.substr(start, end == std::string_view::npos ? end : end - start));
+  // An anonymous namespace adds nothing to the name (as the code calling the function spells
+  // it), whichever compiler's spelling: GCC's or Clang's.
+  for (std::string_view anonymous : {"{anonymous}::", "(anonymous namespace)::"})
+    for (auto at = name.find(anonymous); at != std::string::npos; at = name.find(anonymous))
+      name.erase(at, anonymous.size());
+  return name;
+}
+
+}  // namespace detail
+
 std::vector<std::string> FunctionRegistry::names() const {
   std::lock_guard lock(mu_);
   std::vector<std::string> out;

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <unordered_map>
@@ -182,11 +183,25 @@ GatherInvoker make_gather_invoker(R (*)()) {
   return {};
 }
 
+/// The fully qualified name of a function, taken from the compiler's spelling of the template
+/// argument in __PRETTY_FUNCTION__ (GCC: "[with auto F = ns::f; ...]", Clang: "[F = &ns::f]"),
+/// so that TASKWIRE_REGISTER(ns::f) and TASKWIRE_REGISTER(f) inside namespace ns give one name.
+/// Anonymous namespaces are left out of it ("ns::{anonymous}::f" is "ns::f").
+std::string canonical_function_name(std::string_view pretty_function);
+
+template <auto F>
+std::string qualified_name_of() {
+  return canonical_function_name(__PRETTY_FUNCTION__);
+}
+
 struct Registrar {
   template <class R, class... A>
-  Registrar(const char* name, R (*fn)(A...)) {
-    FunctionRegistry::global().add(name, reinterpret_cast<const void*>(fn), sizeof...(A),
-                                   make_invoker(fn), make_each_invoker(fn), make_gather_invoker(fn));
+  Registrar(std::string name, R (*fn)(A...)) {
+    using Result = std::conditional_t<std::is_void_v<R>, bool, std::remove_cvref_t<R>>;
+    // An unsendable parameter or result stops here, with check_sendable's one message.
+    if constexpr (check_sendable<Result, arg_t<A>...>())
+      FunctionRegistry::global().add(std::move(name), reinterpret_cast<const void*>(fn), sizeof...(A),
+                                     make_invoker(fn), make_each_invoker(fn), make_gather_invoker(fn));
   }
 };
 
@@ -195,7 +210,12 @@ struct Registrar {
 
 #define TASKWIRE_CONCAT_INNER(a, b) a##b
 #define TASKWIRE_CONCAT(a, b) TASKWIRE_CONCAT_INNER(a, b)
-/// Registers a free function (or a static member function) under its spelled name.
-#define TASKWIRE_REGISTER(fn)                                                        \
-  static const ::taskwire::runtime::detail::Registrar TASKWIRE_CONCAT(taskwire_reg_, \
-                                                                      __COUNTER__) { #fn, &fn }
+/// Registers a free function (or a static member function) under its fully qualified name
+/// (namespaces and classes included, anonymous namespaces left out, however the argument is
+/// spelled), so every process agrees on it. Only functions can be registered: a lambda or a functor has no name another process
+/// could find it by. Use at namespace scope, in a file every process links or --preload's.
+#define TASKWIRE_REGISTER(fn)                                                            \
+  static const ::taskwire::runtime::detail::Registrar TASKWIRE_CONCAT(taskwire_reg_,     \
+                                                                      __COUNTER__) {     \
+    ::taskwire::runtime::detail::qualified_name_of<&fn>(), &fn                           \
+  }

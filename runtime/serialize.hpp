@@ -1,13 +1,17 @@
 #pragma once
 // Boost.Serialization to and from frames (binary archives, no tracking of object addresses).
 // Reading never trusts the frame: a malformed or truncated frame throws
-// runtime::SerializationError instead of crashing.
+// runtime::SerializationError instead of crashing. A type that cannot be sent fails to compile
+// with one message naming it and the fix (see sendable.hpp).
 #include <taskwire/runtime/byte_buffers.hpp>
 #include <taskwire/runtime/frame.hpp>
 #include <taskwire/runtime/raw_codec.hpp>
+#include <taskwire/runtime/sendable.hpp>
 
 #include <boost/archive/binary_iarchive.hpp>
 #include <boost/archive/binary_oarchive.hpp>
+#include <boost/serialization/string.hpp>
+#include <boost/serialization/vector.hpp>
 
 #include <memory>
 #include <stdexcept>
@@ -42,12 +46,35 @@ struct Scratch {
 };
 }  // namespace detail
 
+namespace detail {
+template <class... T>
+Frame to_frame_checked(const T&... values);
+template <class... T>
+void from_frame_checked(const Frame& frame, T&... values);
+}  // namespace detail
+
 /// Serializes `values` into one frame of exactly the size they need. Small outputs go through
 /// a per-thread scratch area and are copied once; larger ones are measured by that first pass
 /// and serialized a second time straight into their frame, so a big payload is copied once
 /// and never into a growing buffer (whose fresh pages and re-copies cost more than the pass).
 template <class... T>
 Frame to_frame(const T&... values) {
+  if constexpr (!check_sendable<T...>()) {
+    return {};  // not reached: check_sendable failed to compile
+  } else {
+    return detail::to_frame_checked(values...);
+  }
+}
+
+/// Reads `values` from `frame`; throws SerializationError for a malformed frame.
+template <class... T>
+void from_frame(const Frame& frame, T&... values) {
+  if constexpr (check_sendable<T...>()) detail::from_frame_checked(frame, values...);
+}
+
+namespace detail {
+template <class... T>
+Frame to_frame_checked(const T&... values) {
   if constexpr (sizeof...(T) == 1 && (raw_codec::handles<T> && ...)) {
     auto frame = Frame::allocate((raw_codec::encoded_size(values) + ...));
     (raw_codec::encode(values, frame.mutable_data()), ...);
@@ -76,7 +103,7 @@ Frame to_frame(const T&... values) {
 }
 
 template <class... T>
-void from_frame(const Frame& frame, T&... values) {
+void from_frame_checked(const Frame& frame, T&... values) {
   if constexpr (sizeof...(T) == 1 && (raw_codec::handles<T> && ...)) {
     if (!(raw_codec::decode(frame.data(), frame.size(), values) && ...))
       throw SerializationError("cannot deserialize a " + std::to_string(frame.size()) +
@@ -92,6 +119,7 @@ void from_frame(const Frame& frame, T&... values) {
                              "-byte frame: " + e.what());
   }
 }
+}  // namespace detail
 
 template <class T>
 T from_frame(const Frame& frame) {

@@ -161,14 +161,14 @@ class Execution {
     if (role.last_of_graph) {
       finals_.resize(cursors_.size());
       finals_[role.cursor].resize(cur.plan->graph->max_width);
-      finals_[role.cursor][role.point] = Future<Bytes>(ref);
+      finals_[role.cursor][role.point] = client::ClientAccess::future<Bytes>(ref);
     }
   }
 
   // Waits for (then drops) the held futures of every submitted round up to `round`.
   void wait_held_through(std::size_t round) {
     while (waited_rounds_ < submitted_rounds_ && held_[waited_rounds_].round <= round) {
-      for (auto& ref : held_[waited_rounds_].refs) wait_done(Future<Bytes>(ref));
+      for (auto& ref : held_[waited_rounds_].refs) wait_done(client::ClientAccess::future<Bytes>(ref));
       held_[waited_rounds_].refs.clear();
       ++waited_rounds_;
     }
@@ -219,9 +219,8 @@ bool check_finals(Client& client, const std::vector<GraphPlan>& plans,
   return ok;
 }
 
-// Client has no accessor for the ClientCore it wraps, whose submit() takes task specs with
-// any number of dependencies; a Future's KeyRef leads to it (as graph/run.cpp does).
-client::ClientCore& core_of(Client& client) { return client.scatter(std::string()).ref()->core(); }
+// The core's submit() takes task specs with any number of dependencies.
+client::ClientCore& core_of(Client& client) { return client::ClientAccess::core(client); }
 
 }  // namespace
 

@@ -140,7 +140,9 @@ void ClusterRank::start() {
   env_.barrier();  // every worker is known to the scheduler before the program starts
   if (is_client()) {
     const auto& at = inproc_address_.empty() ? scheduler_address_ : inproc_address_;
-    client_.emplace(*registry_, at, options_.connect_timeout);
+    ClientOptions client_options;
+    client_options.connect_timeout = options_.connect_timeout;
+    client_.emplace(*registry_, at, client_options);
     spdlog::info("rank {}: client connected to {}", env_.rank(), at);
   }
   started_ = true;

@@ -101,7 +101,9 @@ TEST_CASE("cluster: a result whose only holder left before the client fetched it
           "[cluster]") {
   Cluster cl(2);
   REQUIRE(cl.wait_workers(2));
-  Client client(cl.fx.registry(), cl.address, 3s);  // the wait for news, should a fetch fail
+  ClientOptions options;
+  options.fetch_timeout = 3s;  // the wait for news, should a fetch fail
+  Client client(cl.fx.registry(), cl.address, options);
   const std::string big(100'000, 'y');  // above the inline limit: fetched from its holder
   auto f = client.submit(cluster_fns::greet, big);
   REQUIRE(f.wait_for(30s));  // in memory on one worker; the client holds no copy yet
@@ -186,13 +188,13 @@ TEST_CASE("cluster: a 10 000-task graph completes", "[cluster]") {
 
 TEST_CASE("cluster: an unknown function is a task error naming it", "[cluster]") {
   Cluster cl(1);
-  auto core = client::ClientCore::connect(cl.fx.registry(), cl.address, 10s);
+  auto core = client::ClientCore::connect(cl.fx.registry(), cl.address, ClientOptions{});
   protocol::TaskSpec spec;
   spec.key = "mystery-1";
   spec.function = "no_such::function";
   spec.args.push_back({protocol::ArgSpec::frame, 0, {}});
   auto refs = core->submit({spec}, {runtime::to_frame(1)});
-  Future<int> f(refs.at(0));
+  auto f = client::ClientAccess::future<int>(refs.at(0));
   CHECK_THROWS_WITH(f.get(), Catch::Contains("no_such::function"));
 }
 
@@ -215,7 +217,7 @@ TEST_CASE("cluster: released futures are forgotten by the scheduler", "[cluster]
 
 TEST_CASE("cluster: a release leaves with the client's next message", "[cluster]") {
   Cluster cl(1);
-  auto core = client::ClientCore::connect(cl.fx.registry(), cl.address, 10s);
+  auto core = client::ClientCore::connect(cl.fx.registry(), cl.address, ClientOptions{});
   core->set_release_delay(std::chrono::hours(1));  // no timer: only a next message takes it
   auto submit = [&](const std::string& key) {
     protocol::TaskSpec spec;
@@ -228,12 +230,12 @@ TEST_CASE("cluster: a release leaves with the client's next message", "[cluster]
     return cl.scheduler->inspect([&](const scheduler::SchedulerState& s) { return s.contains(key); });
   };
   {
-    Future<int> first(submit("first-1"));
+    auto first = client::ClientAccess::future<int>(submit("first-1"));
     CHECK_THROWS(first.get());
   }
   std::this_thread::sleep_for(300ms);
   CHECK(contains("first-1"));  // released on the client, not yet told to the scheduler
-  Future<int> second(submit("second-1"));
+  auto second = client::ClientAccess::future<int>(submit("second-1"));
   CHECK_THROWS(second.get());  // the scheduler has handled the message carrying both
   CHECK_FALSE(contains("first-1"));
   CHECK(contains("second-1"));
@@ -251,7 +253,7 @@ TEST_CASE("cluster: a worker joining late gets the waiting work", "[cluster]") {
 TEST_CASE("cluster: scatter, as_completed and cancel", "[cluster]") {
   Cluster cl(2);
   Client client(cl.fx.registry(), cl.address);
-  auto parts = client.scatter(std::vector<int>{1, 2, 3});  // one future per element
+  auto parts = client.scatter_each(std::vector<int>{1, 2, 3});  // one future per element
   REQUIRE(parts.size() == 3);
   CHECK(client.submit(cluster_fns::add, parts[0], parts[2]).get() == 4);
   auto whole = client.scatter(std::string("abc"));
@@ -301,7 +303,7 @@ TEST_CASE("cluster: a map over more inputs than one message may hold frames comp
 TEST_CASE("cluster: a task whose message would pass the limits fails saying why, alone",
           "[cluster][limits]") {
   Cluster cl(1);
-  auto core = client::ClientCore::connect(cl.fx.registry(), cl.address, 10s);
+  auto core = client::ClientCore::connect(cl.fx.registry(), cl.address, ClientOptions{});
   const std::string inc = runtime::FunctionRegistry::global().name_of(
       reinterpret_cast<const void*>(&cluster_fns::inc));
   auto spec_of = [&](std::string key, std::uint32_t nframes) {
@@ -363,7 +365,7 @@ TEST_CASE("cluster: the scheduler holds a spec only while its task may still run
     }
   }
   // The same key submitted again while known: the second spec is dropped at once.
-  auto core = client::ClientCore::connect(cl.fx.registry(), cl.address, 10s);
+  auto core = client::ClientCore::connect(cl.fx.registry(), cl.address, ClientOptions{});
   protocol::TaskSpec t;
   t.key = "known-key";
   t.function = runtime::FunctionRegistry::global().name_of(reinterpret_cast<const void*>(&cluster_fns::inc));

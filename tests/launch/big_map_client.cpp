@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   try {
     ClientOptions options;
     options.connect_timeout = std::chrono::seconds(30);
+    options.fetch_timeout = std::chrono::seconds(30);
     auto client = Client::from_scheduler_file(argv[1], options);
     const std::uint64_t idle = peak_resident_bytes(pid);
     std::vector<int> xs(static_cast<std::size_t>(n));

@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
   const std::string mode = argv[1];
   try {
     ClientOptions options;
-    if (mode == "sigstop") options.connect_timeout = std::chrono::seconds(3);  // also the fetch's
+    if (mode == "sigstop") options.fetch_timeout = std::chrono::seconds(3);
     auto client = Client::from_scheduler_file(argv[2], options);
     if (mode == "sigkill" && argc > 3) survive_sigkill(client, std::atoi(argv[3]));
     if (mode == "sigstop" && argc > 3) survive_sigstop(client, std::atoi(argv[3]));
