@@ -376,8 +376,7 @@ void ClientCore::release(const std::string& key) {
   // A release is not urgent: it leaves with the next message to the scheduler (a submission
   // right after a get(), say) or after release_delay_. On its own it costs the scheduler and
   // the worker holding the key a wake-up and a message each while the next task runs
-  // (measured, mpiexec.mpich -n 4 taskwire-bench tasks, 5 interleaved runs: TCP round trip
-  // median 141.5 -> 125.2 us; MPI unchanged, 134.8 -> 134.5 us over 6 runs).
+  // (docs/measurements.md, "Releases ride with the next message").
   if (flush_posted_ || release_timer_set_) return;
   release_timer_set_ = true;
   asio::post(scheduler_->executor(),

@@ -14,9 +14,8 @@ find_package(Boost 1.74 REQUIRED COMPONENTS serialization program_options)
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 
-# The allocator of every program linking taskwire. A scheduler rank spends about half its
-# instructions in glibc's malloc and free (callgrind, pool tree bench); jemalloc's thread
-# caches take a fifth of the rank's instructions off (see runtime/malloc_tuning.cpp).
+# The allocator of every program linking taskwire: jemalloc's thread caches cost a scheduler
+# rank far fewer instructions than glibc's malloc (docs/measurements.md, "jemalloc").
 # TASKWIRE_MALLOC is the allocator in effect: sanitizer builds keep the system one (the
 # sanitizer replaces malloc itself), whatever TASKWIRE_ALLOCATOR says.
 set(TASKWIRE_ALLOCATOR "jemalloc" CACHE STRING

@@ -35,8 +35,7 @@ struct ExecuteOptions {
   /// In the pool, each reduce task runs the combine calls of a subtree at most this many levels
   /// high (default 3: up to 7 calls over 8 results of a binary tree), the same calls in the same
   /// order as one task per call, with far fewer tasks to schedule and results to move: cheap
-  /// combines want it (measured: 10 000-leaf tree of integer sums, 4 ranks over MPI, see
-  /// README). 1: one task per combine call, the most parallel, for costly combines. >= 1.
+  /// combines want it (README, "Map/reduce graphs"). 1: one task per combine call, the most parallel, for costly combines. >= 1.
   std::size_t reduce_fuse_levels = 3;
   ProgressOptions progress{};
   /// > 0: once execute has its result, arm force_exit_after(exit_after_seconds) so that a

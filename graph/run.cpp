@@ -255,8 +255,7 @@ class Runner {
   // map without reduce, a reduce of one input). Otherwise only the reduce nodes are awaited:
   // the client lets go of each map task as soon as the node consuming it is submitted (in
   // the same message), so the scheduler reports none of their results to it and frees each
-  // once combined (measured: 10 000-leaf tree in the MPI pool, rank 0's CPU per run 15-20 %
-  // lower).
+  // once combined (docs/measurements.md, "Graph map tasks").
   const bool track_tasks_;
   std::vector<std::int64_t> priority_;
   std::int64_t base_ = 0;

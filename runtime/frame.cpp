@@ -1,11 +1,9 @@
 // Frame::allocate, with a cache of large buffers.
 //
-// Why (measured, `mpiexec.mpich -n 2 taskwire-bench latency -b mpi,raw-mpi --sizes 64M`): a
-// thread other than the main one allocates from its own glibc arena, which cannot hold a
-// block of 64 MiB or more; glibc then maps fresh memory for each such block and unmaps it on
-// free, so every 64 MiB message paid for faulting in and clearing 64 MiB: 20.9 ms per round
-// trip against raw MPI's 12.3 ms (MALLOC_ARENA_MAX=1, one heap for all threads, gave 13.0 ms
-// but serialises every thread's allocations). Large frames are rare and big, so a small
+// Why: a thread other than the main one allocates from its own glibc arena, which cannot hold
+// a block of 64 MiB or more; glibc then maps fresh memory for each such block and unmaps it
+// on free, so every large message paid for faulting in and clearing its pages
+// (docs/measurements.md, "A cache of large frame buffers"). Large frames are rare and big, so a small
 // cache in front of malloc for them costs nothing measurable and keeps their pages. The same
 // cache backs allocate_buffer (large_buffer.hpp), for the big arrays tasks build and decode.
 #include <taskwire/runtime/frame.hpp>

@@ -1,13 +1,12 @@
 // Allocation policy for a process that moves large frames.
 //
-// On the VMs this project runs on, a fresh 4 KiB page costs ~17 us to fault in (64 MiB of new
-// memory: 280 ms), while the same 64 MiB backed by transparent huge pages costs 6 ms. glibc
-// gives every allocation above its mmap threshold fresh pages, and the kernel here backs
-// anonymous memory with huge pages only where madvise(MADV_HUGEPAGE) asked for them
-// (/sys/kernel/mm/transparent_hugepage/enabled = madvise, the common default). Frames of a few
-// MiB to hundreds of MiB, and the user's own vectors that become them, are allocated all the
-// time, so taskwire-bench array (mpiexec.mpich -n 5, N 8000, 2 x 2 blocks of 128 MiB) took
-// 14.6 s over TCP with 4 KiB pages and 0.85 s with glibc.malloc.hugetlb=1.
+// On the VMs this project runs on, a fresh 4 KiB page costs far more to fault in than the same
+// memory in transparent huge pages (docs/measurements.md, "jemalloc and the allocator
+// tuning"). glibc gives every allocation above its mmap threshold fresh pages, and the kernel
+// here backs anonymous memory with huge pages only where madvise(MADV_HUGEPAGE) asked for them
+// (/sys/kernel/mm/transparent_hugepage/enabled = madvise, the common default), while frames of
+// a few MiB to hundreds of MiB, and the user's own vectors that become them, are allocated all
+// the time.
 //
 // glibc reads that tunable only at start-up, so when libtaskwire loads as a dependency of the
 // program (not dlopen'ed into one), the process is still single-threaded, and the user did not
@@ -23,10 +22,7 @@
 // before its first allocation; MALLOC_CONF still overrides them) give it the same policy:
 // huge pages for its mappings, and large blocks kept in the ordinary arenas (by default those
 // above 8 MiB go to an arena that returns them to the kernel as soon as they are freed).
-// Why jemalloc: callgrind of the pool tree bench's rank 0 (scheduler and client) put glibc's
-// malloc and free at ~45 % of its instructions; with jemalloc preloaded the rank ran 3.54 G ->
-// 2.75 G instructions. taskwire-bench array (-n 5), interleaved: glibc 1.40-1.45 s over MPI,
-// jemalloc with these options 1.10-1.24 s; without them 2.5-3.1 s (page faults).
+// Why jemalloc, and why these options: docs/measurements.md, same section.
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>

@@ -9,11 +9,9 @@
 //    whatever the host (boost::endian; a plain copy on a little-endian host).
 //  - encode / decode: a lone number, std::string or std::vector of numbers in the bytes
 //    Boost's binary archive writes for it on a little-endian host (a number's bytes; a 64-bit
-//    count, then the elements), with memcpy instead of an archive. Each Boost archive builds a
-//    std::locale of its own (basic_binary_iprimitive keeps one even with no_codecvt), which
-//    costs more than the rest of the archive for a small value: perf showed 10-14 % of a
-//    worker's time in locale construction and destruction in a map/reduce over integers.
-//    Tests compare the bytes with Boost's, so either side of a payload may use either path.
+//    count, then the elements), with memcpy instead of an archive: each Boost archive builds a
+//    std::locale of its own, which costs more than the rest of the archive for a small value
+//    (docs/measurements.md, "Lone numbers"). Tests compare the bytes with Boost's, so either side of a payload may use either path.
 #include <boost/endian/conversion.hpp>
 
 #include <bit>

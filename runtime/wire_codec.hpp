@@ -5,10 +5,9 @@
 // 64-bit count then the bytes), other containers as a 64-bit count then their elements,
 // structs as their members in order, with no class headers.
 //
-// Why not a Boost archive, as for task payloads: every message's header went through one, and
-// on the scheduler's thread (valgrind --tool=callgrind, 10 000-leaf map + tree reduce in the
-// MPI pool) Boost's per-object bookkeeping and the std::locale each archive builds came to
-// ~40 % of its instructions for structs of a few strings and integers. Only the protocol
+// Why not a Boost archive, as for task payloads: Boost's per-object bookkeeping and the
+// std::locale each archive builds dominated the scheduler thread's instructions for structs
+// of a few strings and integers (docs/measurements.md, "Operation headers"). Only the protocol
 // structs (runtime/protocol.hpp) go through here; users' values still use Boost.
 //
 // Reading never trusts the bytes: running past the end, or a count larger than the bytes

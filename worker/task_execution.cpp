@@ -1,9 +1,9 @@
 // Running tasks: on the worker's thread pool, or inline on its event loop for functions
 // measured to be very short, and handing results back to the state machine in batches.
 //
-// Why inline (measured, `taskwire-bench tasks`, 2-core VM): each hand-over between threads
-// (event loop -> pool thread -> event loop) costs a futex or epoll wake-up of ~20 us here,
-// far more than a no-op task. A function whose runs on the pool averaged at most
+// Why inline: each hand-over between threads (event loop -> pool thread -> event loop) costs a
+// futex or epoll wake-up, far more than a no-op task (docs/measurements.md, "Very short
+// tasks"). A function whose runs on the pool averaged at most
 // WorkerOptions::inline_task_seconds runs on the event loop while a thread slot is free (so
 // no more than nthreads tasks ever run at once), for at most kInlineBudget per handler. Every
 // run feeds the average, so one slow inline run sends the function back to the pool until
@@ -11,9 +11,8 @@
 // is a strike, and kInlineStrikes of them send the function to the pool for good. Strikes
 // fade slowly (one per kInlineStrikeFade short inline runs), and a run during which the
 // thread was off the CPU counts a tenth of a strike (kInlineStrikeWeight): with more busy
-// threads than cores a 1 us task is now and then preempted for milliseconds (measured: full
-// strikes for those banned the no-op function of `taskwire-bench tasks` on 1-2 of 2 workers
-// in every run, halving throughput), while a function that blocks (sleep, I/O) still goes
+// threads than cores a 1 us task is now and then preempted for milliseconds (full strikes for
+// those banned a no-op function to the pool, halving throughput), while a function that blocks (sleep, I/O) still goes
 // to the pool after 30 such runs.
 #include <taskwire/worker/worker_server_impl.hpp>
 

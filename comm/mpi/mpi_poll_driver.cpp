@@ -168,9 +168,8 @@ void PollDriver::run_turns() {
 
 // Sleeps until the timer, a local wake() or, with the wake board, a datagram from a peer that
 // sent to this rank. An untimed sleep (every peer can wake this rank) sets no timer: the
-// guard timer bounds it. Each sleep costs as few system calls as asio allows (measured with
-// strace on the scheduler rank of `taskwire-bench tasks`: 8 per forwarded message before,
-// when each sleep set and cancelled a timer, re-armed the socket's wait and drained it).
+// guard timer bounds it. Each sleep costs as few system calls as asio allows
+// (docs/measurements.md, "Fewer system calls per sleep").
 void PollDriver::sleep(std::chrono::microseconds wait) {
   auto self = shared_from_this();
   auto* word = wake_fd_ ? board_->own_word() : nullptr;
