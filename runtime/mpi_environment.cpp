@@ -327,21 +327,48 @@ void MpiEnvironment::shutdown() noexcept {
   spdlog::debug("MPI environment of rank {} shut down", rank_);
 }
 
+std::vector<MPI_Request> MpiEnvironment::send_goodbyes() {
+  std::vector<MPI_Request> sends;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    MPI_Request req;
+    const int rc = MPI_Isend(nullptr, 0, MPI_BYTE, r, kControlTag, comm_, &req);
+    if (rc != MPI_SUCCESS) throw std::runtime_error("GOODBYE: " + error_string(rc));
+    sends.push_back(req);
+    wake_board_->wake(r);  // its poller may be asleep
+  }
+  return sends;
+}
+
+// Whatever still arrives is received in full and dropped (a short receive would report
+// MPI_ERR_TRUNCATE, and MPICH raises errors of multi-request calls on MPI_COMM_WORLD).
+bool MpiEnvironment::take_and_discard(Discards& discards) {
+  bool progress = false;
+  for (;;) {
+    int found = 0;
+    MPI_Message msg;
+    MPI_Status st;
+    int rc = MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &found, &msg, &st);
+    if (rc != MPI_SUCCESS) throw std::runtime_error("MPI_Improbe: " + error_string(rc));
+    if (!found) return progress;
+    progress = true;
+    if (st.MPI_TAG == kControlTag) note_goodbye(st.MPI_SOURCE);
+    MPI_Count count = 0;
+    MPI_Get_count_c(&st, MPI_BYTE, &count);
+    std::unique_ptr<char[]> buf(count > 0 ? new char[static_cast<std::size_t>(count)] : nullptr);
+    MPI_Request req;
+    rc = MPI_Imrecv_c(buf.get(), count, MPI_BYTE, &msg, &req);
+    if (rc != MPI_SUCCESS) throw std::runtime_error("MPI_Imrecv: " + error_string(rc));
+    discards.emplace_back(req, std::move(buf));
+  }
+}
+
 void MpiEnvironment::drain_and_goodbye(Clock::time_point deadline) {
   std::vector<MPI_Request> sends;
-  // Whatever still arrives is received in full and dropped (a short receive would report
-  // MPI_ERR_TRUNCATE, and MPICH raises errors of multi-request calls on MPI_COMM_WORLD).
-  std::vector<std::pair<MPI_Request, std::unique_ptr<char[]>>> discards;
+  Discards discards;
   {
     std::lock_guard lock(*mutex_);
-    for (int r = 0; r < size_; ++r) {
-      if (r == rank_) continue;
-      MPI_Request req;
-      const int rc = MPI_Isend(nullptr, 0, MPI_BYTE, r, kControlTag, comm_, &req);
-      if (rc != MPI_SUCCESS) throw std::runtime_error("GOODBYE: " + error_string(rc));
-      sends.push_back(req);
-      wake_board_->wake(r);  // its poller may be asleep
-    }
+    sends = send_goodbyes();
   }
   auto missing = [&] {
     std::vector<int> out;
@@ -355,24 +382,7 @@ void MpiEnvironment::drain_and_goodbye(Clock::time_point deadline) {
     bool progress = false, sends_done = false, discards_done = false;
     {
       std::lock_guard lock(*mutex_);
-      for (;;) {
-        int found = 0;
-        MPI_Message msg;
-        MPI_Status st;
-        int rc = MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &found, &msg, &st);
-        if (rc != MPI_SUCCESS) throw std::runtime_error("MPI_Improbe: " + error_string(rc));
-        if (!found) break;
-        progress = true;
-        if (st.MPI_TAG == kControlTag) note_goodbye(st.MPI_SOURCE);
-        MPI_Count count = 0;
-        MPI_Get_count_c(&st, MPI_BYTE, &count);
-        std::unique_ptr<char[]> buf(count > 0 ? new char[static_cast<std::size_t>(count)]
-                                              : nullptr);
-        MPI_Request req;
-        rc = MPI_Imrecv_c(buf.get(), count, MPI_BYTE, &msg, &req);
-        if (rc != MPI_SUCCESS) throw std::runtime_error("MPI_Imrecv: " + error_string(rc));
-        discards.emplace_back(req, std::move(buf));
-      }
+      progress = take_and_discard(discards);
       int flag = 0;
       MPI_Testall(static_cast<int>(sends.size()), sends.data(), &flag, MPI_STATUSES_IGNORE);
       sends_done = flag != 0;
@@ -401,13 +411,17 @@ void MpiEnvironment::drain_and_goodbye(Clock::time_point deadline) {
     if (progress) backoff.reset();
     else backoff.sleep();
   }
+  shutdown_barrier(deadline);
+}
+
+void MpiEnvironment::shutdown_barrier(Clock::time_point deadline) {
+  MpiBackoff backoff(options_.poll);
   MPI_Request barrier;
   int rc;
   {
     std::lock_guard lock(*mutex_);
     rc = MPI_Ibarrier(comm_, &barrier);
   }
-  backoff.reset();
   for (int done = 0; rc == MPI_SUCCESS && !done;) {
     {
       std::lock_guard lock(*mutex_);

@@ -30,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace taskwire::runtime {
@@ -136,6 +137,11 @@ class MpiEnvironment {
   std::vector<int> lost_without_goodbye() const;
   bool peer_process_ended(int rank) const;
   void drain_and_goodbye(Clock::time_point deadline);
+  /// Receives in full every message that has arrived and drops it (under mutex_).
+  using Discards = std::vector<std::pair<MPI_Request, std::unique_ptr<char[]>>>;
+  bool take_and_discard(Discards& discards);
+  std::vector<MPI_Request> send_goodbyes();  ///< under mutex_
+  void shutdown_barrier(Clock::time_point deadline);
   void abort_job(const std::string& why) noexcept;
 
   MpiEnvironmentOptions options_;
