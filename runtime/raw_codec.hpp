@@ -1,8 +1,8 @@
 #pragma once
 // The project's one little-endian codec: every byte that taskwire itself lays out (the
 // operation headers of wire_codec.hpp, the stream framing of comm/core/framing.hpp, the MPI
-// backend's heads in comm/mpi/mpi_wire.hpp) is written and read through this file. (The
-// connection handshake, comm/core/handshake.cpp, still has a reader and writer of its own.)
+// backend's heads in comm/mpi/mpi_wire.hpp, the connection handshake in
+// comm/core/handshake.cpp) is written and read through this file.
 //
 // Two layers:
 //  - store_le / load_le / append_le: one fixed-width number at a byte position, little-endian

@@ -1,7 +1,8 @@
 #include <taskwire/comm/core/handshake.hpp>
 
+#include <taskwire/runtime/raw_codec.hpp>
+
 #include <boost/archive/basic_archive.hpp>
-#include <boost/endian/conversion.hpp>
 #include <fmt/format.h>
 
 #include <atomic>
@@ -41,10 +42,7 @@ class Writer {
     auto c = static_cast<const char*>(p);
     out_.insert(out_.end(), c, c + n);
   }
-  void u32(std::uint32_t v) {
-    v = boost::endian::native_to_little(v);
-    bytes(&v, 4);
-  }
+  void u32(std::uint32_t v) { runtime::raw_codec::append_le(out_, v); }
   void str(const std::string& s) {
     const auto n = static_cast<std::uint32_t>(std::min(s.size(), kMaxField));
     u32(n);
@@ -66,8 +64,9 @@ class Reader {
     return true;
   }
   bool u32(std::uint32_t& v) {
-    if (!bytes(&v, 4)) return false;
-    v = boost::endian::little_to_native(v);
+    if (static_cast<std::size_t>(end_ - p_) < sizeof v) return false;
+    v = runtime::raw_codec::load_le<std::uint32_t>(p_);
+    p_ += sizeof v;
     return true;
   }
   bool str(std::string& s) {
