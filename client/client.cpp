@@ -4,8 +4,9 @@
 namespace taskwire {
 
 Client Client::from_scheduler_file(const std::string& path, ClientOptions options) {
-  auto file = runtime::SchedulerFile::read(path);
-  return Client(file.address_for("tcp"), std::move(options));
+  // As a worker does: the scheduler may be starting at the same time (a batch script).
+  auto file = runtime::SchedulerFile::wait_and_read(path, options.connect_timeout);
+  return Client(file->address_for("tcp"), std::move(options));
 }
 
 }  // namespace taskwire

@@ -42,7 +42,9 @@ class Client {
   /// context's event loop if it has one thread and enable_driving().
   Client(comm::Registry& registry, const std::string& address, const ClientOptions& options = {})
       : core_(client::ClientCore::connect(registry, address, options)) {}
-  /// Reads the scheduler's address from a scheduler file written by taskwire-scheduler.
+  /// Reads the scheduler's address from a scheduler file written by taskwire-scheduler,
+  /// waiting up to options.connect_timeout for the file to appear (then as long again for
+  /// the connect); throws std::runtime_error naming the file when it does not.
   static Client from_scheduler_file(const std::string& path, ClientOptions options = {});
 
   /// Runs fn(args...) in the cluster. Future arguments are dependencies.

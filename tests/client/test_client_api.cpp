@@ -120,6 +120,15 @@ TEST_CASE("client: connect_timeout ends a connect to where nobody listens, sayin
   CHECK_THROWS_WITH(Client(fx.registry(), nowhere, options), matcher);
 }
 
+TEST_CASE("client: from_scheduler_file waits connect_timeout for the file, then names it",
+          "[client]") {
+  ClientOptions options;
+  options.connect_timeout = 300ms;
+  const std::string path = "/nonexistent-taskwire-dir/sched.json";
+  CHECK_THROWS_WITH(Client::from_scheduler_file(path, options),
+                    Catch::Contains(path) && Catch::Contains("is a scheduler started"));
+}
+
 TEST_CASE("client: ClientOptions' defaults bound connect and fetch separately", "[client]") {
   ClientOptions options;
   CHECK(options.connect_timeout == 10s);
