@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <iostream>
 #include <stdexcept>
+#include <utility>
 
 namespace po = boost::program_options;
 
@@ -123,8 +124,10 @@ std::optional<std::chrono::milliseconds> parse_timeout(const std::string& text,
     end = 0;
   }
   const std::string unit = text.substr(end);
-  const double scale = unit == "ms" ? 1e-3 : unit.empty() || unit == "s" ? 1 : unit == "m" ? 60
-                       : unit == "h" ? 3600 : -1;
+  double scale = -1;  // seconds per unit
+  for (const auto& [name, seconds] : {std::pair{"", 1.0}, {"s", 1.0}, {"ms", 1e-3},
+                                      {"m", 60.0}, {"h", 3600.0}})
+    if (unit == name) scale = seconds;
   if (end == 0 || scale < 0 || !(value > 0) || !std::isfinite(value) || value * scale > 1e9)
     throw std::invalid_argument(fmt::format(
         "{} '{}': expected a positive duration such as 30, 30s, 500ms, 2m or 1h, or none (no "
