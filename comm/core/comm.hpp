@@ -18,6 +18,7 @@
 // - bytes_received(): a progress count for inactivity deadlines (see its doc).
 #include <taskwire/comm/core/error.hpp>
 #include <taskwire/runtime/asio.hpp>
+#include <taskwire/runtime/config.hpp>
 #include <taskwire/runtime/frame.hpp>
 
 #include <cstdint>
@@ -60,6 +61,12 @@ class Comm {
   /// as the worker's fetch_timeout). Any thread; non-blocking. This default counts nothing
   /// (0 always): then only whole messages show progress; tcp overrides it.
   virtual std::uint64_t bytes_received() const noexcept { return 0; }
+  /// The limits incoming messages are checked against from now on, for reads started after
+  /// this call (any thread; ordered with async_read). The handshake narrows them until the
+  /// peer has proved itself, so that an unauthenticated peer cannot make this end allocate
+  /// what it announces, then restores the configured ones. This default ignores them: for
+  /// backends whose peers cannot announce sizes of their own choosing.
+  virtual void set_read_limits(const runtime::Limits& limits) { (void)limits; }
 
   const PeerInfo& peer() const noexcept { return peer_; }
   void set_peer(PeerInfo info) { peer_ = std::move(info); }  ///< by the handshake only

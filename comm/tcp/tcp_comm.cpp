@@ -35,7 +35,7 @@ error_code translate_error(const error_code& ec, std::string_view where) {
 }
 
 TcpComm::TcpComm(Socket socket, const runtime::Limits& limits)
-    : limits_(limits), strand_(socket.get_executor()), socket_(std::move(socket)),
+    : limits_(limits), read_limits_(limits), strand_(socket.get_executor()), socket_(std::move(socket)),
       rbuf_(kReadBufferBytes) {
   error_code ec;
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
@@ -116,6 +116,10 @@ void TcpComm::async_write(Message message, WriteHandler handler) {
   });
 }
 
+void TcpComm::set_read_limits(const runtime::Limits& limits) {
+  run_on_strand([this, limits] { read_limits_ = limits; });
+}
+
 void TcpComm::close() {
   closed_flag_ = true;
   run_on_strand([this] { start_close(); });
@@ -148,7 +152,7 @@ void TcpComm::advance() {
     const char* data = rbuf_.data() + rbegin_;
     const std::size_t avail = rend_ - rbegin_;
     if (phase_ == Phase::prefix) {
-      const auto st = decode_prefix(data, avail, limits_, lengths_);
+      const auto st = decode_prefix(data, avail, read_limits_, lengths_);
       if (st.kind == PrefixStatus::violation) return protocol_violation(st.violation_text);
       if (st.kind == PrefixStatus::need_more) return read_more(st.bytes_needed);
       rbegin_ += st.bytes_needed;

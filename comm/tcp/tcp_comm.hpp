@@ -53,6 +53,7 @@ class TcpComm final : public Comm, public std::enable_shared_from_this<TcpComm> 
   void abort() noexcept override;
   bool closed() const noexcept override { return closed_flag_.load(); }
   std::uint64_t bytes_received() const noexcept override { return bytes_received_.load(); }
+  void set_read_limits(const runtime::Limits& limits) override;
   std::string local_address() const override { return local_; }
   std::string peer_address() const override { return peer_addr_; }
   asio::any_io_executor executor() const override { return strand_; }
@@ -94,7 +95,8 @@ class TcpComm final : public Comm, public std::enable_shared_from_this<TcpComm> 
   void post_handler(ReadHandler h, error_code ec);
   void post_handler(WriteHandler h, error_code ec);
 
-  const runtime::Limits limits_;
+  const runtime::Limits limits_;  // what this end agrees to send
+  runtime::Limits read_limits_;   // what it accepts (strand only)
   Strand strand_;
   Socket socket_;
   std::string local_, peer_addr_;
