@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (Debian packages), builds and runs every test: the release build, then the same
-# suite under AddressSanitizer + UBSan. TASKWIRE_SKIP_ASAN=1 skips the sanitizer pass.
+# suite under AddressSanitizer + UBSan, then the fuzz targets briefly (clang; docs/fuzzing.md).
+# TASKWIRE_SKIP_ASAN=1 skips the sanitizer pass, TASKWIRE_SKIP_FUZZ=1 the fuzz pass.
 set -euo pipefail
 cd "$(dirname "$0")"
 ./third_party/install-deps.sh
@@ -19,4 +20,11 @@ if [ "${TASKWIRE_SKIP_ASAN:-0}" != "1" ]; then
   cmake --build --preset asan -j "$jobs"
   echo "== asan+ubsan tests"
   ctest --preset asan -j 2 -LE install
+fi
+
+if [ "${TASKWIRE_SKIP_FUZZ:-0}" != "1" ]; then
+  echo "== fuzz build/tests"
+  cmake --preset fuzz >/dev/null
+  cmake --build --preset fuzz -j "$jobs"
+  ctest --preset fuzz -j 2
 fi

@@ -1,0 +1,149 @@
+// Writes the seed corpus of the fuzz targets (tests/fuzz/corpus/TARGET/seed-*), every input
+// made by the project's own encoders (BatchWriter, wire::Writer, encode_prefix), or checks
+// that the committed seeds are still what these encoders make (ctest: a format change that
+// leaves the seeds stale fails there). Usage: fuzz_seed_corpus write|check CORPUS_DIR
+#include "fuzz_support.hpp"
+
+#include <taskwire/comm/core/framing.hpp>
+#include <taskwire/runtime/batch.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <string_view>
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace protocol = taskwire::protocol;
+using taskwire::runtime::BatchWriter;
+using taskwire::runtime::Frame;
+using taskwire::runtime::Message;
+
+// A value of each body type with every field set, so each field's decoder is reached.
+protocol::TaskSpec sample_task() {
+  protocol::TaskSpec t;
+  t.key = "inc-1";
+  t.function = "inc";
+  t.args = {{protocol::ArgSpec::frame, 0, ""}, {protocol::ArgSpec::dependency, 0, "inc-0"}};
+  t.dependencies = {"inc-0"};
+  t.priority = -3;
+  t.retries = 2;
+  return t;
+}
+void fill(protocol::UpdateGraph& b) { b = {{sample_task()}, {"inc-1"}}; }
+void fill(protocol::Keys& b) { b.keys = {"a", "bb"}; }
+void fill(protocol::KeysCancelled& b) { b = {{"a"}, "cancelled by client"}; }
+void fill(protocol::KeyInMemory& b) { b = {"inc-1", 8, {"tcp://127.0.0.1:4000"}}; }
+void fill(protocol::KeyErred& b) {
+  b = {"k", "failed", "k", "boom", "std::runtime_error", "w0", "tcp://127.0.0.1:4000"};
+}
+void fill(protocol::RegisterWorker& b) { b = {"w0", "tcp://127.0.0.1:4000", 4, true}; }
+void fill(protocol::ThreadsBusy& b) { b.count = 1; }
+void fill(protocol::WorkerDied& b) { b = {"tcp://127.0.0.1:4000", "w0", "SIGSEGV", {"k"}}; }
+void fill(protocol::TaskFinished& b) { b = {"k", 8, 0.25}; }
+void fill(protocol::TaskErred& b) { b = {"k", "failed", "std::invalid_argument"}; }
+void fill(protocol::WorkerRefused& b) { b.reason = "name taken"; }
+void fill(protocol::MissingData& b) { b = {"k", "dep", "tcp://127.0.0.1:4001"}; }
+void fill(protocol::ComputeTask& b) { b = {sample_task(), {{"inc-0", {"tcp://127.0.0.1:4001"}}}}; }
+void fill(protocol::GetData& b) { b = {7, {"a", "b"}}; }
+void fill(protocol::DataReply& b) { b = {7, {"a"}, {"b"}}; }
+void fill(protocol::Empty&) {}
+
+/// Payload frames a sample operation of `op` carries, as its sender attaches them.
+std::vector<Frame> sample_payload(protocol::Op op) {
+  const Frame bytes(std::string_view("12345678"));
+  switch (op) {
+    case protocol::Op::compute_task:
+    case protocol::Op::update_graph:
+    case protocol::Op::task_finished:
+    case protocol::Op::key_in_memory:
+    case protocol::Op::data_reply: return {bytes};
+    default: return {};
+  }
+}
+
+void add_sample(BatchWriter& w, protocol::Op op) {
+  taskwire::fuzz::visit_body_type(op, [&]<class T>(std::type_identity<T>) {
+    T body{};
+    fill(body);
+    w.add(op, body, sample_payload(op));
+  });
+}
+
+/// The batch target's input for `m`: the payload-frame count, then frames[0].
+std::string batch_input(const Message& m) {
+  std::string s(1, static_cast<char>(m.frames.size() - 1));
+  s.append(m.frames[0].view());
+  return s;
+}
+
+/// The stream bytes of `m`: its prefix, then its frames.
+std::string stream_bytes(const Message& m) {
+  std::vector<char> prefix;
+  taskwire::comm::encode_prefix(m, prefix);
+  std::string s(prefix.begin(), prefix.end());
+  for (const auto& f : m.frames) s.append(f.view());
+  return s;
+}
+
+struct Seed {
+  std::string target, name, bytes;
+};
+
+std::vector<Seed> make_seeds() {
+  std::vector<Seed> seeds;
+  BatchWriter all;
+  for (const auto& [op, name] : taskwire::fuzz::kOperations) {
+    std::string header(1, static_cast<char>(op));
+    taskwire::fuzz::visit_body_type(op, [&]<class T>(std::type_identity<T>) {
+      T body{};
+      fill(body);
+      const auto encoded = taskwire::fuzz::encode_body(body);
+      header.append(encoded.begin(), encoded.end());
+    });
+    seeds.push_back({"op_header", std::string("seed-") + name, header});
+    BatchWriter one;
+    add_sample(one, op);
+    seeds.push_back({"batch", std::string("seed-") + name, batch_input(one.take())});
+    add_sample(all, op);
+  }
+  const Message every = all.take();
+  seeds.push_back({"batch", "seed-every-operation", batch_input(every)});
+  seeds.push_back({"framing", "seed-every-operation", stream_bytes(every)});
+  seeds.push_back({"framing", "seed-no-frames", stream_bytes(Message{})});
+  seeds.push_back({"framing", "seed-empty-frames",
+                   stream_bytes(Message({Frame(), Frame(), Frame(std::string_view("x"))}))});
+  return seeds;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc == 3 ? argv[1] : "";
+  if (mode != "write" && mode != "check") {
+    std::fprintf(stderr, "usage: %s write|check CORPUS_DIR\n", argv[0]);
+    return 2;
+  }
+  int stale = 0;
+  for (const auto& seed : make_seeds()) {
+    const fs::path path = fs::path(argv[2]) / seed.target / seed.name;
+    if (mode == "write") {
+      fs::create_directories(path.parent_path());
+      std::ofstream(path, std::ios::binary) << seed.bytes;
+    } else if (!fs::exists(path) || read_file(path) != seed.bytes) {
+      std::fprintf(stderr, "stale or missing seed: %s (fuzz_seed_corpus write %s)\n",
+                   path.c_str(), argv[2]);
+      ++stale;
+    }
+  }
+  return stale == 0 ? 0 : 1;
+}
