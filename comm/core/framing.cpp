@@ -39,13 +39,15 @@ PrefixStatus decode_prefix(const char* data, std::size_t n, const runtime::Limit
                                       limits.max_frame_bytes);
       return st;
     }
-    total += len;  // cannot overflow: each len <= max_frame_bytes, nframes <= max_frames
-    if (total > limits.max_message_bytes) {
+    // Compared before adding: with byte limits near 2^64 (configurable) the sum could wrap.
+    if (len > limits.max_message_bytes - total) {
       st.kind = PrefixStatus::violation;
-      st.violation_text = fmt::format("message announces more than {} bytes, limit is {}",
-                                      total, limits.max_message_bytes);
+      st.violation_text = fmt::format("message announces more than {} bytes by frame {}, "
+                                      "limit is {}", limits.max_message_bytes, i,
+                                      limits.max_message_bytes);
       return st;
     }
+    total += len;
     lengths.push_back(len);
   }
   st.kind = PrefixStatus::complete;

@@ -146,3 +146,18 @@ TEST_CASE("core: the framing codec checks every limit before allocating", "[core
   CHECK_FALSE(comm::check_limits(big, limits).empty());
   CHECK(comm::check_limits(runtime::Message({runtime::Frame::allocate(10)}), limits).empty());
 }
+
+TEST_CASE("core: the framing codec's message limit holds with byte limits near 2^64", "[core]") {
+  // Found by fuzz_framing (tests/fuzz/regressions/framing/message-limit-sum-wraps): the sum
+  // of the lengths wrapped, so two frames of 2^63 bytes passed a message limit of 2^63.
+  runtime::Limits limits;
+  limits.max_frame_bytes = 1ull << 63;
+  limits.max_message_bytes = 1ull << 63;
+  std::vector<std::uint64_t> lengths;
+  auto wraps = prefix({2, 1ull << 63, 1ull << 63});
+  auto st = comm::decode_prefix(wraps.data(), wraps.size(), limits, lengths);
+  CHECK(st.kind == comm::PrefixStatus::violation);
+  auto fits = prefix({2, 1ull << 62, 1ull << 62});
+  st = comm::decode_prefix(fits.data(), fits.size(), limits, lengths);
+  CHECK(st.kind == comm::PrefixStatus::complete);
+}

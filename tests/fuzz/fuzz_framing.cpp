@@ -1,5 +1,6 @@
 // Fuzz target: the stream framing prefix (comm/core/framing.cpp, decode_prefix), as a TCP
 // connection reads it from a peer: u64 nframes, u64 length[nframes], little-endian.
+// Limits: the defaults, tight ones, and byte limits as an operator may configure them.
 // Invariants: a complete prefix never announces more than the limits allow; asking for more
 // bytes always asks for more than were given and no more than the frame-count limit allows;
 // feeding the bytes as TcpComm does (as many as the decoder asked for) ends as decoding them
@@ -8,6 +9,7 @@
 #include "fuzz_support.hpp"
 
 #include <taskwire/comm/core/framing.hpp>
+#include <taskwire/runtime/raw_codec.hpp>
 
 #include <cstdint>
 #include <cstring>
@@ -31,7 +33,7 @@ void check_status(const PrefixStatus& st, std::size_t n, const Limits& limits,
   TASKWIRE_FUZZ_CHECK(st.bytes_needed <= n);
   TASKWIRE_FUZZ_CHECK(lengths.size() <= limits.max_frames);
   TASKWIRE_FUZZ_CHECK(st.bytes_needed == 8 * (1 + lengths.size()));
-  std::uint64_t total = 0;
+  unsigned __int128 total = 0;  // wider than any sum of lengths: it cannot wrap
   for (auto len : lengths) {
     TASKWIRE_FUZZ_CHECK(len <= limits.max_frame_bytes);
     total += len;
@@ -84,5 +86,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   const auto* data = reinterpret_cast<const char*>(bytes);
   fuzz_with(data, size, Limits{});  // the defaults every connection starts with
   fuzz_with(data, size, kTight);
+  // The byte limits an operator may set (TASKWIRE_MAX_FRAME_BYTES, TASKWIRE_MAX_MESSAGE_BYTES:
+  // any u64), taken from the input's last 16 bytes.
+  if (size >= 24) {
+    using taskwire::runtime::raw_codec::load_le;
+    Limits configured;
+    configured.max_frame_bytes = load_le<std::uint64_t>(data + size - 16);
+    configured.max_message_bytes = load_le<std::uint64_t>(data + size - 8);
+    fuzz_with(data, size, configured);
+  }
   return 0;
 }
