@@ -218,7 +218,8 @@ std::string read_data_head(const Connection& c, InMessage& in, const std::vector
   const auto& lim = c.limits;
   if (nframes > lim.max_frames)
     return fmt::format("a message of {} frames, limit is {}", nframes, lim.max_frames);
-  if (n < kDataHeadFixed + 8 * nframes || chunk == 0) return "a truncated data head";
+  // Divided, not multiplied: a frame-count limit set near 2^64 cannot wrap the size.
+  if (nframes > (n - kDataHeadFixed) / 8 || chunk == 0) return "a truncated data head";
   const char* table = head.data() + kDataHeadFixed;
   std::uint64_t total = 0, packed = 0;
   for (std::uint64_t i = 0; i < nframes; ++i) {
@@ -228,10 +229,11 @@ std::string read_data_head(const Connection& c, InMessage& in, const std::vector
     else packed += len;
     if (broken.empty() && len > lim.max_frame_bytes)
       broken = fmt::format("frame {} of {} bytes, limit is {}", i, len, lim.max_frame_bytes);
-    total += len;
-    if (broken.empty() && total > lim.max_message_bytes)
-      broken = fmt::format("a message of more than {} bytes, limit is {}", total,
-                           lim.max_message_bytes);
+    // Compared with what the limit leaves before adding, as framing's decode_prefix does, so
+    // byte limits near 2^64 cannot wrap the total.
+    if (broken.empty() && len > lim.max_message_bytes - total)
+      broken = fmt::format("a message of more than {} bytes, the limit", lim.max_message_bytes);
+    if (broken.empty()) total += len;
     if (packed > kMaxPackedBytes) return "a malformed data head";
   }
   if (kDataHeadFixed + 8 * nframes + packed != n)
