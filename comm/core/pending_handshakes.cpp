@@ -19,9 +19,9 @@ struct PendingHandshakes::Entry {
   bool evicted = false;  // mu_
 };
 
-PendingHandshakes::PendingHandshakes(asio::any_io_executor executor, std::string listener,
-                                     std::size_t max_pending, std::size_t max_per_host)
-    : summary_timer_(std::move(executor)), listener_(std::move(listener)),
+PendingHandshakes::PendingHandshakes(asio::any_io_executor executor, std::size_t max_pending,
+                                     std::size_t max_per_host)
+    : summary_timer_(std::move(executor)),
       max_pending_(std::max<std::size_t>(1, max_pending)),
       max_per_host_(std::max<std::size_t>(1, max_per_host)) {}
 
@@ -40,8 +40,11 @@ PendingHandshakes::Ticket PendingHandshakes::admit(const CommPtr& comm) {
   ticket->peer_address = comm->peer_address();
   ticket->host = source_host(ticket->peer_address);
   std::vector<Ticket> victims;
+  std::string listener;
   {
     std::lock_guard lock(mu_);
+    if (listener_.empty()) listener_ = "listener at " + comm->local_address();
+    listener = listener_;
     std::size_t same_host = 0;
     for (const auto& [seq, e] : pending_) same_host += e->host == ticket->host;
     // Oldest of the same host first, while that host is at its cap; then the oldest of all.
@@ -68,7 +71,7 @@ PendingHandshakes::Ticket PendingHandshakes::admit(const CommPtr& comm) {
   for (const auto& v : victims) {
     spdlog::debug("{}: dropped the comm from {} still in its handshake, to make room for {} "
                   "(at most {} per listener, {} per host)",
-                  listener_, v->peer_address, ticket->peer_address, max_pending_, max_per_host_);
+                  listener, v->peer_address, ticket->peer_address, max_pending_, max_per_host_);
     if (auto c = v->comm.lock()) c->abort();
   }
   return ticket;

@@ -23,9 +23,9 @@ class PendingHandshakes : public std::enable_shared_from_this<PendingHandshakes>
   using Ticket = std::shared_ptr<Entry>;
   static constexpr std::chrono::seconds kSummaryInterval{5};
 
-  /// `listener` names it in the log (its address); the summary timer runs on `executor`.
-  PendingHandshakes(asio::any_io_executor executor, std::string listener,
-                    std::size_t max_pending, std::size_t max_per_host);
+  /// The summary timer runs on `executor`.
+  PendingHandshakes(asio::any_io_executor executor, std::size_t max_pending,
+                    std::size_t max_per_host);
 
   /// Counts `comm` as in handshake, first aborting the oldest pending comms it displaces.
   Ticket admit(const CommPtr& comm);
@@ -46,7 +46,7 @@ class PendingHandshakes : public std::enable_shared_from_this<PendingHandshakes>
 
   std::mutex mu_;
   asio::steady_timer summary_timer_;
-  const std::string listener_;
+  std::string listener_;  // "listener at ADDRESS", from the first comm's local address
   const std::size_t max_pending_, max_per_host_;
   std::uint64_t next_seq_ = 0;
   std::map<std::uint64_t, Ticket> pending_;  // oldest first
