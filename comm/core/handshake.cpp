@@ -191,7 +191,8 @@ struct HandshakeOp : std::enable_shared_from_this<HandshakeOp> {
                 : reason.find("version") != std::string::npos  ? errc::version
                 : reason.find(kWrongRoleMark) != std::string::npos ? errc::wrong_role
                                                                    : errc::refused;
-    finish(make_error_code(code), "refused by the peer: " + reason);
+    finish(make_error_code(code),
+           fmt::format("refused by the peer at {}: {}", comm->peer_address(), reason));
   }
 
   // Tells the peer why, closes the comm (the verdict is flushed first) and fails.

@@ -88,6 +88,8 @@ TEST_CASE("auth: the right token is accepted, a wrong or missing one refused on 
     const auto e = connect_error(rt, server.address(), connecting(rt, token));
     CHECK(e.code() == errc::auth);
     CHECK_THAT(e.what(), Catch::Contains(sentence));
+    if (scheme == "tcp")  // the client's error names the server that refused it
+      CHECK_THAT(e.what(), Catch::Contains("refused by the peer at " + server.address()));
     REQUIRE(server.wait_rejected(i + 1, kWait));  // in order
   }
   const auto rejected = server.rejections();
@@ -108,6 +110,7 @@ TEST_CASE("auth: a side without a token accepts any peer, and one with a token r
   const auto e = connect_error(rt, open_server.address(), connecting(rt, kToken));
   CHECK(e.code() == errc::auth);
   CHECK_THAT(e.what(), Catch::Contains("presented no auth token"));
+  CHECK_THAT(e.what(), Catch::Contains(open_server.address()));  // names whom it refused
   REQUIRE(open_server.wait_rejected(1, kWait));
   CHECK(open_server.rejections().at(0).code == errc::auth);
   CHECK_THAT(open_server.rejections().at(0).detail, Catch::Contains("refused by the peer"));
