@@ -21,15 +21,21 @@ void overlay(const char* var, T& out) {
   out = static_cast<T>(parsed);
 }
 
+template <class Rep, class Period>
+void overlay(const char* var, std::chrono::duration<Rep, Period>& out) {
+  std::uint64_t count = static_cast<std::uint64_t>(out.count());
+  overlay(var, count);
+  out = std::chrono::duration<Rep, Period>(static_cast<Rep>(count));
+}
+
 }  // namespace
 
 Config Config::from_env() {
   Config c;
   c.name = "pid-" + std::to_string(::getpid());
   if (const char* t = std::getenv("TASKWIRE_AUTH_TOKEN")) c.auth_token = t;
-  std::uint64_t ms = c.connect_timeout.count();
-  overlay("TASKWIRE_CONNECT_TIMEOUT_MS", ms);
-  c.connect_timeout = std::chrono::milliseconds(ms);
+  overlay("TASKWIRE_CONNECT_TIMEOUT_MS", c.connect_timeout);
+  overlay("TASKWIRE_HANDSHAKE_TIMEOUT_MS", c.handshake_timeout);
   overlay("TASKWIRE_MPI_SPIN_POLLS", c.mpi.spin_polls);
   std::uint64_t cap = c.mpi.sleep_cap.count();
   overlay("TASKWIRE_MPI_SLEEP_CAP_US", cap);

@@ -36,9 +36,12 @@ struct MpiPollConfig {
 struct Config {
   std::string name;        ///< this process's name in handshakes and logs (default: "pid-N")
   std::string role = "process";  ///< scheduler, worker, client, bench, test...
-  std::string auth_token;  ///< when set, peers must present the same token
+  /// When set, peers must prove they hold the same token (it never crosses the wire).
+  std::string auth_token;
   Limits limits;
   std::chrono::milliseconds connect_timeout{10'000};
+  /// How long an accepted or connected comm may take to finish its handshake (a silent peer
+  /// is dropped then).
   std::chrono::milliseconds handshake_timeout{10'000};
   /// Protocol version this process announces in handshakes; 0 means the built-in one.
   /// Tests set it to exercise version mismatches.
@@ -52,6 +55,7 @@ struct Config {
   std::chrono::microseconds client_drive_linger{1000};
 
   /// Defaults overlaid with TASKWIRE_AUTH_TOKEN, TASKWIRE_CONNECT_TIMEOUT_MS,
+  /// TASKWIRE_HANDSHAKE_TIMEOUT_MS,
   /// TASKWIRE_MPI_SPIN_POLLS, TASKWIRE_MPI_SLEEP_CAP_US, TASKWIRE_MPI_YIELD_US,
   /// TASKWIRE_MAX_FRAME_BYTES, TASKWIRE_MAX_MESSAGE_BYTES
   /// (docs/configuration.md). A malformed value throws std::invalid_argument naming the

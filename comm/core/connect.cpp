@@ -1,5 +1,7 @@
 #include <taskwire/comm/core/connect.hpp>
 
+#include <taskwire/comm/core/pending_handshakes.hpp>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -72,7 +74,8 @@ class ConnectOp : public std::enable_shared_from_this<ConnectOp> {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
     opts.timeout = std::max(std::chrono::milliseconds(1), std::min(opts.timeout, left));
     auto self = shared_from_this();
-    async_handshake(comm, opts, [self, comm](error_code ec, std::string detail) {
+    async_handshake(comm, opts, HandshakeSide::connecting,
+                    [self, comm](error_code ec, std::string detail) {
       asio::dispatch(self->strand_, [self, comm, ec, detail = std::move(detail)]() mutable {
         if (self->done_) return comm->abort();
         if (ec) return self->retry_or_fail(ec, std::move(detail));
@@ -178,6 +181,7 @@ class HandshakingListener final : public Listener {
     bool stopped = false;
     AcceptHandler on_comm;
     RejectHandler on_reject;
+    std::shared_ptr<PendingHandshakes> pending;  // null: this scheme is not capped
   };
 
   HandshakingListener(Registry& registry, const Address& address, AcceptHandler on_comm,
@@ -185,26 +189,17 @@ class HandshakingListener final : public Listener {
       : state_(std::make_shared<State>()) {
     state_->on_comm = std::move(on_comm);
     state_->on_reject = std::move(options.on_reject);
+    // An mpi or inproc peer is a rank of this job or this process, never an anonymous one;
+    // hundreds of ranks starting at once must not evict each other.
+    if (address.scheme != "mpi" && address.scheme != "inproc")
+      state_->pending = std::make_shared<PendingHandshakes>(
+          registry.context().executor(), options.max_pending_handshakes,
+          options.max_pending_handshakes_per_host);
     auto opts = options.handshake ? *options.handshake
                                   : HandshakeOptions::from(registry.context().config());
     inner_ = registry.get(address.scheme)
                  .make_listener(address, [state = state_, opts](CommPtr comm) {
-                   async_handshake(comm, opts, [state, comm](error_code ec, std::string detail) {
-                     if (ec) {
-                       spdlog::warn("rejected comm from {}: {}", comm->peer_address(), detail);
-                       std::unique_lock lock(state->mu);
-                       if (state->stopped || !state->on_reject) return;
-                       auto cb = state->on_reject;
-                       lock.unlock();
-                       cb(ec, detail, comm->peer_address());
-                       return;
-                     }
-                     std::unique_lock lock(state->mu);
-                     if (state->stopped) return comm->abort();
-                     auto cb = state->on_comm;
-                     lock.unlock();
-                     cb(comm);
-                   });
+                   handshake(state, opts, std::move(comm));
                  });
   }
   ~HandshakingListener() override { stop(); }
@@ -214,11 +209,47 @@ class HandshakingListener final : public Listener {
     inner_->stop();
     std::lock_guard lock(state_->mu);
     state_->stopped = true;
+    if (state_->pending) state_->pending->stop();
   }
   std::string listen_address() const override { return inner_->listen_address(); }
   std::string contact_address() const override { return inner_->contact_address(); }
 
  private:
+  static void handshake(const std::shared_ptr<State>& state, const HandshakeOptions& opts,
+                        CommPtr comm) {
+    PendingHandshakes::Ticket ticket;
+    if (state->pending) ticket = state->pending->admit(comm);
+    // Once the peer has proved itself it no longer counts as pending, so it cannot be
+    // evicted after the connecting side has seen its handshake succeed.
+    PeerAuthenticated leave_pending;
+    if (ticket) leave_pending = [state, ticket] { return !state->pending->finish(ticket); };
+    async_handshake(
+        comm, opts, HandshakeSide::accepting,
+        [state, comm, ticket](error_code ec, std::string detail) {
+          const bool evicted = ticket && state->pending->finish(ticket);
+          if (ec) return rejected(*state, *comm, ec, detail, evicted);
+          std::unique_lock lock(state->mu);
+          if (state->stopped) return comm->abort();
+          auto cb = state->on_comm;
+          lock.unlock();
+          cb(comm);
+        },
+        std::move(leave_pending));
+  }
+
+  static void rejected(State& state, Comm& comm, error_code ec, const std::string& detail,
+                       bool evicted) {
+    if (evicted)  // PendingHandshakes logged it, and summarises such drops
+      spdlog::debug("rejected comm from {}: {}", comm.peer_address(), detail);
+    else
+      spdlog::warn("rejected comm from {}: {}", comm.peer_address(), detail);
+    std::unique_lock lock(state.mu);
+    if (state.stopped || !state.on_reject) return;
+    auto cb = state.on_reject;
+    lock.unlock();
+    cb(ec, detail, comm.peer_address());
+  }
+
   std::shared_ptr<State> state_;
   std::unique_ptr<Listener> inner_;
 };

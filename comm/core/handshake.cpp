@@ -1,24 +1,23 @@
 #include <taskwire/comm/core/handshake.hpp>
 
-#include <taskwire/runtime/raw_codec.hpp>
+#include <taskwire/comm/core/handshake_codec.hpp>
 
 #include <boost/archive/basic_archive.hpp>
 #include <fmt/format.h>
 
 #include <atomic>
-#include <cstring>
-#include <optional>
+#include <stdexcept>
 
 namespace taskwire::comm {
 namespace {
 
-constexpr char kHelloMagic[4] = {'T', 'W', 'H', 'S'};
-constexpr char kAccept[4] = {'T', 'W', 'O', 'K'};
-constexpr char kRefuse[4] = {'T', 'W', 'N', 'O'};
-constexpr std::size_t kMaxField = 1024;
+namespace codec = handshake_codec;
 
 // Every wrong-role refusal says "..., not a ROLE: give the ROLE's address".
 constexpr std::string_view kWrongRoleMark = "'s address";
+// A refused comm is closed gracefully (the verdict reaches the peer), then aborted after
+// this long if the peer keeps it open: a refused peer holds no descriptor for long.
+constexpr std::chrono::milliseconds kRefusedLinger{2'000};
 
 std::string with_article(const std::string& role) {
   if (role.empty()) return "a process that announces no role";
@@ -30,173 +29,179 @@ std::uint32_t serialization_version() {
   return static_cast<std::uint32_t>(boost::archive::BOOST_ARCHIVE_VERSION());
 }
 
-struct Hello {
-  std::uint32_t protocol = 0;
-  std::uint32_t serialization = 0;
-  std::string name, role, token;
-};
+Message one_frame(std::vector<char> bytes) { return Message({Frame(std::move(bytes))}); }
 
-class Writer {
- public:
-  void bytes(const void* p, std::size_t n) {
-    auto c = static_cast<const char*>(p);
-    out_.insert(out_.end(), c, c + n);
-  }
-  void u32(std::uint32_t v) { runtime::raw_codec::append_le(out_, v); }
-  void str(const std::string& s) {
-    const auto n = static_cast<std::uint32_t>(std::min(s.size(), kMaxField));
-    u32(n);
-    bytes(s.data(), n);
-  }
-  Frame frame() { return Frame(std::move(out_)); }
+codec::Bytes bytes_of(const Frame& f) { return {f.data(), f.size()}; }
 
- private:
-  std::vector<char> out_;
-};
-
-class Reader {
- public:
-  explicit Reader(const Frame& f) : p_(f.data()), end_(f.data() + f.size()) {}
-  bool bytes(void* out, std::size_t n) {
-    if (static_cast<std::size_t>(end_ - p_) < n) return false;
-    std::memcpy(out, p_, n);
-    p_ += n;
-    return true;
-  }
-  bool u32(std::uint32_t& v) {
-    if (static_cast<std::size_t>(end_ - p_) < sizeof v) return false;
-    v = runtime::raw_codec::load_le<std::uint32_t>(p_);
-    p_ += sizeof v;
-    return true;
-  }
-  bool str(std::string& s) {
-    std::uint32_t n;
-    if (!u32(n) || n > kMaxField || static_cast<std::size_t>(end_ - p_) < n) return false;
-    s.assign(p_, n);
-    p_ += n;
-    return true;
-  }
-  std::string rest() const { return std::string(p_, end_); }
-
- private:
-  const char* p_;
-  const char* end_;
-};
-
-Message encode_hello(const HandshakeOptions& o) {
-  Writer w;
-  w.bytes(kHelloMagic, 4);
-  w.u32(o.protocol_version);
-  w.u32(serialization_version());
-  w.str(o.name);
-  w.str(o.role);
-  w.str(o.auth_token);
-  return Message({w.frame()});
-}
-
-std::optional<Hello> decode_hello(const Message& m) {
-  if (m.frames.size() != 1) return std::nullopt;
-  Reader r(m.frames[0]);
-  char magic[4];
-  Hello h;
-  if (!r.bytes(magic, 4) || std::memcmp(magic, kHelloMagic, 4) != 0) return std::nullopt;
-  if (!r.u32(h.protocol) || !r.u32(h.serialization) || !r.str(h.name) || !r.str(h.role) ||
-      !r.str(h.token))
-    return std::nullopt;
-  return h;
-}
-
-Message encode_verdict(bool ok, const std::string& reason) {
-  Writer w;
-  w.bytes(ok ? kAccept : kRefuse, 4);
-  w.bytes(reason.data(), std::min(reason.size(), kMaxField));
-  return Message({w.frame()});
+codec::Side codec_side(HandshakeSide side) {
+  return side == HandshakeSide::connecting ? codec::Side::connecting : codec::Side::accepting;
 }
 
 // State of one handshake; lives while an operation on the comm or the timer holds it.
 struct HandshakeOp : std::enable_shared_from_this<HandshakeOp> {
+  using Step = void (HandshakeOp::*)(const Frame&);
+
   CommPtr comm;
   HandshakeOptions options;
+  HandshakeSide side;
   HandshakeHandler handler;
+  PeerAuthenticated on_authenticated;
   asio::steady_timer timer;
   std::atomic<bool> timed_out{false};
-  error_code my_error;
-  std::string my_reason;
+  codec::Hello mine, peer;
   bool done = false;
 
-  HandshakeOp(CommPtr c, HandshakeOptions o, HandshakeHandler h)
-      : comm(std::move(c)), options(std::move(o)), handler(std::move(h)),
-        timer(comm->executor()) {}
+  HandshakeOp(CommPtr c, HandshakeOptions o, HandshakeSide s, HandshakeHandler h,
+              PeerAuthenticated a)
+      : comm(std::move(c)), options(std::move(o)), side(s), handler(std::move(h)),
+        on_authenticated(std::move(a)), timer(comm->executor()) {}
+
+  bool has_token() const { return !options.auth_token.empty(); }
 
   void start() {
     auto self = shared_from_this();
+    auto nonce = codec::fresh_nonce();
+    if (!nonce)
+      return asio::post(comm->executor(), [self] {
+        self->finish(make_error_code(errc::io), "no random bytes for the handshake's nonce");
+      });
     timer.expires_after(options.timeout);
     timer.async_wait([self](error_code ec) {
       if (ec || self->done) return;
       self->timed_out = true;
       self->comm->abort();
     });
-    comm->async_write(encode_hello(options), [self](error_code ec) {
+    mine = codec::Hello{options.protocol_version, serialization_version(), options.name,
+                        options.role, *nonce, has_token()};
+    comm->set_read_limits(kHandshakeLimits);
+    comm->async_write(one_frame(codec::encode_hello(mine)), [self](error_code ec) {
       if (ec) self->finish(ec, "could not send the handshake");
     });
-    comm->async_read([self](error_code ec, Message m) { self->on_hello(ec, std::move(m)); });
+    read_next(&HandshakeOp::on_hello, "no handshake from the peer");
   }
 
-  void on_hello(error_code ec, Message m) {
-    if (ec) return finish(ec, "no handshake from the peer");
-    auto hello = decode_hello(m);
-    if (!hello) {
-      my_error = make_error_code(errc::protocol);
-      my_reason = "the peer's first message is not a taskwire handshake";
-      return finish(my_error, my_reason);  // it cannot parse a verdict either
-    }
-    if (hello->protocol != options.protocol_version) {
-      my_error = make_error_code(errc::version);
-      my_reason = fmt::format("protocol version mismatch: peer '{}' speaks taskwire protocol v{}, "
-                              "this process speaks v{}; run the same taskwire version everywhere",
-                              hello->name, hello->protocol, options.protocol_version);
-    } else if (hello->serialization != serialization_version()) {
-      my_error = make_error_code(errc::version);
-      my_reason = fmt::format("serialization version mismatch: peer '{}' uses Boost archive v{}, "
-                              "this process v{}; build all processes against the same Boost",
-                              hello->name, hello->serialization, serialization_version());
-    } else if (!options.expect_role.empty() && hello->role != options.expect_role) {
-      my_error = make_error_code(errc::wrong_role);
-      my_reason = fmt::format("{} is {}, not {}: give the {}'s address", comm->peer_address(),
-                              with_article(hello->role), with_article(options.expect_role),
-                              options.expect_role);
-    } else if (!options.auth_token.empty() && hello->token != options.auth_token) {
-      my_error = make_error_code(errc::auth);
-      my_reason = fmt::format("peer '{}' ({}) presented {}; set the same TASKWIRE_AUTH_TOKEN / "
-                              "--auth-token on every process",
-                              hello->name, comm->peer_address(),
-                              hello->token.empty() ? "no auth token" : "a wrong auth token");
-    }
-    comm->set_peer(PeerInfo{hello->name, hello->role, hello->protocol});
-    auto self = shared_from_this();
-    comm->async_write(encode_verdict(!my_error, my_reason), [](error_code) {});
-    comm->async_read([self](error_code ec, Message m) { self->on_verdict(ec, std::move(m)); });
+  void read_next(Step step, const char* if_lost) {
+    comm->async_read([self = shared_from_this(), step, if_lost](error_code ec, Message m) {
+      if (ec) return self->finish(ec, if_lost);
+      if (m.frames.size() != 1)
+        return self->finish(make_error_code(errc::protocol), "malformed handshake message");
+      try {
+        ((*self).*step)(m.frames[0]);
+      } catch (const std::exception& e) {  // libcrypto failed: not the peer's doing
+        self->finish(make_error_code(errc::io), e.what());
+      }
+    });
   }
 
-  void on_verdict(error_code ec, Message m) {
-    if (my_error) return finish(my_error, my_reason);
-    if (ec) return finish(ec, "the peer closed the comm during the handshake");
-    if (m.frames.size() != 1 || m.frames[0].size() < 4)
-      return finish(make_error_code(errc::protocol), "malformed handshake verdict");
-    const Frame& f = m.frames[0];
-    if (std::memcmp(f.data(), kAccept, 4) == 0) return finish({}, {});
-    if (std::memcmp(f.data(), kRefuse, 4) != 0)
-      return finish(make_error_code(errc::protocol), "malformed handshake verdict");
-    std::string reason(f.data() + 4, f.size() - 4);
+  void on_hello(const Frame& f) {
+    const auto decoded = codec::decode_hello(bytes_of(f), options.protocol_version);
+    if (decoded.status == codec::HelloDecoded::malformed)  // it cannot parse a verdict either
+      return finish(make_error_code(errc::protocol),
+                    fmt::format("the first message from {} is not a taskwire handshake",
+                                comm->peer_address()));
+    if (decoded.status == codec::HelloDecoded::other_version)
+      return refuse(errc::version,
+                    fmt::format("protocol version mismatch: the peer at {} speaks taskwire "
+                                "protocol v{}, this process speaks v{}; run the same taskwire "
+                                "version everywhere",
+                                comm->peer_address(), decoded.hello.protocol,
+                                options.protocol_version));
+    peer = decoded.hello;
+    if (peer.serialization != serialization_version())
+      return refuse(errc::version,
+                    fmt::format("serialization version mismatch: peer '{}' uses Boost archive "
+                                "v{}, this process v{}; build all processes against the same "
+                                "Boost",
+                                peer.name, peer.serialization, serialization_version()));
+    if (!options.expect_role.empty() && peer.role != options.expect_role)
+      return refuse(errc::wrong_role,
+                    fmt::format("{} is {}, not {}: give the {}'s address", comm->peer_address(),
+                                with_article(peer.role), with_article(options.expect_role),
+                                options.expect_role));
+    if (peer.nonce == mine.nonce)  // our own HELLO reflected back
+      return refuse(errc::auth, fmt::format("the peer at {} sent this process's own nonce back "
+                                            "(a reflected handshake, not a peer with a token)",
+                                            comm->peer_address()));
+    comm->set_peer(PeerInfo{peer.name, peer.role, peer.protocol});
+    if (side == HandshakeSide::connecting) send_proof();  // the accepting side waits for it
+    read_next(&HandshakeOp::on_peer_proof, "the peer closed the comm during the handshake");
+  }
+
+  void send_proof() {
+    codec::Proof proof;
+    if (has_token())
+      proof.mac = codec::compute_proof({options.auth_token, options.protocol_version,
+                                        codec_side(side), options.role, peer.role, mine.nonce,
+                                        peer.nonce});
+    comm->async_write(one_frame(codec::encode_proof(proof)), [](error_code) {});
+  }
+
+  // The refusal sentence for the peer's proof, or empty when it passes (or this end has no
+  // token, so accepts any peer).
+  std::string check_proof(const codec::Proof& proof) const {
+    if (!has_token()) return {};
+    const char* what = nullptr;
+    if (!peer.has_token || !proof.mac) {
+      what = "no auth token";
+    } else {
+      const auto peer_side = side == HandshakeSide::connecting ? HandshakeSide::accepting
+                                                               : HandshakeSide::connecting;
+      const auto expected = codec::compute_proof({options.auth_token, options.protocol_version,
+                                                  codec_side(peer_side), peer.role,
+                                                  options.role, peer.nonce, mine.nonce});
+      if (!codec::same_mac(expected, *proof.mac)) what = "a wrong auth token";
+    }
+    if (!what) return {};
+    return fmt::format("peer '{}' ({}) presented {}; set the same TASKWIRE_AUTH_TOKEN / "
+                       "--auth-token on every process",
+                       peer.name, comm->peer_address(), what);
+  }
+
+  void on_peer_proof(const Frame& f) {
+    if (codec::kind_of(bytes_of(f)) == codec::Kind::verdict) {
+      // A refusal may come instead of a proof; an acceptance may not (it would skip the proof).
+      const auto verdict = codec::decode_verdict(bytes_of(f));
+      if (verdict && !verdict->accepted) return on_verdict(f);
+      return finish(make_error_code(errc::protocol),
+                    fmt::format("{} sent a verdict where its proof belongs", comm->peer_address()));
+    }
+    const auto proof = codec::decode_proof(bytes_of(f));
+    if (!proof)
+      return finish(make_error_code(errc::protocol),
+                    fmt::format("malformed handshake proof from {}", comm->peer_address()));
+    if (auto why = check_proof(*proof); !why.empty()) return refuse(errc::auth, std::move(why));
+    if (side == HandshakeSide::accepting) {
+      if (on_authenticated && !on_authenticated())
+        return finish(make_error_code(errc::aborted),
+                      "dropped: too many peers were in their handshake at once");
+      send_proof();  // the peer has proved itself: now it may have ours
+      return read_next(&HandshakeOp::on_verdict, "the peer closed the comm during the handshake");
+    }
+    comm->async_write(one_frame(codec::encode_verdict({true, {}})), [](error_code) {});
+    finish({}, {});
+  }
+
+  void on_verdict(const Frame& f) {
+    const auto verdict = codec::decode_verdict(bytes_of(f));
+    if (!verdict) return finish(make_error_code(errc::protocol), "malformed handshake verdict");
+    if (verdict->accepted) return finish({}, {});
     // The peer says why; classify by its words' subject so both sides agree on the code.
+    const auto& reason = verdict->reason;
     auto code = reason.find("auth token") != std::string::npos ? errc::auth
                 : reason.find("version") != std::string::npos  ? errc::version
                 : reason.find(kWrongRoleMark) != std::string::npos ? errc::wrong_role
                                                                    : errc::refused;
-    finish(make_error_code(code), "refused by the peer: " + reason);
+    finish(make_error_code(code),
+           fmt::format("refused by the peer at {}: {}", comm->peer_address(), reason));
   }
 
-  void finish(error_code ec, std::string detail) {
+  // Tells the peer why, closes the comm (the verdict is flushed first) and fails.
+  void refuse(errc code, std::string reason) {
+    comm->async_write(one_frame(codec::encode_verdict({false, reason})), [](error_code) {});
+    finish(make_error_code(code), std::move(reason), true);
+  }
+
+  void finish(error_code ec, std::string detail, bool refused_here = false) {
     if (done) return;
     done = true;
     timer.cancel();
@@ -205,12 +210,19 @@ struct HandshakeOp : std::enable_shared_from_this<HandshakeOp> {
       detail = fmt::format("handshake with {} did not finish within {} ms", comm->peer_address(),
                            options.timeout.count());
     }
-    if (ec) {
-      if (my_error) comm->close();  // lets the refusal verdict reach the peer first
-      else comm->abort();
-    }
+    if (!ec) comm->set_read_limits(options.limits);
+    else if (refused_here && !timed_out) close_refused();
+    else comm->abort();
     auto h = std::move(handler);
     h(ec, std::move(detail));
+  }
+
+  void close_refused() {
+    comm->close();
+    timer.expires_after(kRefusedLinger);
+    timer.async_wait([self = shared_from_this()](error_code ec) {  // self: keeps the timer
+      if (!ec) self->comm->abort();
+    });
   }
 };
 
@@ -223,12 +235,15 @@ HandshakeOptions HandshakeOptions::from(const runtime::Config& c) {
   o.auth_token = c.auth_token;
   if (c.protocol_version_override) o.protocol_version = c.protocol_version_override;
   o.timeout = c.handshake_timeout;
+  o.limits = c.limits;
   return o;
 }
 
-void async_handshake(const CommPtr& comm, const HandshakeOptions& options,
-                     HandshakeHandler handler) {
-  std::make_shared<HandshakeOp>(comm, options, std::move(handler))->start();
+void async_handshake(const CommPtr& comm, const HandshakeOptions& options, HandshakeSide side,
+                     HandshakeHandler handler, PeerAuthenticated on_authenticated) {
+  std::make_shared<HandshakeOp>(comm, options, side, std::move(handler),
+                                std::move(on_authenticated))
+      ->start();
 }
 
 }  // namespace taskwire::comm

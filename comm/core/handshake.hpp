@@ -1,10 +1,21 @@
 #pragma once
-// The versioned handshake every new comm goes through, on both sides: each writes a HELLO
-// (magic, protocol version, serialization version, name, role, auth token), reads the peer's,
-// checks it, then each writes a verdict (accept, or a refusal with the reason) and reads the
-// peer's. So a mismatch is reported with a clear error on both sides, and a refused comm is
-// closed. Bounded by a timeout (the comm is aborted when it passes). Checks, in order: protocol
-// version, serialization version, the peer's role (when one is expected), the auth token.
+// The versioned, authenticated handshake every new comm goes through, on both sides.
+//  1. Each end writes a HELLO (magic, protocol version, serialization version, name, role, a
+//     fresh 32-byte nonce, whether it has an auth token) and reads the peer's. It checks, in
+//     order: protocol version (read right after the magic), serialization version, the peer's
+//     role (when one is expected).
+//  2. The connecting end writes a PROOF: HMAC-SHA256 keyed with the token over both nonces,
+//     both roles, its side and the protocol version (handshake_codec.hpp). The accepting end
+//     checks it (constant time) before it sends a proof of its own, so that a peer that has
+//     not proved itself learns nothing computed from the token; the connecting end checks
+//     that one and writes the verdict, which the accepting end reads.
+//  A refusal at any step is a VERDICT with the reason, so both ends report it; a refused
+//  comm is closed. The token itself never crosses the wire. An end without a token accepts
+//  any peer; an end with one refuses a peer without one or with a wrong proof (errc::auth).
+//  Until it is over the comm reads under kHandshakeLimits (one frame of at most 16 KiB per
+//  message, a fixed number of messages), whatever the peer announces; the configured limits
+//  (HandshakeOptions::limits) are restored once it succeeds. Bounded by a timeout (the comm
+//  is aborted when it passes).
 #include <taskwire/comm/core/comm.hpp>
 #include <taskwire/runtime/config.hpp>
 
@@ -20,12 +31,23 @@ namespace taskwire::comm {
 /// 4: register_worker says whether a nanny watches the worker; worker_died (nanny reports);
 ///    threads_busy, free_processing; task_erred and key_erred carry the exception type (and
 ///    key_erred the worker); worker_refused.
-inline constexpr std::uint32_t kProtocolVersion = 4;
+/// 5: challenge-response handshake: HELLO carries a nonce instead of the token, then a PROOF
+///    (HMAC-SHA256 over both nonces) before the verdict.
+inline constexpr std::uint32_t kProtocolVersion = 5;
+
+/// What a comm accepts while its peer has not authenticated: the handshake's messages are
+/// one frame of a few KiB at most, so a peer announcing more is refused before anything is
+/// allocated for it; the handshake reads at most three messages (48 KiB in all).
+inline constexpr runtime::Limits kHandshakeLimits{1, 16u << 10, 16u << 10};
+
+/// Which end of the comm this is: the one that connected, or the one that accepted.
+enum class HandshakeSide { connecting, accepting };
 
 struct HandshakeOptions {
   std::string name;
   std::string role;
-  std::string auth_token;  ///< empty: accept any peer
+  /// The shared secret; never sent, only proved (HMAC). Empty: accept any peer.
+  std::string auth_token;
   /// The role the peer must announce ("scheduler" for a worker or client connecting to
   /// one); empty: any. Its own role is announced already, so checking it changes nothing on
   /// the wire: a peer of another role is refused with errc::wrong_role and a sentence
@@ -33,6 +55,8 @@ struct HandshakeOptions {
   std::string expect_role;
   std::uint32_t protocol_version = kProtocolVersion;
   std::chrono::milliseconds timeout{10'000};
+  /// The limits the comm reads under once the handshake has succeeded (Config::limits).
+  runtime::Limits limits;
 
   static HandshakeOptions from(const runtime::Config& config);
 };
@@ -40,8 +64,13 @@ struct HandshakeOptions {
 /// (error, detail): on success error is empty and comm->peer() is filled in.
 using HandshakeHandler = std::function<void(error_code, std::string)>;
 
+/// Called on the accepting side once the peer has proved itself (or once its HELLO passed,
+/// when this side has no token), before this side sends its own proof; false: the comm has
+/// been dropped meanwhile (a listener's pending-handshake cap), so the handshake ends there.
+using PeerAuthenticated = std::function<bool()>;
+
 /// Asynchronous; the handler runs on the comm's executor.
-void async_handshake(const CommPtr& comm, const HandshakeOptions& options,
-                     HandshakeHandler handler);
+void async_handshake(const CommPtr& comm, const HandshakeOptions& options, HandshakeSide side,
+                     HandshakeHandler handler, PeerAuthenticated on_authenticated = {});
 
 }  // namespace taskwire::comm

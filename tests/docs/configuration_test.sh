@@ -67,6 +67,7 @@ structs=(
   "client/mpi/launch.hpp LaunchOptions"
   "runtime/mpi_environment.hpp MpiEnvironmentOptions"
   "runtime/log.hpp LogOptions"
+  "comm/core/connect.hpp ListenOptions"
   "runtime/config.hpp Config"
   "runtime/config.hpp Limits"
   "runtime/config.hpp MpiPollConfig"

@@ -1,0 +1,133 @@
+#include <taskwire/comm/core/pending_handshakes.hpp>
+
+#include <taskwire/comm/core/address.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <vector>
+
+namespace taskwire::comm {
+namespace {
+constexpr std::size_t kMaxHostsNamed = 8;  // a summary names this many hosts at most
+}  // namespace
+
+struct PendingHandshakes::Entry {
+  std::uint64_t seq = 0;
+  std::weak_ptr<Comm> comm;
+  std::string host, peer_address;
+  bool evicted = false;  // mu_
+};
+
+PendingHandshakes::PendingHandshakes(asio::any_io_executor executor, std::size_t max_pending,
+                                     std::size_t max_per_host)
+    : summary_timer_(std::move(executor)),
+      max_pending_(std::max<std::size_t>(1, max_pending)),
+      max_per_host_(std::max<std::size_t>(1, max_per_host)) {}
+
+std::string PendingHandshakes::source_host(const std::string& peer_address) {
+  try {
+    const auto address = Address::parse(peer_address);
+    return HostPort::parse(address.location).host;
+  } catch (const CommError&) {
+    return peer_address;
+  }
+}
+
+PendingHandshakes::Ticket PendingHandshakes::admit(const CommPtr& comm) {
+  auto ticket = std::make_shared<Entry>();
+  ticket->comm = comm;
+  ticket->peer_address = comm->peer_address();
+  ticket->host = source_host(ticket->peer_address);
+  std::vector<Ticket> victims;
+  std::string listener;
+  {
+    std::lock_guard lock(mu_);
+    if (listener_.empty()) listener_ = "listener at " + comm->local_address();
+    listener = listener_;
+    std::size_t same_host = 0;
+    for (const auto& [seq, e] : pending_) same_host += e->host == ticket->host;
+    // Oldest of the same host first, while that host is at its cap; then the oldest of all.
+    for (auto it = pending_.begin(); it != pending_.end() && same_host >= max_per_host_;) {
+      if (it->second->host != ticket->host) {
+        ++it;
+        continue;
+      }
+      victims.push_back(it->second);
+      it = pending_.erase(it);
+      --same_host;
+    }
+    while (pending_.size() >= max_pending_) {
+      victims.push_back(pending_.begin()->second);
+      pending_.erase(pending_.begin());
+    }
+    for (const auto& v : victims) {
+      v->evicted = true;
+      note_eviction(v->host);
+    }
+    ticket->seq = next_seq_++;
+    pending_.emplace(ticket->seq, ticket);
+  }
+  for (const auto& v : victims) {
+    spdlog::debug("{}: dropped the comm from {} still in its handshake, to make room for {} "
+                  "(at most {} per listener, {} per host)",
+                  listener, v->peer_address, ticket->peer_address, max_pending_, max_per_host_);
+    if (auto c = v->comm.lock()) c->abort();
+  }
+  return ticket;
+}
+
+bool PendingHandshakes::finish(const Ticket& ticket) {
+  std::lock_guard lock(mu_);
+  pending_.erase(ticket->seq);
+  return ticket->evicted;
+}
+
+void PendingHandshakes::stop() {
+  std::lock_guard lock(mu_);
+  stopped_ = true;
+  summary_timer_.cancel();
+}
+
+void PendingHandshakes::note_eviction(const std::string& host) {
+  ++evicted_total_;
+  if (evicted_by_host_.count(host) || evicted_by_host_.size() < kMaxHostsNamed)
+    ++evicted_by_host_[host];
+  else
+    ++evicted_elsewhere_;
+  if (summary_armed_ || stopped_) return;
+  // The first eviction after a quiet interval is told at once; the next ones in a summary.
+  spdlog::warn("{}: dropped a comm from {} still in its handshake: more peers were in "
+               "handshake than allowed (at most {} per listener, {} per host); further drops "
+               "are summarised every {} s",
+               listener_, host, max_pending_, max_per_host_, kSummaryInterval.count());
+  summary_armed_ = true;
+  restart_summary();
+}
+
+void PendingHandshakes::on_summary_timer() {
+  std::lock_guard lock(mu_);
+  if (stopped_ || evicted_total_ == 0) {
+    summary_armed_ = false;
+    return;
+  }
+  std::string where;
+  for (const auto& [host, n] : evicted_by_host_)
+    where += fmt::format("{}{} ({})", where.empty() ? "" : ", ", host, n);
+  if (evicted_elsewhere_) where += fmt::format(", {} from other hosts", evicted_elsewhere_);
+  spdlog::warn("{}: dropped {} comm{} still in their handshake in the last {} s, from {}",
+               listener_, evicted_total_, evicted_total_ == 1 ? "" : "s",
+               kSummaryInterval.count(), where);
+  restart_summary();
+}
+
+void PendingHandshakes::restart_summary() {
+  evicted_by_host_.clear();
+  evicted_elsewhere_ = evicted_total_ = 0;
+  summary_timer_.expires_after(kSummaryInterval);
+  summary_timer_.async_wait([self = shared_from_this()](error_code ec) {
+    if (!ec) self->on_summary_timer();
+  });
+}
+
+}  // namespace taskwire::comm

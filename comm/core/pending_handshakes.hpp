@@ -1,0 +1,59 @@
+#pragma once
+// The comms a listener has accepted whose handshake is not over yet, capped per listener and
+// per source host. A comm that would exceed a cap makes room by aborting the OLDEST pending
+// one (of its host, for the per-host cap), not by being refused itself: a burst of peers that
+// connect and stay silent then cannot keep a real peer that comes after them waiting for
+// their handshake timeouts. Authenticated comms are never counted or touched. Evictions are
+// logged at debug, plus a warning at most every kSummaryInterval saying how many and from
+// where. Thread-safe (one mutex).
+#include <taskwire/comm/core/comm.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace taskwire::comm {
+
+class PendingHandshakes : public std::enable_shared_from_this<PendingHandshakes> {
+ public:
+  struct Entry;
+  using Ticket = std::shared_ptr<Entry>;
+  static constexpr std::chrono::seconds kSummaryInterval{5};
+
+  /// The summary timer runs on `executor`.
+  PendingHandshakes(asio::any_io_executor executor, std::size_t max_pending,
+                    std::size_t max_per_host);
+
+  /// Counts `comm` as in handshake, first aborting the oldest pending comms it displaces.
+  Ticket admit(const CommPtr& comm);
+  /// The comm's peer has authenticated or its handshake is over: it no longer counts
+  /// (idempotent). True if it had been evicted before (its failure is then no news).
+  bool finish(const Ticket& ticket);
+  /// Stops the summary timer; later admits still work.
+  void stop();
+
+  /// The source host of a peer address ("tcp://10.0.0.5:4242" -> "10.0.0.5"); the whole
+  /// address when it has no host part.
+  static std::string source_host(const std::string& peer_address);
+
+ private:
+  void note_eviction(const std::string& host);  // mu_ held
+  void on_summary_timer();
+  void restart_summary();  // mu_ held: clears the counts, fires again in kSummaryInterval
+
+  std::mutex mu_;
+  asio::steady_timer summary_timer_;
+  std::string listener_;  // "listener at ADDRESS", from the first comm's local address
+  const std::size_t max_pending_, max_per_host_;
+  std::uint64_t next_seq_ = 0;
+  std::map<std::uint64_t, Ticket> pending_;  // oldest first
+  // Evictions since the last warning, by host (at most kMaxHostsNamed named).
+  std::map<std::string, std::uint64_t> evicted_by_host_;
+  std::uint64_t evicted_elsewhere_ = 0, evicted_total_ = 0;
+  bool summary_armed_ = false, stopped_ = false;
+};
+
+}  // namespace taskwire::comm
