@@ -5,6 +5,8 @@
 #include "fuzz_support.hpp"
 
 #include <taskwire/comm/core/framing.hpp>
+#include <taskwire/comm/core/handshake.hpp>
+#include <taskwire/comm/core/handshake_codec.hpp>
 #include <taskwire/runtime/batch.hpp>
 
 #include <cstdint>
@@ -94,6 +96,26 @@ struct Seed {
   std::string target, name, bytes;
 };
 
+// fuzz_handshake's input: its first byte picks the decoder (0 HELLO, 1 PROOF, 2 VERDICT).
+std::string handshake_input(char decoder, const std::vector<char>& message) {
+  std::string input(1, decoder);
+  return input.append(message.begin(), message.end());
+}
+
+void add_handshake_seeds(std::vector<Seed>& seeds) {
+  namespace hc = taskwire::comm::handshake_codec;
+  hc::Hello hello{taskwire::comm::kProtocolVersion, 19, "worker-1", "worker", {}, true};
+  hello.nonce.fill(0x5a);
+  seeds.push_back({"handshake", "seed-hello", handshake_input(0, hc::encode_hello(hello))});
+  hc::Mac mac;
+  mac.fill(0xa5);
+  seeds.push_back({"handshake", "seed-proof", handshake_input(1, hc::encode_proof({mac}))});
+  seeds.push_back({"handshake", "seed-proof-no-token", handshake_input(1, hc::encode_proof({}))});
+  seeds.push_back({"handshake", "seed-accept", handshake_input(2, hc::encode_verdict({true, ""}))});
+  seeds.push_back({"handshake", "seed-refuse",
+                   handshake_input(2, hc::encode_verdict({false, "a wrong auth token"}))});
+}
+
 std::vector<Seed> make_seeds() {
   std::vector<Seed> seeds;
   BatchWriter all;
@@ -117,6 +139,7 @@ std::vector<Seed> make_seeds() {
   seeds.push_back({"framing", "seed-no-frames", stream_bytes(Message{})});
   seeds.push_back({"framing", "seed-empty-frames",
                    stream_bytes(Message({Frame(), Frame(), Frame(std::string_view("x"))}))});
+  add_handshake_seeds(seeds);
   return seeds;
 }
 
