@@ -13,6 +13,7 @@ find_package(MPI REQUIRED COMPONENTS C)
 find_package(Boost 1.74 REQUIRED COMPONENTS serialization program_options)
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
+find_package(OpenSSL 1.1.1 REQUIRED)  # tls:// (comm/tls), linked privately: no public header needs it
 
 # The allocator of every program linking taskwire: jemalloc's thread caches cost a scheduler
 # rank far fewer instructions than glibc's malloc (docs/measurements.md, "jemalloc").

@@ -9,6 +9,7 @@ PACKAGES=(
   mpich libmpich-dev
   libboost-dev libboost-serialization-dev libboost-program-options-dev
   catch2 libfmt-dev libspdlog-dev libjemalloc-dev
+  libssl-dev openssl
   gnuplot-nox
 )
 
