@@ -160,7 +160,13 @@ void TlsComm::on_large_read(const error_code& ec) {
 void TlsComm::on_read_error(const error_code& ec) {
   const auto code = translate_tls_error(ec, X509_V_OK, false);
   if (code != errc::closed) {
-    spdlog::debug("tls: read from {} failed: {}", peer_addr_, ec.message());
+    // A TLS refusal (an alert: under TLS 1.3 a server refuses a client's certificate after
+    // the client's handshake, so it comes here) is said at warn level: the reader may only
+    // pass on the code.
+    if (code.category() == tls_category())
+      spdlog::warn("tls: {} ended the connection: {}: {}", peer_addr_, ec.message(), code.message());
+    else
+      spdlog::debug("tls: read from {} failed: {}", peer_addr_, ec.message());
     return fail(code, Side::read);
   }
   if (decoder_.partial())

@@ -3,7 +3,9 @@
 #include <taskwire/comm/tls/tls_error.hpp>
 
 #include <fmt/format.h>
+#include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
 #include <cerrno>
@@ -51,10 +53,13 @@ void load_certificate_and_key(context& ctx, const runtime::Config& config) {
   ctx.use_certificate_chain_file(cert.path, ec);
   if (ec) config_error(fmt::format("{} is not a PEM certificate: {}", cert.name(), ec.message()));
   ctx.use_private_key_file(key.path, context::pem, ec);
-  if (ec) config_error(fmt::format("{} is not a PEM private key: {}", key.name(), ec.message()));
-  if (SSL_CTX_check_private_key(ctx.native_handle()) != 1)
+  const bool mismatch =
+      ec ? ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == X509_R_KEY_VALUES_MISMATCH
+         : SSL_CTX_check_private_key(ctx.native_handle()) != 1;
+  if (mismatch)
     config_error(fmt::format("the key in {} does not match the certificate in {}", key.name(),
                              cert.name()));
+  if (ec) config_error(fmt::format("{} is not a PEM private key: {}", key.name(), ec.message()));
 }
 
 void load_ca(context& ctx, const runtime::Config& config) {
