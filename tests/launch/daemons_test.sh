@@ -5,6 +5,9 @@
 #     before the scheduler (its file does not exist yet) and must join it; `sigkill`: the client
 #     SIGKILLs one worker mid-graph and must still get correct results; `sigstop`: one
 #     worker, stopped while it holds a result: the client's get() must fail, not hang
+#     `tls`: as `daemons` over tls:// with mutual TLS, the certificates of CERT_DIR (6th
+#     argument, make_test_certs.sh's) given to the daemons as flags, to the client by the
+#     environment
 #   daemons_test.sh door MPIEXEC TASKWIRE_MPI PRELOAD_LIB CLIENT
 #     mpiexec.mpich -n 3 taskwire-mpi: the client comes in through its TCP door
 # Every daemon left must exit 0 after the client's shutdown; nothing may be left running.
@@ -36,20 +39,26 @@ if [ "$mode" = door ]; then
 fi
 
 scheduler=$2 worker=$3 lib=$4 client=$5
-workers=(1 2 3) heartbeat=5 nanny=
+workers=(1 2 3) heartbeat=5 nanny= scheme=tcp tls=()
+if [ "$mode" = tls ]; then
+  certs=$6 scheme=tls
+  tls=(--tls-ca-file "$certs/ca.pem" --tls-cert "$certs/node.pem" --tls-key "$certs/node.key")
+  export TASKWIRE_TLS_CA_FILE="$certs/ca.pem" TASKWIRE_TLS_CERT="$certs/node.pem" \
+    TASKWIRE_TLS_KEY="$certs/node.key"
+fi
 # sigkill and sigstop signal the worker process itself, so no nanny in between
 [ "$mode" = sigkill ] || [ "$mode" = sigstop ] && nanny=--no-nanny
 # sigstop: the stopped worker must not be removed for missing heartbeats meanwhile
 [ "$mode" = sigstop ] && workers=(1) heartbeat=120
 start_scheduler() {
-  "$scheduler" --listen tcp://127.0.0.1:0 --scheduler-file "$dir/s.json" \
+  "$scheduler" --listen $scheme://127.0.0.1:0 --scheduler-file "$dir/s.json" "${tls[@]}" \
     --heartbeat-timeout $heartbeat >"$dir/scheduler.log" 2>&1 &
   pids+=($!)
   wait_for_file "$dir/s.json"
 }
 start_workers() {
   for w in "${workers[@]}"; do
-    "$worker" --scheduler-file "$dir/s.json" --preload "$lib" --name "w$w" $nanny \
+    "$worker" --scheduler-file "$dir/s.json" --preload "$lib" --name "w$w" $nanny "${tls[@]}" \
       --log-level info >"$dir/worker$w.log" 2>&1 &
     pids+=($!)
   done
@@ -77,6 +86,10 @@ elif [ "$mode" = sigstop ]; then
 else
   timeout 60 "$client" compute "$dir/s.json" || fail "client"
   survivors=("${pids[@]}")
+fi
+if [ "$mode" = tls ]; then
+  grep -q 'tls://' "$dir/s.json" || fail "the scheduler file has no tls:// address: $(cat "$dir/s.json")"
+  grep -q 'tls://' "$dir/worker1.log" || fail "worker 1 does not say tls://"
 fi
 for p in "${survivors[@]}"; do
   timeout 20 tail --pid="$p" -f /dev/null || fail "pid $p still running 20 s after shutdown"
