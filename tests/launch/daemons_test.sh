@@ -8,8 +8,9 @@
 #     `tls`: as `daemons` over tls:// with mutual TLS, the certificates of CERT_DIR (6th
 #     argument, make_test_certs.sh's) given to the daemons as flags, to the client by the
 #     environment
-#   daemons_test.sh door MPIEXEC TASKWIRE_MPI PRELOAD_LIB CLIENT
-#     mpiexec.mpich -n 3 taskwire-mpi: the client comes in through its TCP door
+#   daemons_test.sh door MPIEXEC TASKWIRE_MPI PRELOAD_LIB CLIENT [CERT_DIR]
+#     mpiexec.mpich -n 3 taskwire-mpi: the client comes in through its TCP door; with
+#     CERT_DIR the ranks talk over --transport tls (mutual TLS, make_test_certs.sh's files)
 # Every daemon left must exit 0 after the client's shutdown; nothing may be left running.
 set -uo pipefail
 mode=$1
@@ -25,15 +26,18 @@ wait_for_file() {
 }
 
 if [ "$mode" = door ]; then
-  mpiexec=$2 exe=$3 lib=$4 client=$5
+  mpiexec=$2 exe=$3 lib=$4 client=$5 certs=${6:-} transport=()
+  [ -n "$certs" ] && transport=(--transport tls --tls-ca-file "$certs/ca.pem"
+    --tls-cert "$certs/node.pem" --tls-key "$certs/node.key")
   MPIEXEC_TIMEOUT=90 "$mpiexec" -n 3 "$exe" --preload "$lib" --scheduler-file "$dir/s.json" \
-    --log-level info >"$dir/mpi.log" 2>&1 &
+    "${transport[@]}" --log-level info >"$dir/mpi.log" 2>&1 &
   pids+=($!)
   wait_for_file "$dir/s.json"
   grep -q tcp:// "$dir/s.json" || fail "the scheduler file has no tcp:// door: $(cat "$dir/s.json")"
   timeout 60 "$client" compute "$dir/s.json" || fail "client"
   timeout 30 tail --pid="${pids[0]}" -f /dev/null || fail "taskwire-mpi still running 30 s after shutdown"
   wait "${pids[0]}" || fail "taskwire-mpi exited $?"
+  [ -z "$certs" ] || grep -q "tls://" "$dir/mpi.log" || fail "the ranks did not talk over tls://"
   echo "taskwire-mpi: every rank exited 0"
   exit 0
 fi
