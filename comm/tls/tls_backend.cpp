@@ -4,6 +4,7 @@
 #include <taskwire/comm/tcp/tcp_listener.hpp>
 #include <taskwire/comm/tls/tls_comm.hpp>
 #include <taskwire/comm/tls/tls_context.hpp>
+#include <taskwire/comm/tls/tls_error.hpp>
 #include <taskwire/comm/tls/tls_handshake.hpp>
 
 #include <spdlog/spdlog.h>
@@ -39,9 +40,14 @@ class TlsConnector final : public Connector {
           }
           async_tls_handshake(std::move(stream), asio::ssl::stream_base::client, timeout,
                               address.str(),
-                              [ssl, limits, h = std::move(h)](error_code e,
-                                                              std::unique_ptr<Stream> s) {
+                              [limits, address, h = std::move(h)](error_code e,
+                                                                  std::unique_ptr<Stream> s) {
                                 if (e) return h(e, nullptr);
+                                if (server_wanted_missing_certificate(s->native_handle())) {
+                                  const auto code = make_error_code(tls_errc::no_client_cert);
+                                  spdlog::warn("tls: {}: {}", address, code.message());
+                                  return h(code, nullptr);
+                                }
                                 h({}, std::make_shared<TlsComm>(std::move(s), limits));
                               });
         });

@@ -77,6 +77,19 @@ void load_ca(context& ctx, const runtime::Config& config) {
   if (ec) config_error(fmt::format("{} holds no PEM CA certificate: {}", ca.name(), ec.message()));
 }
 
+// The SSL ex_data slot where note_certificate_request marks a request it could not meet.
+int certificate_request_index() {
+  static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+// OpenSSL's client certificate callback, set only on contexts without a certificate.
+int note_certificate_request(SSL* ssl, X509**, EVP_PKEY**) {
+  static char requested;
+  SSL_set_ex_data(ssl, certificate_request_index(), &requested);
+  return 0;  // no certificate: the handshake goes on without one
+}
+
 bool has_certificate(const runtime::Config& config) {
   if (config.tls_cert_file.empty() != config.tls_key_file.empty())
     config_error("give both --tls-cert and --tls-key (TASKWIRE_TLS_CERT, TASKWIRE_TLS_KEY), "
@@ -104,6 +117,7 @@ std::shared_ptr<context> make_server_context(const runtime::Config& config) {
 std::shared_ptr<context> make_client_context(const runtime::Config& config) {
   auto ctx = new_context(context::tls_client);
   if (has_certificate(config)) load_certificate_and_key(*ctx, config);
+  else SSL_CTX_set_client_cert_cb(ctx->native_handle(), &note_certificate_request);
   if (config.tls_ca_file.empty()) {
     error_code ec;
     ctx->set_default_verify_paths(ec);
@@ -114,6 +128,10 @@ std::shared_ptr<context> make_client_context(const runtime::Config& config) {
   }
   ctx->set_verify_mode(asio::ssl::verify_peer);
   return ctx;
+}
+
+bool server_wanted_missing_certificate(SSL* ssl) {
+  return SSL_get_ex_data(ssl, certificate_request_index()) != nullptr;
 }
 
 void verify_server_name(SSL* ssl, const std::string& host) {

@@ -26,4 +26,9 @@ std::shared_ptr<asio::ssl::context> make_client_context(const runtime::Config& c
 /// DNS subjectAltName (or the common name when there is none), wildcards as RFC 6125 allows.
 void verify_server_name(SSL* ssl, const std::string& host);
 
+/// After a client handshake: the server asked for a certificate and this client (no
+/// tls_cert_file) had none to give. Under TLS 1.3 the server's refusal would come only with
+/// the first read; this lets the connect fail at once, saying so.
+bool server_wanted_missing_certificate(SSL* ssl);
+
 }  // namespace taskwire::comm::tls

@@ -1,5 +1,6 @@
 #include <taskwire/comm/tls/tls_handshake.hpp>
 
+#include <taskwire/comm/tls/tls_context.hpp>
 #include <taskwire/comm/tls/tls_error.hpp>
 
 #include <spdlog/spdlog.h>
@@ -37,7 +38,12 @@ class HandshakeOp : public std::enable_shared_from_this<HandshakeOp> {
       return done_(make_error_code(errc::timeout), nullptr);
     }
     const long verify = SSL_get_verify_result(stream_->native_handle());
-    const auto code = translate_tls_error(ec, verify, true);
+    // Under TLS 1.2 a server refuses a client without a certificate inside the handshake,
+    // with a generic alert; the client knows it was asked for one.
+    const bool no_certificate = side_ == asio::ssl::stream_base::client &&
+                                server_wanted_missing_certificate(stream_->native_handle());
+    const auto code = no_certificate ? make_error_code(tls_errc::no_client_cert)
+                                     : translate_tls_error(ec, verify, true);
     spdlog::warn("tls: TLS handshake {} {} failed: {}: {}", who, peer_,
                  describe_tls_error(ec, verify), code.message());
     done_(code, nullptr);
