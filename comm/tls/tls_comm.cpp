@@ -164,7 +164,8 @@ void TlsComm::on_read_error(const error_code& ec) {
     // the client's handshake, so it comes here) is said at warn level: the reader may only
     // pass on the code.
     if (code.category() == tls_category())
-      spdlog::warn("tls: {} ended the connection: {}: {}", peer_addr_, ec.message(), code.message());
+      spdlog::warn("tls: {} ended the connection: {}: {}", peer_addr_, ec.message(),
+                   code.message());
     else
       spdlog::debug("tls: read from {} failed: {}", peer_addr_, ec.message());
     return fail(code, Side::read);
@@ -222,9 +223,12 @@ void TlsComm::gather(const Message& message) {
   staged_.reserve(staged_bytes);  // no reallocation below: wbufs_ point into it
   wbufs_.clear();
   std::size_t run_begin = 0;
-  auto stage = [&](const char* data, std::size_t n) { staged_.insert(staged_.end(), data, data + n); };
+  auto stage = [&](const char* data, std::size_t n) {
+    staged_.insert(staged_.end(), data, data + n);
+  };
   auto end_run = [&] {
-    if (staged_.size() > run_begin) wbufs_.emplace_back(staged_.data() + run_begin, staged_.size() - run_begin);
+    if (staged_.size() > run_begin)
+      wbufs_.emplace_back(staged_.data() + run_begin, staged_.size() - run_begin);
     run_begin = staged_.size();
   };
   stage(prefix_.data(), prefix_.size());

@@ -59,7 +59,8 @@ class HandshakeOp : public std::enable_shared_from_this<HandshakeOp> {
 
 }  // namespace
 
-void async_tls_handshake(std::unique_ptr<Stream> stream, asio::ssl::stream_base::handshake_type side,
+void async_tls_handshake(std::unique_ptr<Stream> stream,
+                         asio::ssl::stream_base::handshake_type side,
                          std::chrono::milliseconds timeout, std::string peer, HandshakeDone done) {
   std::make_shared<HandshakeOp>(std::move(stream), std::move(peer), std::move(done))
       ->start(side, timeout);

@@ -16,7 +16,8 @@ namespace taskwire::comm::tls {
 using HandshakeDone = std::function<void(error_code, std::unique_ptr<Stream>)>;
 
 /// `peer` names the other end in the log ("tls://127.0.0.1:8786").
-void async_tls_handshake(std::unique_ptr<Stream> stream, asio::ssl::stream_base::handshake_type side,
+void async_tls_handshake(std::unique_ptr<Stream> stream,
+                         asio::ssl::stream_base::handshake_type side,
                          std::chrono::milliseconds timeout, std::string peer, HandshakeDone done);
 
 }  // namespace taskwire::comm::tls

@@ -12,7 +12,9 @@ namespace {
 
 using comm::tls::tls_errc;
 
-std::string cert(std::string_view name) { return std::string(TASKWIRE_TEST_TLS_DIR "/") + std::string(name); }
+std::string cert(std::string_view name) {
+  return std::string(TASKWIRE_TEST_TLS_DIR "/") + std::string(name);
+}
 
 // A config presenting NAME.pem/NAME.key (none when empty), trusting CA.pem (none when empty).
 runtime::Config tls_config(std::string_view name, std::string_view ca) {
