@@ -3,10 +3,12 @@
 #include "bench/rank_pair.hpp"
 #include "bench/raw_tcp.hpp"
 #include "bench/stats.hpp"
+#include "bench/tls_files.hpp"
 
 #include <taskwire/comm/core/connect.hpp>
 
 #include <boost/endian/conversion.hpp>
+#include <unistd.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <cstring>
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 
@@ -115,7 +118,7 @@ void send_comm_window(const comm::CommPtr& c, const runtime::Message& data, std:
 
 std::vector<Row> comm_backend(RankPair& pair, const BandwidthOptions& o, const std::string& backend) {
   const std::string contact = pair.listen_on_server(
-      backend == "mpi" ? "mpi://1" : "tcp://127.0.0.1:0", [](comm::CommPtr c) {
+      backend == "mpi" ? "mpi://1" : backend + "://127.0.0.1:0", [](comm::CommPtr c) {
         auto sink = std::make_shared<CommSink>();
         sink->comm = std::move(c);
         sink->read_header();
@@ -224,7 +227,8 @@ void print(const BandwidthOptions& o, const std::vector<Row>& rows) {
                r.messages, r.seconds, r.gb_per_s());
     gbs[{r.backend, r.bytes}] = r.gb_per_s();
   }
-  const std::pair<const char*, const char*> ratios[] = {{"mpi", "tcp"}, {"mpi", "raw-mpi"}, {"tcp", "raw-tcp"}};
+  const std::pair<const char*, const char*> ratios[] = {
+      {"mpi", "tcp"}, {"mpi", "raw-mpi"}, {"tcp", "raw-tcp"}, {"tls", "tcp"}};
   for (auto [a, b] : ratios) {
     std::string line;
     for (auto bytes : o.sizes)
@@ -244,8 +248,13 @@ std::vector<std::size_t> default_bandwidth_sizes() {
 
 int run_bandwidth(const BandwidthOptions& o) {
   for (const auto& b : o.backends)
-    if (b != "mpi" && b != "tcp" && b != "raw-mpi" && b != "raw-tcp")
-      throw std::invalid_argument("unknown backend '" + b + "' (use mpi, raw-mpi, tcp, raw-tcp)");
+    if (b != "mpi" && b != "tcp" && b != "tls" && b != "raw-mpi" && b != "raw-tcp")
+      throw std::invalid_argument("unknown backend '" + b + "' (use mpi, raw-mpi, tcp, tls, raw-tcp)");
+  // Before the pair's context reads the environment. The ranks of one mpiexec on one node are
+  // children of the same launcher process, which names their one set of files.
+  std::unique_ptr<BenchTlsFiles> tls_files;
+  if (std::find(o.backends.begin(), o.backends.end(), "tls") != o.backends.end())
+    tls_files = std::make_unique<BenchTlsFiles>(std::to_string(::getppid()));
   RankPair pair("taskwire-bench bandwidth");
   std::vector<Row> rows;
   for (const auto& backend : o.backends) {

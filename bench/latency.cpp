@@ -4,6 +4,7 @@
 #include "bench/pingpong.hpp"
 #include "bench/raw_tcp.hpp"
 #include "bench/stats.hpp"
+#include "bench/tls_files.hpp"
 
 #include <taskwire/comm/backends.hpp>
 #include <taskwire/comm/core/connect.hpp>
@@ -11,7 +12,10 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <memory>
 #include <thread>
 
 namespace taskwire::bench {
@@ -49,7 +53,7 @@ std::vector<Row> measure_comm_backend(const LatencyOptions& o, const std::string
   comm::register_builtin_backends(client_reg);
   server_ctx->start();
   client_ctx->start();
-  const std::string where = backend == "tcp" ? "tcp://127.0.0.1:0" : "inproc://auto";
+  const std::string where = backend == "inproc" ? "inproc://auto" : backend + "://127.0.0.1:0";
   auto listener = comm::listen(server_reg, where, [](comm::CommPtr c) { echo_forever(c); });
   auto comm = comm::connect(client_reg, listener->contact_address());
   std::vector<Row> rows;
@@ -101,19 +105,31 @@ int run_latency(const LatencyOptions& o) {
     }
     return print_rows(o, all);
   }
+  std::unique_ptr<BenchTlsFiles> tls_files;
   for (const auto& b : o.backends) {
     std::vector<Row> rows;
-    if (b == "tcp" || b == "inproc") rows = measure_comm_backend(o, b);
+    if (b == "tls" && !tls_files) tls_files = std::make_unique<BenchTlsFiles>(std::to_string(::getpid()));
+    if (b == "tcp" || b == "tls" || b == "inproc") rows = measure_comm_backend(o, b);
     else if (b == "raw-tcp") rows = measure_raw_tcp(o);
     else {
       fmt::print(stderr,
-                 "taskwire-bench latency: unknown backend '{}' (use tcp, raw-tcp, inproc; mpi and "
+                 "taskwire-bench latency: unknown backend '{}' (use tcp, tls, raw-tcp, inproc; mpi and "
                  "raw-mpi under mpiexec.mpich -n 2)\n", b);
       return 2;
     }
     for (const auto& r : rows) all.push_back(r);
   }
   return print_rows(o, all);
+}
+
+// "A/B p50 round trip: 8 B 1.21  64 B 1.19 ...", when both were measured.
+void print_ratio(const std::vector<Row>& all, const std::string& a, const std::string& b) {
+  std::string line;
+  for (const auto& ra : all)
+    for (const auto& rb : all)
+      if (ra.backend == a && rb.backend == b && ra.bytes == rb.bytes && rb.s.p50 > 0)
+        line += fmt::format("  {} {:.2f}", human_bytes(ra.bytes), ra.s.p50 / rb.s.p50);
+  if (!line.empty()) fmt::print("{}/{} p50 round trip:{}\n", a, b, line);
 }
 
 int print_rows(const LatencyOptions& o, const std::vector<Row>& all) {
@@ -128,6 +144,7 @@ int print_rows(const LatencyOptions& o, const std::vector<Row>& all) {
       if (r.bytes == bytes)
         fmt::print("{:<10} {:>10} {:>8} {:>12.2f} {:>12.2f} {:>12.2f}\n", r.backend,
                    human_bytes(r.bytes), r.iterations, r.s.p50, r.s.p99, r.s.mean);
+  print_ratio(all, "tls", "tcp");
   return 0;
 }
 

@@ -80,7 +80,8 @@ int latency_main(const std::vector<std::string>& args) {
       "with raw baselines in the same run.\n\nOptions");
   desc.add_options()("help,h", "show this help")(
       "backend,b", po::value(&backends)->default_value(backends),
-      "comma-separated: tcp, raw-tcp, inproc; under mpiexec.mpich -n 2 (or more): mpi, raw-mpi, "
+      "comma-separated: tcp, tls (a throwaway certificate unless TASKWIRE_TLS_CERT is set), "
+      "raw-tcp, inproc; under mpiexec.mpich -n 2 (or more): mpi, raw-mpi, "
       "tcp, raw-tcp between ranks 0 and 1")(
       "sizes", po::value(&sizes), "comma-separated message sizes in bytes, or with K, M (default 8 B .. 16 MiB, x8)")(
       "iterations", po::value(&o.max_iterations)->default_value(o.max_iterations),
@@ -199,7 +200,7 @@ int bandwidth_main(const std::vector<std::string>& args) {
       "flight, then one ack back), through the Comm interface and raw baselines in the same run.\n"
       "Run under mpiexec.mpich -n 2.\n\nOptions");
   desc.add_options()("help,h", "show this help")(
-      "backend,b", po::value(&backends)->default_value(backends), "comma-separated: mpi, raw-mpi, tcp, raw-tcp")(
+      "backend,b", po::value(&backends)->default_value(backends), "comma-separated: mpi, raw-mpi, tcp, tls, raw-tcp")(
       "sizes", po::value(&sizes), "comma-separated message sizes in bytes, or with K, M (default 64K .. 64M, x4)")(
       "window-bytes", po::value(&o.window_bytes)->default_value(o.window_bytes),
       "bytes per window: messages in flight = this / size, 2 .. 64")(

@@ -13,9 +13,9 @@ find_package(MPI REQUIRED COMPONENTS C)
 find_package(Boost 1.74 REQUIRED COMPONENTS serialization program_options)
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
-# libcrypto (Debian's libssl-dev): the handshake's HMAC-SHA256, nonces and constant-time
-# comparison. Linked privately: no public header includes OpenSSL.
-find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+# OpenSSL (Debian's libssl-dev), linked privately (no public header includes it): libcrypto
+# for the handshake's HMAC-SHA256, nonces and constant-time comparison; libssl for tls://.
+find_package(OpenSSL 1.1.1 REQUIRED)
 
 # The allocator of every program linking taskwire: jemalloc's thread caches cost a scheduler
 # rank far fewer instructions than glibc's malloc (docs/measurements.md, "jemalloc").

@@ -13,7 +13,7 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION "devel")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS
-  "mpich, libmpich-dev, libboost-dev, libboost-serialization-dev, libboost-program-options-dev, libfmt-dev, libspdlog-dev, libjemalloc-dev, pkg-config")
+  "mpich, libmpich-dev, libboost-dev, libboost-serialization-dev, libboost-program-options-dev, libfmt-dev, libspdlog-dev, libjemalloc-dev, pkg-config, openssl")
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
   "${PROJECT_DESCRIPTION}\n taskwire-scheduler, taskwire-worker and taskwire-mpi, libtaskwire and its\n C++ headers, CMake package and pkg-config file.")
 include(CPack)

@@ -5,7 +5,7 @@
 
 namespace taskwire::comm {
 
-/// Registers tcp://, inproc:// and mpi:// into `registry`.
+/// Registers tcp://, tls://, inproc:// and mpi:// into `registry`.
 void register_builtin_backends(Registry& registry);
 
 }  // namespace taskwire::comm

@@ -34,6 +34,9 @@ Config Config::from_env() {
   Config c;
   c.name = "pid-" + std::to_string(::getpid());
   if (const char* t = std::getenv("TASKWIRE_AUTH_TOKEN")) c.auth_token = t;
+  if (const char* f = std::getenv("TASKWIRE_TLS_CA_FILE")) c.tls_ca_file = f;
+  if (const char* f = std::getenv("TASKWIRE_TLS_CERT")) c.tls_cert_file = f;
+  if (const char* f = std::getenv("TASKWIRE_TLS_KEY")) c.tls_key_file = f;
   overlay("TASKWIRE_CONNECT_TIMEOUT_MS", c.connect_timeout);
   overlay("TASKWIRE_HANDSHAKE_TIMEOUT_MS", c.handshake_timeout);
   overlay("TASKWIRE_MPI_SPIN_POLLS", c.mpi.spin_polls);

@@ -38,6 +38,14 @@ struct Config {
   std::string role = "process";  ///< scheduler, worker, client, bench, test...
   /// When set, peers must prove they hold the same token (it never crosses the wire).
   std::string auth_token;
+  /// tls:// (comm/tls/tls_context.hpp). PEM files. The CA file verifies servers (the
+  /// system's CAs without one) and, on a listener, makes client certificates required and
+  /// verified against it (mutual TLS).
+  std::string tls_ca_file;
+  /// This end's certificate (chain) and its private key: required to listen on tls://;
+  /// presented by clients when set.
+  std::string tls_cert_file;
+  std::string tls_key_file;
   Limits limits;
   std::chrono::milliseconds connect_timeout{10'000};
   /// How long an accepted or connected comm may take to finish its handshake (a silent peer
@@ -54,8 +62,8 @@ struct Config {
   /// submission and wait run on the calling thread alone (Context::enable_driving).
   std::chrono::microseconds client_drive_linger{1000};
 
-  /// Defaults overlaid with TASKWIRE_AUTH_TOKEN, TASKWIRE_CONNECT_TIMEOUT_MS,
-  /// TASKWIRE_HANDSHAKE_TIMEOUT_MS,
+  /// Defaults overlaid with TASKWIRE_AUTH_TOKEN, TASKWIRE_TLS_CA_FILE, TASKWIRE_TLS_CERT,
+  /// TASKWIRE_TLS_KEY, TASKWIRE_CONNECT_TIMEOUT_MS, TASKWIRE_HANDSHAKE_TIMEOUT_MS,
   /// TASKWIRE_MPI_SPIN_POLLS, TASKWIRE_MPI_SLEEP_CAP_US, TASKWIRE_MPI_YIELD_US,
   /// TASKWIRE_MAX_FRAME_BYTES, TASKWIRE_MAX_MESSAGE_BYTES
   /// (docs/configuration.md). A malformed value throws std::invalid_argument naming the

@@ -7,9 +7,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <stdexcept>
 #include <utility>
@@ -18,6 +21,35 @@ namespace po = boost::program_options;
 
 namespace taskwire::runtime {
 
+void add_tls_options(po::options_description& desc, TlsFileOptions& tls) {
+  desc.add_options()("tls-ca-file", po::value(&tls.ca_file),
+                     "PEM CA certificates that tls:// peers must be signed by; a listener "
+                     "given one requires client certificates (mutual TLS) "
+                     "(or TASKWIRE_TLS_CA_FILE)")(
+      "tls-cert", po::value(&tls.cert_file),
+      "PEM certificate (chain) this process presents on tls://; needed to listen there "
+      "(or TASKWIRE_TLS_CERT)")(
+      "tls-key", po::value(&tls.key_file),
+      "PEM private key of --tls-cert (or TASKWIRE_TLS_KEY)");
+}
+
+void apply_tls_options(const TlsFileOptions& tls, Config& config) {
+  if (!tls.ca_file.empty()) config.tls_ca_file = tls.ca_file;
+  if (!tls.cert_file.empty()) config.tls_cert_file = tls.cert_file;
+  if (!tls.key_file.empty()) config.tls_key_file = tls.key_file;
+  const std::pair<const char*, const std::string*> files[] = {
+      {"--tls-ca-file (TASKWIRE_TLS_CA_FILE)", &config.tls_ca_file},
+      {"--tls-cert (TASKWIRE_TLS_CERT)", &config.tls_cert_file},
+      {"--tls-key (TASKWIRE_TLS_KEY)", &config.tls_key_file}};
+  for (const auto& [flag, path] : files) {
+    if (path->empty()) continue;
+    std::ifstream in(*path);
+    if (!in)
+      throw std::invalid_argument(
+          fmt::format("cannot read {} file '{}': {}", flag, *path, std::strerror(errno)));
+  }
+}
+
 void add_daemon_common_options(po::options_description& desc, DaemonCommonOptions& common,
                                const std::string& log_file_help) {
   desc.add_options()("auth-token", po::value(&common.auth_token),
@@ -25,6 +57,7 @@ void add_daemon_common_options(po::options_description& desc, DaemonCommonOption
       "log-level", po::value(&common.log_level)->default_value(common.log_level),
       "trace, debug, info, warn, error, critical, off")(
       "log-file", po::value(&common.log_file), log_file_help.c_str());
+  add_tls_options(desc, common.tls);
 }
 
 std::optional<int> parse_daemon_command_line(const char* program, int argc, char* argv[],
@@ -66,6 +99,7 @@ Config daemon_config(const std::string& role, const std::string& name,
   config.role = role;
   if (!name.empty()) config.name = name;
   if (!common.auth_token.empty()) config.auth_token = common.auth_token;
+  apply_tls_options(common.tls, config);
   return config;
 }
 

@@ -26,15 +26,32 @@ inline constexpr int kExitClean = 0;    ///< a clean shutdown, SIGINT/SIGTERM in
 inline constexpr int kExitFailure = 1;  ///< a fatal error, printed on stderr once
 inline constexpr int kExitUsage = 2;    ///< a bad command line
 
+/// --tls-ca-file, --tls-cert, --tls-key: each empty means TASKWIRE_TLS_CA_FILE's,
+/// TASKWIRE_TLS_CERT's, TASKWIRE_TLS_KEY's (Config's tls_* fields).
+struct TlsFileOptions {
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+};
+
 /// Options every daemon takes.
 struct DaemonCommonOptions {
   std::string log_level = "info";
   std::string log_file;
   std::string auth_token;  ///< empty: TASKWIRE_AUTH_TOKEN's, if set
+  TlsFileOptions tls;
 };
 
-/// Adds --auth-token, --log-level and --log-file to `desc`; `log_file_help` says how this
-/// daemon's processes share the file.
+/// Adds --tls-ca-file, --tls-cert and --tls-key to `desc` (as dask-scheduler's).
+void add_tls_options(boost::program_options::options_description& desc, TlsFileOptions& tls);
+
+/// Overlays the files given onto `config`, then checks that each file `config` names can be
+/// read: throws std::invalid_argument naming the flag, the file and the system's reason, so
+/// that a typo fails at start-up rather than at the first tls:// connection.
+void apply_tls_options(const TlsFileOptions& tls, Config& config);
+
+/// Adds --auth-token, --log-level, --log-file and the TLS options to `desc`; `log_file_help`
+/// says how this daemon's processes share the file.
 void add_daemon_common_options(boost::program_options::options_description& desc,
                                DaemonCommonOptions& common, const std::string& log_file_help);
 
@@ -52,7 +69,8 @@ std::optional<int> parse_daemon_command_line(
 /// "PROGRAM: what", and gives kExitFailure.
 int run_daemon(const char* program, const std::function<int()>& body);
 
-/// Config::from_env() with this daemon's role, and its name and auth token where given.
+/// Config::from_env() with this daemon's role, and its name, auth token and TLS files where
+/// given (apply_tls_options: throws std::invalid_argument for an unreadable file).
 Config daemon_config(const std::string& role, const std::string& name,
                      const DaemonCommonOptions& common);
 

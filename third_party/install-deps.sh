@@ -9,7 +9,7 @@ PACKAGES=(
   mpich libmpich-dev
   libboost-dev libboost-serialization-dev libboost-program-options-dev
   catch2 libfmt-dev libspdlog-dev libjemalloc-dev
-  libssl-dev
+  libssl-dev openssl
   gnuplot-nox
   clang libclang-rt-14-dev
 )

@@ -26,10 +26,10 @@ std::string default_listen_address(const std::string& scheduler_address,
   const auto scheme = comm::Address::parse(scheduler_address).scheme;
   if (scheme == "inproc") return "inproc://auto";
   const auto local = comm::Address::parse(local_address);
-  if (scheme == "tcp") {
+  if (scheme == "tcp" || scheme == "tls") {
     auto hp = comm::HostPort::parse(local.location);
     hp.port = 0;
-    return "tcp://" + hp.str();
+    return scheme + "://" + hp.str();
   }
   if (scheme == "mpi") return "mpi://" + local.location.substr(0, local.location.find(':'));
   throw comm::CommError(make_error_code(comm::errc::bad_address),

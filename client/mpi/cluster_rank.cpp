@@ -50,6 +50,9 @@ ClusterRank::ClusterRank(runtime::MpiEnvironment& env, LaunchOptions options, La
   // that is also the scheduler (pool mode) is busy, and checks like any other.
   config.mpi.yield_unchecked = is_client() && !is_scheduler();
   config.name = fmt::format("rank-{}", env_.rank());
+  if (!options_.tls_ca_file.empty()) config.tls_ca_file = options_.tls_ca_file;
+  if (!options_.tls_cert_file.empty()) config.tls_cert_file = options_.tls_cert_file;
+  if (!options_.tls_key_file.empty()) config.tls_key_file = options_.tls_key_file;
   context_ = std::make_unique<runtime::Context>(config, 1);
   // The program's waits run the loop; they linger only where the context serves nothing but
   // the program's client (not the scheduler too).
@@ -116,7 +119,7 @@ int ClusterRank::worker_count() const noexcept {
 
 std::string ClusterRank::listen_address() const {
   if (options_.transport == Transport::mpi) return fmt::format("mpi://{}", env_.rank());
-  return fmt::format("tcp://{}:0", options_.tcp_host);
+  return fmt::format("{}://{}:0", to_string(options_.transport), options_.tcp_host);
 }
 
 void ClusterRank::start() {

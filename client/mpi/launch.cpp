@@ -14,10 +14,18 @@ namespace taskwire::mpi {
 Transport parse_transport(std::string_view name) {
   if (name == "mpi") return Transport::mpi;
   if (name == "tcp") return Transport::tcp;
-  throw std::invalid_argument(fmt::format("unknown transport '{}': use mpi or tcp", name));
+  if (name == "tls") return Transport::tls;
+  throw std::invalid_argument(fmt::format("unknown transport '{}': use mpi, tcp or tls", name));
 }
 
-std::string_view to_string(Transport t) noexcept { return t == Transport::mpi ? "mpi" : "tcp"; }
+std::string_view to_string(Transport t) noexcept {
+  switch (t) {
+    case Transport::mpi: return "mpi";
+    case Transport::tcp: return "tcp";
+    case Transport::tls: return "tls";
+  }
+  return "?";
+}
 
 struct Session::Impl {
   std::unique_ptr<detail::JobSignals> signals;   // until MPI is shut down (options.handle_signals)

@@ -14,7 +14,7 @@
 // the cluster is shut down, so one launch can run several clusters (MPI, then TCP) in turn.
 //
 // Transport: workers and the client reach the scheduler, and workers each other, over
-// mpi:// (default) or tcp:// under the same launch, so the two compare on the same work.
+// mpi:// (default), tcp:// or tls:// under the same launch, so the two compare on the same work.
 // Failures: a rank that dies ends the whole job with a non-zero exit and a message naming the
 // rank (MpiEnvironment); a task that throws is a TaskError at its future, not fatal.
 #include <taskwire/client/client.hpp>
@@ -29,9 +29,9 @@
 
 namespace taskwire::mpi {
 
-enum class Transport { mpi, tcp };
+enum class Transport { mpi, tcp, tls };
 
-/// "mpi" or "tcp"; throws std::invalid_argument naming the accepted values.
+/// "mpi", "tcp" or "tls"; throws std::invalid_argument naming the accepted values.
 Transport parse_transport(std::string_view name);
 std::string_view to_string(Transport t) noexcept;
 
@@ -47,6 +47,12 @@ struct LaunchOptions {
   /// Host (interface address) the TCP transport listens on and advertises. The default
   /// suits a single node; set the node's address for jobs over several nodes.
   std::string tcp_host = "127.0.0.1";
+  /// TLS files (runtime::Config's tls_ca_file, tls_cert_file, tls_key_file) for every rank;
+  /// empty: TASKWIRE_TLS_CA_FILE, TASKWIRE_TLS_CERT, TASKWIRE_TLS_KEY's. Transport::tls needs
+  /// a certificate and key (each rank listens), and with a CA file is mutual TLS.
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
   /// Extra addresses the scheduler also listens on (taskwire-mpi's TCP door for clients
   /// outside the job, e.g. tcp://0.0.0.0:8786).
   std::vector<std::string> extra_scheduler_listen;

@@ -25,6 +25,7 @@ struct MainOptions {
   mpi::LaunchOptions launch;
   std::string transport = "mpi";
   std::string connect_timeout = "30s";
+  runtime::TlsFileOptions tls;
 };
 
 po::options_description describe(MainOptions& o) {
@@ -46,15 +47,16 @@ po::options_description describe(MainOptions& o) {
       "nthreads", po::value(&options.nthreads)->default_value(options.nthreads),
       "threads running tasks on each worker rank")(
       "transport", po::value(&o.transport)->default_value(o.transport),
-      "how workers reach the scheduler and each other: mpi or tcp")(
+      "how workers reach the scheduler and each other: mpi, tcp or tls")(
       "tcp-host", po::value(&options.tcp_host)->default_value(options.tcp_host),
-      "interface address for --transport tcp")(
+      "interface address for --transport tcp or tls")(
       "connect-timeout", po::value(&o.connect_timeout)->default_value(o.connect_timeout),
       "how long workers try to reach the scheduler: 30, 30s, 500ms, 2m or 1h")(
       "log-level", po::value(&options.log_level)->default_value("info"),
       "trace, debug, info, warn, error, off")(
       "log-file", po::value(&options.log_file),
       "also log to this file, one per rank: {rank} is replaced (e.g. 'taskwire-{rank}.log')");
+  runtime::add_tls_options(desc, o.tls);
   return desc;
 }
 
@@ -65,6 +67,11 @@ void check(MainOptions& o) {
   // Every rank starts together: a scheduler rank that is not up by then never will be.
   if (!timeout) throw po::error("--connect-timeout must be a duration here, not none");
   o.launch.connect_timeout = *timeout;
+  auto tls = runtime::Config::from_env();  // the files every rank will use, checked once here
+  runtime::apply_tls_options(o.tls, tls);
+  o.launch.tls_ca_file = tls.tls_ca_file;
+  o.launch.tls_cert_file = tls.tls_cert_file;
+  o.launch.tls_key_file = tls.tls_key_file;
   if (o.launch.extra_scheduler_listen.empty())
     o.launch.extra_scheduler_listen.push_back("tcp://127.0.0.1:0");
 }

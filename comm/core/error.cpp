@@ -22,6 +22,7 @@ class CommCategory final : public boost::system::error_category {
       case errc::unknown_host: return "no such host name: check the spelling, or give an IP address";
       case errc::dns_unavailable: return "the host name lookup failed (is DNS reachable?)";
       case errc::wrong_role: return "the peer is not the kind of process expected";
+      case errc::tls: return "TLS failed (handshake, certificate or configuration)";
     }
     return "unknown comm error";
   }
@@ -35,8 +36,13 @@ const boost::system::error_category& comm_category() noexcept {
 }
 
 bool is_fatal(const boost::system::error_code& ec) noexcept {
-  if (ec.category() != comm_category()) return false;
-  switch (static_cast<errc>(ec.value())) {
+  int value = ec.value();
+  if (ec.category() != comm_category()) {
+    const auto condition = ec.default_error_condition();
+    if (condition.category() != comm_category()) return false;
+    value = condition.value();
+  }
+  switch (static_cast<errc>(value)) {
     case errc::version:
     case errc::auth:
     case errc::unknown_scheme:
@@ -44,6 +50,7 @@ bool is_fatal(const boost::system::error_code& ec) noexcept {
     case errc::protocol:
     case errc::unknown_host:
     case errc::wrong_role:
+    case errc::tls:
       return true;
     default:
       return false;

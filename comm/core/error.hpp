@@ -26,6 +26,8 @@ enum class errc {
   dns_unavailable, ///< the host name could not be looked up now (DNS unreachable): retried
   wrong_role,      ///< handshake: the peer is not the kind of process expected (a worker's
                    ///< address given where the scheduler's is wanted)
+  tls,             ///< TLS: a handshake or certificate failure, or a bad TLS configuration
+                   ///< (comm/tls/tls_error.hpp's codes, whose condition this is, say which)
 };
 
 const boost::system::error_category& comm_category() noexcept;
@@ -34,7 +36,8 @@ inline boost::system::error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), comm_category()};
 }
 
-/// Fatal errors are not retried by connect(): retrying cannot change their outcome.
+/// Fatal errors are not retried by connect(): retrying cannot change their outcome. A code
+/// of another category counts by its default_error_condition (a tls code is errc::tls's).
 bool is_fatal(const boost::system::error_code& ec) noexcept;
 
 /// Exception thrown by the blocking API: the code plus a sentence saying what happened.

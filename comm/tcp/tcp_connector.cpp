@@ -11,9 +11,8 @@ using asio::ip::tcp;
 
 class ConnectAttempt : public std::enable_shared_from_this<ConnectAttempt> {
  public:
-  ConnectAttempt(asio::io_context& io, const runtime::Limits& limits, std::string address,
-                 RawConnectHandler handler)
-      : socket_(asio::make_strand(io)), resolver_(socket_.get_executor()), limits_(limits),
+  ConnectAttempt(asio::io_context& io, std::string address, SocketConnectHandler handler)
+      : socket_(asio::make_strand(io)), resolver_(socket_.get_executor()),
         address_(std::move(address)), handler_(std::move(handler)) {}
 
   void start(const HostPort& where) {
@@ -42,8 +41,7 @@ class ConnectAttempt : public std::enable_shared_from_this<ConnectAttempt> {
                         : ec == asio::error::host_not_found_try_again || ec == asio::error::no_recovery
                             ? errc::dns_unavailable
                             : errc::io;
-      return finish(code == errc::io ? translate_error(ec, address_) : make_error_code(code),
-                    nullptr);
+      return finish(code == errc::io ? translate_error(ec, address_) : make_error_code(code));
     }
     asio::async_connect(socket_, results,
                         [self = shared_from_this()](const error_code& e, const tcp::endpoint&) {
@@ -52,35 +50,43 @@ class ConnectAttempt : public std::enable_shared_from_this<ConnectAttempt> {
   }
 
   void on_connected(const error_code& ec) {
-    if (ec) return finish(translate_error(ec, address_), nullptr);
-    finish({}, std::make_shared<TcpComm>(std::move(socket_), limits_));
+    finish(ec ? translate_error(ec, address_) : error_code());
   }
 
-  void finish(error_code ec, CommPtr comm) {
+  void finish(error_code ec) {
     auto h = std::move(handler_);
-    h(ec, std::move(comm));
+    h(ec, std::move(socket_));
   }
 
   Socket socket_;
   tcp::resolver resolver_;
-  const runtime::Limits limits_;
   std::string address_;
-  RawConnectHandler handler_;
+  SocketConnectHandler handler_;
 };
 
 }  // namespace
 
-void TcpConnector::async_connect(const Address& address, RawConnectHandler handler) {
+void async_connect_socket(asio::io_context& io, const Address& address,
+                          SocketConnectHandler handler) {
   HostPort where;
   try {
     where = HostPort::parse(address.location);
   } catch (const CommError& e) {
-    spdlog::debug("tcp: {}", e.what());
-    asio::post(io_, [h = std::move(handler), code = e.code()] { h(code, nullptr); });
+    spdlog::debug("{}: {}", address.scheme, e.what());
+    asio::post(io, [&io, h = std::move(handler), code = e.code()] {
+      h(code, Socket(asio::make_strand(io)));
+    });
     return;
   }
-  std::make_shared<ConnectAttempt>(io_, limits_, address.str(), std::move(handler))
-      ->start(where);
+  std::make_shared<ConnectAttempt>(io, address.str(), std::move(handler))->start(where);
+}
+
+void TcpConnector::async_connect(const Address& address, RawConnectHandler handler) {
+  async_connect_socket(io_, address,
+                       [limits = limits_, h = std::move(handler)](error_code ec, Socket socket) {
+                         if (ec) return h(ec, nullptr);
+                         h({}, std::make_shared<TcpComm>(std::move(socket), limits));
+                       });
 }
 
 }  // namespace taskwire::comm::tcp

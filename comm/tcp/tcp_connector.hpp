@@ -3,9 +3,20 @@
 // asynchronous resolver and every address it gives is tried in turn. No retry (the backoff
 // loop is comm::async_connect's).
 #include <taskwire/comm/core/backend.hpp>
+#include <taskwire/comm/tcp/tcp_comm.hpp>
 #include <taskwire/runtime/config.hpp>
 
+#include <functional>
+
 namespace taskwire::comm::tcp {
+
+/// Gets the connected socket (on its own strand), or the error and a closed socket.
+using SocketConnectHandler = std::function<void(error_code, Socket)>;
+
+/// What TcpConnector does, up to the connected socket, for backends that speak over TCP
+/// (tls://): `address`'s location is HOST:PORT whatever its scheme. Errors as below.
+void async_connect_socket(asio::io_context& io, const Address& address,
+                          SocketConnectHandler handler);
 
 class TcpConnector final : public Connector {
  public:

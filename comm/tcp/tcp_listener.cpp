@@ -56,8 +56,8 @@ asio::ip::address contact_host(asio::io_context& io, const asio::ip::address& bo
 }  // namespace
 
 struct TcpListener::State : std::enable_shared_from_this<State> {
-  State(asio::io_context& io_, const runtime::Limits& limits_, RawAcceptHandler on_comm_)
-      : io(io_), acceptor(io_), retry(io_), limits(limits_), on_comm(std::move(on_comm_)) {}
+  State(asio::io_context& io_, SocketAcceptHandler on_socket_)
+      : io(io_), acceptor(io_), retry(io_), on_socket(std::move(on_socket_)) {}
 
   void accept_next() {  // mu held
     acceptor.async_accept(asio::make_strand(io),
@@ -82,22 +82,27 @@ struct TcpListener::State : std::enable_shared_from_this<State> {
       return;
     }
     accept_next();
-    on_comm(std::make_shared<TcpComm>(std::move(socket), limits));
+    on_socket(std::move(socket));
   }
 
-  std::recursive_mutex mu;  // recursive: on_comm may stop the listener
+  std::recursive_mutex mu;  // recursive: on_socket may stop the listener
   asio::io_context& io;
   tcp::acceptor acceptor;
   asio::steady_timer retry;
-  const runtime::Limits limits;
-  RawAcceptHandler on_comm;
+  SocketAcceptHandler on_socket;
   std::string address;
   bool stopped = false;
 };
 
 TcpListener::TcpListener(asio::io_context& io, const Address& address,
                          const runtime::Limits& limits, RawAcceptHandler on_comm)
-    : state_(std::make_shared<State>(io, limits, std::move(on_comm))),
+    : TcpListener(io, address, [limits, on_comm = std::move(on_comm)](Socket socket) {
+        on_comm(std::make_shared<TcpComm>(std::move(socket), limits));
+      }) {}
+
+TcpListener::TcpListener(asio::io_context& io, const Address& address,
+                         SocketAcceptHandler on_socket)
+    : state_(std::make_shared<State>(io, std::move(on_socket))),
       where_(HostPort::parse(address.location)), requested_(address.str()) {
   state_->address = requested_;
 }

@@ -8,12 +8,17 @@
 // handler runs under it, so once stop() has returned the handler is never called again.
 // The runtime::Context must outlive the listener.
 #include <taskwire/comm/core/backend.hpp>
+#include <taskwire/comm/tcp/tcp_comm.hpp>
 #include <taskwire/runtime/config.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 
 namespace taskwire::comm::tcp {
+
+/// Gets each accepted socket (on its own strand), under the listener's mutex.
+using SocketAcceptHandler = std::function<void(Socket)>;
 
 class TcpListener final : public Listener {
  public:
@@ -21,6 +26,9 @@ class TcpListener final : public Listener {
   /// Accepted comms get `limits`; `on_comm` runs on one of the context's threads.
   TcpListener(asio::io_context& io, const Address& address, const runtime::Limits& limits,
               RawAcceptHandler on_comm);
+  /// The same, handing over the accepted sockets themselves, for backends that speak over
+  /// TCP (tls://). `address`'s location is HOST:PORT whatever its scheme.
+  TcpListener(asio::io_context& io, const Address& address, SocketAcceptHandler on_socket);
   ~TcpListener() override;
 
   /// Synchronous: resolves, binds, listens, starts accepting. Idempotent while running.

@@ -9,9 +9,14 @@ namespace {
 
 // Context with two threads so strands are exercised for real.
 void make_runtime(std::unique_ptr<runtime::Context>& ctx, std::unique_ptr<comm::Registry>& reg,
-                  const std::string& role) {
+                  const std::string& role, bool with_tls = false) {
   auto config = runtime::Config::from_env();
   config.role = role;
+  if (with_tls) {  // mutual TLS: this process is its own server and client
+    config.tls_ca_file = TASKWIRE_TEST_TLS_DIR "/ca.pem";
+    config.tls_cert_file = TASKWIRE_TEST_TLS_DIR "/node.pem";
+    config.tls_key_file = TASKWIRE_TEST_TLS_DIR "/node.key";
+  }
   ctx = std::make_unique<runtime::Context>(config, 2);
   reg = std::make_unique<comm::Registry>(*ctx);
   comm::register_builtin_backends(*reg);
@@ -27,11 +32,14 @@ class InprocFixture final : public SchemeFixture {
   std::string unreachable_address() override { return "inproc://nobody-listens-here"; }
 };
 
+// tcp:// and tls:// (TLS over the same sockets, with the test certificates).
 class TcpFixture final : public SchemeFixture {
  public:
-  TcpFixture() { make_runtime(context_, registry_, "test"); }
-  std::string scheme() const override { return "tcp"; }
-  std::string listen_address() override { return "tcp://127.0.0.1:0"; }
+  explicit TcpFixture(std::string scheme) : scheme_(std::move(scheme)) {
+    make_runtime(context_, registry_, "test", scheme_ == "tls");
+  }
+  std::string scheme() const override { return scheme_; }
+  std::string listen_address() override { return scheme_ + "://127.0.0.1:0"; }
   std::string target(const comm::Listener& l) override { return l.contact_address(); }
   std::string unreachable_address() override {
     // A port that was free a moment ago: bind, read the port, close.
@@ -39,8 +47,11 @@ class TcpFixture final : public SchemeFixture {
     asio::ip::tcp::acceptor a(io, {asio::ip::make_address("127.0.0.1"), 0});
     auto port = a.local_endpoint().port();
     a.close();
-    return "tcp://127.0.0.1:" + std::to_string(port);
+    return scheme_ + "://127.0.0.1:" + std::to_string(port);
   }
+
+ private:
+  std::string scheme_;
 };
 
 std::unique_ptr<SchemeFixture>& instance() {
@@ -55,7 +66,7 @@ SchemeFixture& fixture() {
   if (f) return *f;
   const auto& scheme = selected_scheme();
   if (scheme == "inproc") f = std::make_unique<InprocFixture>();
-  else if (scheme == "tcp") f = std::make_unique<TcpFixture>();
+  else if (scheme == "tcp" || scheme == "tls") f = std::make_unique<TcpFixture>(scheme);
 #ifdef TASKWIRE_TEST_WITH_MPI
   else if (scheme == "mpi") f = make_mpi_fixture();
 #endif

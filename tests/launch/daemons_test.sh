@@ -5,8 +5,12 @@
 #     before the scheduler (its file does not exist yet) and must join it; `sigkill`: the client
 #     SIGKILLs one worker mid-graph and must still get correct results; `sigstop`: one
 #     worker, stopped while it holds a result: the client's get() must fail, not hang
-#   daemons_test.sh door MPIEXEC TASKWIRE_MPI PRELOAD_LIB CLIENT
-#     mpiexec.mpich -n 3 taskwire-mpi: the client comes in through its TCP door
+#     `tls`: as `daemons` over tls:// with mutual TLS, the certificates of CERT_DIR (6th
+#     argument, make_test_certs.sh's) given to the daemons as flags, to the client by the
+#     environment
+#   daemons_test.sh door MPIEXEC TASKWIRE_MPI PRELOAD_LIB CLIENT [CERT_DIR]
+#     mpiexec.mpich -n 3 taskwire-mpi: the client comes in through its TCP door; with
+#     CERT_DIR the ranks talk over --transport tls (mutual TLS, make_test_certs.sh's files)
 # Every daemon left must exit 0 after the client's shutdown; nothing may be left running.
 set -uo pipefail
 mode=$1
@@ -22,34 +26,43 @@ wait_for_file() {
 }
 
 if [ "$mode" = door ]; then
-  mpiexec=$2 exe=$3 lib=$4 client=$5
+  mpiexec=$2 exe=$3 lib=$4 client=$5 certs=${6:-} transport=()
+  [ -n "$certs" ] && transport=(--transport tls --tls-ca-file "$certs/ca.pem"
+    --tls-cert "$certs/node.pem" --tls-key "$certs/node.key")
   MPIEXEC_TIMEOUT=90 "$mpiexec" -n 3 "$exe" --preload "$lib" --scheduler-file "$dir/s.json" \
-    --log-level info >"$dir/mpi.log" 2>&1 &
+    "${transport[@]}" --log-level info >"$dir/mpi.log" 2>&1 &
   pids+=($!)
   wait_for_file "$dir/s.json"
   grep -q tcp:// "$dir/s.json" || fail "the scheduler file has no tcp:// door: $(cat "$dir/s.json")"
   timeout 60 "$client" compute "$dir/s.json" || fail "client"
   timeout 30 tail --pid="${pids[0]}" -f /dev/null || fail "taskwire-mpi still running 30 s after shutdown"
   wait "${pids[0]}" || fail "taskwire-mpi exited $?"
+  [ -z "$certs" ] || grep -q "tls://" "$dir/mpi.log" || fail "the ranks did not talk over tls://"
   echo "taskwire-mpi: every rank exited 0"
   exit 0
 fi
 
 scheduler=$2 worker=$3 lib=$4 client=$5
-workers=(1 2 3) heartbeat=5 nanny=
+workers=(1 2 3) heartbeat=5 nanny= scheme=tcp tls=()
+if [ "$mode" = tls ]; then
+  certs=$6 scheme=tls
+  tls=(--tls-ca-file "$certs/ca.pem" --tls-cert "$certs/node.pem" --tls-key "$certs/node.key")
+  export TASKWIRE_TLS_CA_FILE="$certs/ca.pem" TASKWIRE_TLS_CERT="$certs/node.pem" \
+    TASKWIRE_TLS_KEY="$certs/node.key"
+fi
 # sigkill and sigstop signal the worker process itself, so no nanny in between
 [ "$mode" = sigkill ] || [ "$mode" = sigstop ] && nanny=--no-nanny
 # sigstop: the stopped worker must not be removed for missing heartbeats meanwhile
 [ "$mode" = sigstop ] && workers=(1) heartbeat=120
 start_scheduler() {
-  "$scheduler" --listen tcp://127.0.0.1:0 --scheduler-file "$dir/s.json" \
+  "$scheduler" --listen $scheme://127.0.0.1:0 --scheduler-file "$dir/s.json" "${tls[@]}" \
     --heartbeat-timeout $heartbeat >"$dir/scheduler.log" 2>&1 &
   pids+=($!)
   wait_for_file "$dir/s.json"
 }
 start_workers() {
   for w in "${workers[@]}"; do
-    "$worker" --scheduler-file "$dir/s.json" --preload "$lib" --name "w$w" $nanny \
+    "$worker" --scheduler-file "$dir/s.json" --preload "$lib" --name "w$w" $nanny "${tls[@]}" \
       --log-level info >"$dir/worker$w.log" 2>&1 &
     pids+=($!)
   done
@@ -77,6 +90,10 @@ elif [ "$mode" = sigstop ]; then
 else
   timeout 60 "$client" compute "$dir/s.json" || fail "client"
   survivors=("${pids[@]}")
+fi
+if [ "$mode" = tls ]; then
+  grep -q 'tls://' "$dir/s.json" || fail "the scheduler file has no tls:// address: $(cat "$dir/s.json")"
+  grep -q 'tls://' "$dir/worker1.log" || fail "worker 1 does not say tls://"
 fi
 for p in "${survivors[@]}"; do
   timeout 20 tail --pid="$p" -f /dev/null || fail "pid $p still running 20 s after shutdown"

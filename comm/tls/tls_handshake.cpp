@@ -1,0 +1,69 @@
+#include <taskwire/comm/tls/tls_handshake.hpp>
+
+#include <taskwire/comm/tls/tls_context.hpp>
+#include <taskwire/comm/tls/tls_error.hpp>
+
+#include <spdlog/spdlog.h>
+
+namespace taskwire::comm::tls {
+namespace {
+
+class HandshakeOp : public std::enable_shared_from_this<HandshakeOp> {
+ public:
+  HandshakeOp(std::unique_ptr<Stream> stream, std::string peer, HandshakeDone done)
+      : stream_(std::move(stream)), timer_(stream_->get_executor()), peer_(std::move(peer)),
+        done_(std::move(done)) {}
+
+  void start(asio::ssl::stream_base::handshake_type side, std::chrono::milliseconds timeout) {
+    side_ = side;
+    timer_.expires_after(timeout);
+    timer_.async_wait([self = shared_from_this()](const error_code& ec) {
+      if (ec) return;
+      self->timed_out_ = true;
+      error_code ignored;
+      self->stream_->next_layer().close(ignored);  // the handshake ends with operation_aborted
+    });
+    stream_->async_handshake(side, [self = shared_from_this()](const error_code& ec) {
+      self->finish(ec);
+    });
+  }
+
+ private:
+  void finish(const error_code& ec) {
+    timer_.cancel();
+    if (!ec) return done_({}, std::move(stream_));
+    const char* who = side_ == asio::ssl::stream_base::client ? "with" : "from";
+    if (timed_out_) {
+      spdlog::warn("tls: TLS handshake {} {} did not finish in time", who, peer_);
+      return done_(make_error_code(errc::timeout), nullptr);
+    }
+    const long verify = SSL_get_verify_result(stream_->native_handle());
+    // Under TLS 1.2 a server refuses a client without a certificate inside the handshake,
+    // with a generic alert; the client knows it was asked for one.
+    const bool no_certificate = side_ == asio::ssl::stream_base::client &&
+                                server_wanted_missing_certificate(stream_->native_handle());
+    const auto code = no_certificate ? make_error_code(tls_errc::no_client_cert)
+                                     : translate_tls_error(ec, verify, true);
+    spdlog::warn("tls: TLS handshake {} {} failed: {}: {}", who, peer_,
+                 describe_tls_error(ec, verify), code.message());
+    done_(code, nullptr);
+  }
+
+  std::unique_ptr<Stream> stream_;
+  asio::steady_timer timer_;
+  std::string peer_;
+  HandshakeDone done_;
+  asio::ssl::stream_base::handshake_type side_ = asio::ssl::stream_base::client;
+  bool timed_out_ = false;
+};
+
+}  // namespace
+
+void async_tls_handshake(std::unique_ptr<Stream> stream,
+                         asio::ssl::stream_base::handshake_type side,
+                         std::chrono::milliseconds timeout, std::string peer, HandshakeDone done) {
+  std::make_shared<HandshakeOp>(std::move(stream), std::move(peer), std::move(done))
+      ->start(side, timeout);
+}
+
+}  // namespace taskwire::comm::tls
