@@ -71,21 +71,28 @@ void InprocComm::async_write(Message message, WriteHandler handler) {
     const std::uint64_t start = self->written_;
     self->written_ += m.total_bytes();
     peer->post([peer, m = std::move(m)]() mutable { peer->deliver(std::move(m)); });
+    if (self->held_.empty() && start <= self->out_->taken.load() + self->max_queued_bytes_)
+      return h({});  // the usual write: little unread ahead of it
     self->held_.push_back({start, std::move(h)});
     self->release_held();
   });
 }
 
 // Runs, in order, the handlers of the writes with at most the bound queued ahead of them.
-// Before each look at the reader's count the writer says it is waiting, so a reader that
-// takes bytes after that look sees the flag and wakes it: no wake-up is lost.
+// Before it gives up on one, the writer says it is waiting and looks again, so a reader that
+// takes bytes after that look sees the flag and wakes it: no wake-up is lost. The usual write,
+// with little unread ahead, touches no flag.
 void InprocComm::release_held() {
+  auto ready = [this] {
+    return out_->reader_gone || aborted_ ||
+           held_.front().start <= out_->taken.load() + max_queued_bytes_;
+  };
   while (!held_.empty()) {
-    out_->writer_waiting = true;
-    const bool ready = out_->reader_gone || aborted_ ||
-                       held_.front().start <= out_->taken.load() + max_queued_bytes_;
-    if (!ready) return;
-    out_->writer_waiting = false;
+    if (!ready()) {
+      out_->writer_waiting = true;
+      if (!ready()) return;
+      out_->writer_waiting = false;
+    }
     auto h = std::move(held_.front().handler);
     held_.pop_front();
     h(aborted_ ? make_error_code(errc::aborted) : error_code{});
@@ -104,7 +111,7 @@ void InprocComm::stop_reading() {
 // After the reader's count or reader_gone changed: the peer's writer looks again if it holds
 // a handler (see release_held).
 void InprocComm::wake_writer() {
-  if (!in_->writer_waiting.exchange(false)) return;
+  if (!in_->writer_waiting.load() || !in_->writer_waiting.exchange(false)) return;
   if (auto peer = peer_.lock()) peer->post([peer] { peer->release_held(); });
 }
 
