@@ -4,6 +4,7 @@
 #include "bench/bandwidth.hpp"
 #include "bench/cluster_ranks.hpp"
 #include "bench/dag.hpp"
+#include "bench/backpressure.hpp"
 #include "bench/idle.hpp"
 #include "bench/latency.hpp"
 #include "bench/relay.hpp"
@@ -250,6 +251,31 @@ int relay_main(const std::vector<std::string>& args) {
   return bench::run_relay(o);
 }
 
+int backpressure_main(const std::vector<std::string>& args) {
+  bench::BackpressureOptions o;
+  std::string backends = "mpi,tcp,inproc", size = "1M", level = "warn";
+  po::options_description desc(
+      "taskwire-bench backpressure: a writer much faster than its reader; the writer's RSS\n"
+      "growth against Limits::max_queued_bytes (TASKWIRE_MAX_QUEUED_BYTES). Rank 0 writes fresh\n"
+      "messages, each once the previous write's handler ran; the reader (rank 1; inproc: rank 0)\n"
+      "reads --calibrate at full speed, then pauses --slowdown times that per message.\n"
+      "Run under mpiexec.mpich -n 2.\n\nOptions");
+  desc.add_options()("help,h", "show this help")(
+      "backend,b", po::value(&backends)->default_value(backends), "comma-separated: mpi, tcp, inproc")(
+      "size", po::value(&size)->default_value(size), "bytes per message (K, M: binary)")(
+      "seconds", po::value(&o.seconds)->default_value(o.seconds), "the slow phase")(
+      "slowdown", po::value(&o.slowdown)->default_value(o.slowdown), "how many times slower the reader is")(
+      "calibrate", po::value(&o.calibrate)->default_value(o.calibrate), "messages read at full speed first")(
+      "check-slack-mib", po::value(&o.check_slack_mib)->default_value(o.check_slack_mib),
+      "exit 1 if the writer's RSS grew beyond the bound + one message + this; < 0: never")(
+      "csv", po::value(&o.csv), "append rows backend,bound,message_bytes,written_bytes,seconds,rss_growth to FILE")(
+      "log-level", po::value(&level)->default_value(level), "trace .. off");
+  if (!parse_options(args, desc, level)) return 0;
+  o.backends = split(backends);
+  o.message_bytes = parse_sizes(size).at(0);
+  return bench::run_backpressure(o);
+}
+
 void usage() {
   fmt::print(
       "usage: taskwire-bench SUBCOMMAND [options]\n\n"
@@ -260,7 +286,8 @@ void usage() {
       "  array      sum((X + X^T)^T) of a blocked random matrix over MPI and TCP (mpiexec -n 5)\n"
       "  dag        task graphs that move data (stencil, matmul, tree, shuffle), MPI vs TCP (-n 4)\n"
       "  idle       CPU per rank while a cluster is up and idle, MPI and TCP (mpiexec -n 4)\n"
-      "  relay      the host's floor under a round trip: 4 processes relaying a byte, no work\n\n"
+      "  relay      the host's floor under a round trip: 4 processes relaying a byte, no work\n"
+      "  backpressure  a writer 100x faster than its reader: its RSS vs the queue bound (-n 2)\n\n"
       "`taskwire-bench SUBCOMMAND --help` shows a subcommand's options.\n");
 }
 
@@ -281,6 +308,7 @@ int main(int argc, char* argv[]) {
     if (sub == "bandwidth") return bandwidth_main(args);
     if (sub == "idle") return idle_main(args);
     if (sub == "relay") return relay_main(args);
+    if (sub == "backpressure") return backpressure_main(args);
     fmt::print(stderr, "taskwire-bench: unknown subcommand '{}'\n\n", sub);
     usage();
     return 2;

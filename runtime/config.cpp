@@ -53,6 +53,7 @@ Config Config::from_env() {
   c.mpi.yield_after_progress = std::chrono::microseconds(yield);
   overlay("TASKWIRE_MAX_FRAME_BYTES", c.limits.max_frame_bytes);
   overlay("TASKWIRE_MAX_MESSAGE_BYTES", c.limits.max_message_bytes);
+  overlay("TASKWIRE_MAX_QUEUED_BYTES", c.limits.max_queued_bytes);
   return c;
 }
 

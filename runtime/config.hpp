@@ -7,11 +7,15 @@
 
 namespace taskwire::runtime {
 
-/// Bounds a receiver checks before allocating anything for an incoming message.
+/// Bounds a receiver checks before allocating anything for an incoming message, and the
+/// bound on what a comm holds queued (comm/core/comm.hpp, "Bounded queues").
 struct Limits {
   std::uint64_t max_frames = 1u << 16;                    ///< frames per message
   std::uint64_t max_frame_bytes = std::uint64_t{16} << 30;    ///< bytes in one frame (16 GiB)
   std::uint64_t max_message_bytes = std::uint64_t{32} << 30;  ///< bytes in one message (32 GiB)
+  /// Bytes written on a comm and not yet taken by the transport (or, in process, by the
+  /// peer's reader) past which a write's handler waits (64 MiB; docs/security.md).
+  std::uint64_t max_queued_bytes = std::uint64_t{64} << 20;
 };
 
 struct MpiPollConfig {
@@ -65,7 +69,7 @@ struct Config {
   /// Defaults overlaid with TASKWIRE_AUTH_TOKEN, TASKWIRE_TLS_CA_FILE, TASKWIRE_TLS_CERT,
   /// TASKWIRE_TLS_KEY, TASKWIRE_CONNECT_TIMEOUT_MS, TASKWIRE_HANDSHAKE_TIMEOUT_MS,
   /// TASKWIRE_MPI_SPIN_POLLS, TASKWIRE_MPI_SLEEP_CAP_US, TASKWIRE_MPI_YIELD_US,
-  /// TASKWIRE_MAX_FRAME_BYTES, TASKWIRE_MAX_MESSAGE_BYTES
+  /// TASKWIRE_MAX_FRAME_BYTES, TASKWIRE_MAX_MESSAGE_BYTES, TASKWIRE_MAX_QUEUED_BYTES
   /// (docs/configuration.md). A malformed value throws std::invalid_argument naming the
   /// variable.
   static Config from_env();

@@ -6,8 +6,14 @@
 // (docs/measurements.md, "A cache of large frame buffers"). Large frames are rare and big, so a small
 // cache in front of malloc for them costs nothing measurable and keeps their pages. The same
 // cache backs allocate_buffer (large_buffer.hpp), for the big arrays tasks build and decode.
+// A buffer larger than the cache ever keeps is mapped on its own and unmapped when freed, so a
+// message of gigabytes gives its memory back to the kernel at once, whichever allocator serves
+// malloc (glibc as tuned by malloc_tuning.cpp kept 256 MiB of a freed 768 MiB block; figures in
+// docs/security.md, "Bounded queues").
 #include <taskwire/runtime/frame.hpp>
 #include <taskwire/runtime/large_buffer.hpp>
+
+#include <sys/mman.h>
 
 #include <cstdlib>
 #include <map>
@@ -37,6 +43,13 @@ class LargeBufferCache {
 
   /// A buffer of at least `capacity` bytes (a cached one up to a quarter larger, or a new one).
   char* take(std::size_t capacity, std::size_t& got) {
+    if (capacity > kMaxBytes) {
+      got = capacity;
+      void* p = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+      madvise(p, capacity, MADV_HUGEPAGE);  // as malloc_tuning.cpp asks for malloc's memory
+      return static_cast<char*>(p);
+    }
     {
       std::lock_guard lock(mu_);
       auto it = free_.lower_bound(capacity);
@@ -82,6 +95,10 @@ class LargeBufferCache {
   }
 
   void give(char* p, std::size_t capacity) noexcept {
+    if (capacity > kMaxBytes) {
+      munmap(p, capacity);
+      return;
+    }
     {
       std::lock_guard lock(mu_);
       if (bytes_ + capacity <= kMaxBytes) {

@@ -180,7 +180,10 @@ void Worker::Impl::on_accept(comm::CommPtr comm) {
 }
 
 // One request batch at a time per comm, answered from the data store on the comm's own
-// strand (the store is thread-safe), so serving never waits for the worker's strand.
+// strand (the store is thread-safe), so serving never waits for the worker's strand. The next
+// request is read once the reply's write handler ran: a peer that asks faster than it reads
+// the replies then waits in its own requests, and this worker's queue to it stays within
+// the comm's bound (comm.hpp, "Bounded queues").
 void Worker::Impl::serve(comm::CommPtr comm) {
   std::weak_ptr<Impl> weak = shared_from_this();  // see read_scheduler()
   std::weak_ptr<comm::Comm> weak_comm = comm;
@@ -188,10 +191,14 @@ void Worker::Impl::serve(comm::CommPtr comm) {
     auto self = weak.lock();
     auto comm = weak_comm.lock();
     if (!self || !comm) return;
-    if (!ec && self->answer(comm, m)) return self->serve(comm);
-    std::lock_guard lock(self->served_mu_);
-    self->served_.erase(comm);
+    if (!ec && self->answer(comm, m)) return;
+    self->stop_serving(comm);
   });
+}
+
+void Worker::Impl::stop_serving(const comm::CommPtr& comm) {
+  std::lock_guard lock(served_mu_);
+  served_.erase(comm);
 }
 
 bool Worker::Impl::answer(const comm::CommPtr& comm, const runtime::Message& request) {
@@ -220,7 +227,19 @@ bool Worker::Impl::answer(const comm::CommPtr& comm, const runtime::Message& req
     comm->abort();
     return false;
   }
-  if (!reply.empty()) comm->async_write(reply.take(), [](error_code) {});
+  if (reply.empty()) {
+    serve(comm);
+    return true;
+  }
+  std::weak_ptr<Impl> weak = shared_from_this();
+  std::weak_ptr<comm::Comm> weak_comm = comm;
+  comm->async_write(reply.take(), [weak, weak_comm](error_code ec) {
+    auto self = weak.lock();
+    auto comm = weak_comm.lock();
+    if (!self || !comm) return;
+    if (!ec) return self->serve(comm);
+    self->stop_serving(comm);  // a failed write aborted the comm
+  });
   return true;
 }
 

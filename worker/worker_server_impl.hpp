@@ -104,7 +104,10 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   void fail_link(PeerLink& link, const std::string& reason);
   void on_accept(comm::CommPtr comm);
   void serve(comm::CommPtr comm);
+  /// Answers `request`, then serves the comm's next one once the reply is handed over; false
+  /// (the comm aborted) for a malformed request.
   bool answer(const comm::CommPtr& comm, const runtime::Message& request);
+  void stop_serving(const comm::CommPtr& comm);
   void close_served_comms();
 
   runtime::Context& context_;

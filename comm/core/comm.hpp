@@ -8,6 +8,15 @@
 // - async_write: may be called any time, from any thread; messages are queued and sent in
 //   order, one in flight. The handler runs once the message is handed to the transport, or
 //   with an error. Frames are shared, never copied.
+// - Bounded queues: a comm holds at most Limits::max_queued_bytes (the bound) of queued
+//   outgoing bytes before it makes writers wait. Queued bytes are those written and not yet
+//   taken by the transport: tcp, not yet taken by the socket; mpi, not yet completed by MPI
+//   (a receiver whose reader lags stops receiving, so its senders do not complete); inproc,
+//   not yet taken by the peer's reader. A write is always queued, even one whose message
+//   alone is over the bound, but its handler runs only once the bytes queued ahead of it are
+//   at most the bound. So a writer that waits for each handler before writing more (the way
+//   to get backpressure) never holds more than the bound plus one message queued, however
+//   slow its reader; one that writes without waiting is not held back (its own choice).
 // - Handlers always run on executor() (a strand: one at a time per comm), never inline inside
 //   the initiating call.
 // - close(): graceful. Queued writes are flushed, then the peer's pending read fails with

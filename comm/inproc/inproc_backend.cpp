@@ -14,6 +14,7 @@ namespace {
 struct Entry {
   asio::any_io_executor executor;
   RawAcceptHandler on_comm;
+  std::uint64_t max_queued_bytes;  ///< the listener's context's bound, for its comms' writes
 };
 
 // The process-wide inproc namespace (see inproc_backend.hpp for why it is global).
@@ -47,7 +48,8 @@ class Router {
 
 class InprocConnector final : public Connector {
  public:
-  explicit InprocConnector(asio::any_io_executor ex) : executor_(std::move(ex)) {}
+  InprocConnector(asio::any_io_executor ex, std::uint64_t max_queued_bytes)
+      : executor_(std::move(ex)), max_queued_bytes_(max_queued_bytes) {}
   void async_connect(const Address& address, RawConnectHandler handler) override {
     auto entry = Router::instance().find(address.location);
     if (!entry) {
@@ -56,8 +58,10 @@ class InprocConnector final : public Connector {
     }
     static std::atomic<unsigned long> n{0};
     const auto client_name = fmt::format("inproc://client-{}", ++n);
-    auto client = std::make_shared<InprocComm>(executor_, client_name, address.str());
-    auto server = std::make_shared<InprocComm>(entry->executor, address.str(), client_name);
+    auto client =
+        std::make_shared<InprocComm>(executor_, client_name, address.str(), max_queued_bytes_);
+    auto server = std::make_shared<InprocComm>(entry->executor, address.str(), client_name,
+                                               entry->max_queued_bytes);
     InprocComm::link(client, server);
     asio::post(entry->executor, [entry, server] { entry->on_comm(server); });
     asio::post(executor_, [h = std::move(handler), client] { h({}, client); });
@@ -65,13 +69,15 @@ class InprocConnector final : public Connector {
 
  private:
   asio::any_io_executor executor_;
+  std::uint64_t max_queued_bytes_;
 };
 
 class InprocListener final : public Listener {
  public:
-  InprocListener(asio::any_io_executor ex, std::string name, RawAcceptHandler on_comm)
+  InprocListener(asio::any_io_executor ex, std::string name, RawAcceptHandler on_comm,
+                 std::uint64_t max_queued_bytes)
       : name_(name == "auto" ? Router::instance().unique_name() : std::move(name)),
-        entry_(std::make_shared<Entry>(Entry{std::move(ex), std::move(on_comm)})) {}
+        entry_(std::make_shared<Entry>(Entry{std::move(ex), std::move(on_comm), max_queued_bytes})) {}
   ~InprocListener() override { stop(); }
   void start() override {
     if (!Router::instance().add(name_, entry_))
@@ -95,13 +101,15 @@ class InprocListener final : public Listener {
 }  // namespace
 
 std::unique_ptr<Connector> InprocBackend::make_connector() {
-  return std::make_unique<InprocConnector>(context_.executor());
+  return std::make_unique<InprocConnector>(context_.executor(),
+                                           context_.config().limits.max_queued_bytes);
 }
 
 std::unique_ptr<Listener> InprocBackend::make_listener(const Address& address,
                                                        RawAcceptHandler on_comm) {
   return std::make_unique<InprocListener>(context_.executor(), address.location,
-                                          std::move(on_comm));
+                                          std::move(on_comm),
+                                          context_.config().limits.max_queued_bytes);
 }
 
 }  // namespace taskwire::comm::inproc

@@ -3,10 +3,20 @@
 
 namespace taskwire::comm::inproc {
 
-InprocComm::InprocComm(asio::any_io_executor executor, std::string local, std::string peer)
+InprocComm::InprocComm(asio::any_io_executor executor, std::string local, std::string peer,
+                       std::uint64_t max_queued_bytes)
     : strand_(asio::make_strand(executor)),
       urgent_(&runtime::UrgentWork::of(asio::query(executor, asio::execution::context))),
-      local_(std::move(local)), peer_addr_(std::move(peer)) {}
+      local_(std::move(local)), peer_addr_(std::move(peer)), max_queued_bytes_(max_queued_bytes) {}
+
+// Whatever this end never read must not hold the peer's writer back.
+InprocComm::~InprocComm() {
+  try {
+    stop_reading();
+  } catch (...) {
+    // cannot post to the peer (its executor is gone): nobody is left to wake
+  }
+}
 
 template <class F>
 void InprocComm::post(F&& f) {
@@ -16,6 +26,8 @@ void InprocComm::post(F&& f) {
 void InprocComm::link(const std::shared_ptr<InprocComm>& a, const std::shared_ptr<InprocComm>& b) {
   a->peer_ = b;
   b->peer_ = a;
+  b->in_ = a->out_;
+  a->in_ = b->out_;
 }
 
 void InprocComm::async_read(ReadHandler handler) {
@@ -38,6 +50,7 @@ void InprocComm::flush_read() {
   if (!inbox_.empty()) {
     auto m = std::move(inbox_.front());
     inbox_.pop_front();
+    took(m.total_bytes());
     auto h = std::move(pending_read_);
     pending_read_ = nullptr;
     return h({}, std::move(m));
@@ -55,13 +68,55 @@ void InprocComm::async_write(Message message, WriteHandler handler) {
     if (self->closed_flag_ || self->peer_closed_) return h(make_error_code(errc::closed));
     auto peer = self->peer_.lock();
     if (!peer) return h(make_error_code(errc::closed));
+    const std::uint64_t start = self->written_;
+    self->written_ += m.total_bytes();
     peer->post([peer, m = std::move(m)]() mutable { peer->deliver(std::move(m)); });
-    h({});
+    if (self->held_.empty() && start <= self->out_->taken.load() + self->max_queued_bytes_)
+      return h({});  // the usual write: little unread ahead of it
+    self->held_.push_back({start, std::move(h)});
+    self->release_held();
   });
 }
 
+// Runs, in order, the handlers of the writes with at most the bound queued ahead of them.
+// Before it gives up on one, the writer says it is waiting and looks again, so a reader that
+// takes bytes after that look sees the flag and wakes it: no wake-up is lost. The usual write,
+// with little unread ahead, touches no flag.
+void InprocComm::release_held() {
+  auto ready = [this] {
+    return out_->reader_gone || aborted_ ||
+           held_.front().start <= out_->taken.load() + max_queued_bytes_;
+  };
+  while (!held_.empty()) {
+    if (!ready()) {
+      out_->writer_waiting = true;
+      if (!ready()) return;
+      out_->writer_waiting = false;
+    }
+    auto h = std::move(held_.front().handler);
+    held_.pop_front();
+    h(aborted_ ? make_error_code(errc::aborted) : error_code{});
+  }
+}
+
+void InprocComm::took(std::uint64_t bytes) {
+  in_->taken += bytes;
+  wake_writer();
+}
+
+void InprocComm::stop_reading() {
+  if (!in_->reader_gone.exchange(true)) wake_writer();
+}
+
+// After the reader's count or reader_gone changed: the peer's writer looks again if it holds
+// a handler (see release_held).
+void InprocComm::wake_writer() {
+  if (!in_->writer_waiting.load() || !in_->writer_waiting.exchange(false)) return;
+  if (auto peer = peer_.lock()) peer->post([peer] { peer->release_held(); });
+}
+
 void InprocComm::deliver(Message message) {
-  if (aborted_ || closed_flag_) return;
+  if (aborted_ || closed_flag_) return took(message.total_bytes());
   inbox_.push_back(std::move(message));
   flush_read();
 }
@@ -69,6 +124,7 @@ void InprocComm::deliver(Message message) {
 void InprocComm::peer_gone() {
   peer_closed_ = true;
   flush_read();
+  release_held();
 }
 
 void InprocComm::close() {
@@ -77,6 +133,7 @@ void InprocComm::close() {
     if (auto peer = self->peer_.lock())
       peer->post([peer] { peer->peer_gone(); });
     self->flush_read();
+    self->stop_reading();
   });
 }
 
@@ -90,6 +147,8 @@ void InprocComm::abort() noexcept {
       if (auto peer = self->peer_.lock())
         peer->post([peer] { peer->peer_gone(); });
       self->flush_read();
+      self->stop_reading();
+      self->release_held();  // queued writes fail with aborted
     });
   } catch (...) {
     closed_flag_ = true;  // cannot even post (executor gone): mark it, nothing else to do

@@ -2,8 +2,16 @@
 // One end of an in-process comm pair. State is confined to the end's strand; a write posts
 // the message to the peer's strand, so order is kept and close (posted after the writes)
 // cannot overtake them.
+//
+// Bounded queues (comm.hpp): a message sits in the peer's inbox until the peer's reader takes
+// it, so the bytes queued are those written and not yet taken there. Each direction shares a
+// Flow between its writer and its reader: the reader counts what it took, the writer holds
+// the handler of a write while more than the bound is queued ahead of it, and is woken (a post
+// to its strand) only when it is holding one.
 #include <taskwire/comm/core/comm.hpp>
 
+#include <atomic>
+#include <cstdint>
 #include <deque>
 
 namespace taskwire::runtime {
@@ -14,7 +22,10 @@ namespace taskwire::comm::inproc {
 
 class InprocComm final : public Comm, public std::enable_shared_from_this<InprocComm> {
  public:
-  InprocComm(asio::any_io_executor executor, std::string local, std::string peer);
+  /// `max_queued_bytes`: the bound on what this end's writes queue in the peer's inbox.
+  InprocComm(asio::any_io_executor executor, std::string local, std::string peer,
+             std::uint64_t max_queued_bytes);
+  ~InprocComm() override;
   /// Links two fresh ends together.
   static void link(const std::shared_ptr<InprocComm>& a, const std::shared_ptr<InprocComm>& b);
 
@@ -28,9 +39,25 @@ class InprocComm final : public Comm, public std::enable_shared_from_this<Inproc
   asio::any_io_executor executor() const override { return strand_; }
 
  private:
+  /// One direction's queue accounting, shared by its writer and its reader.
+  struct Flow {
+    std::atomic<std::uint64_t> taken{0};       ///< bytes the reader took (or dropped), in all
+    std::atomic<bool> reader_gone{false};      ///< closed, aborted or destroyed: holds nothing
+    std::atomic<bool> writer_waiting{false};   ///< the writer holds a handler: wake it
+  };
+  /// A write whose handler waits for the bytes ahead of it to drain.
+  struct HeldWrite {
+    std::uint64_t start;  ///< bytes written on this end before the message
+    WriteHandler handler;
+  };
+
   void deliver(Message message);  // on this end's strand, from the peer
   void peer_gone();               // on this end's strand: the peer closed or aborted
   void flush_read();
+  void took(std::uint64_t bytes);  // the reader took or dropped `bytes` of its inbox
+  void stop_reading();             // no more reads: release the peer's writer
+  void release_held();             // on this end's strand: runs handlers no longer held
+  void wake_writer();              // the peer's writer may have handlers to release
   /// Posts to this end's strand with runtime::post_urgent (defined in the .cpp).
   template <class F>
   void post(F&& f);
@@ -44,6 +71,12 @@ class InprocComm final : public Comm, public std::enable_shared_from_this<Inproc
   bool peer_closed_ = false;
   bool aborted_ = false;
   std::atomic<bool> closed_flag_{false};
+
+  const std::uint64_t max_queued_bytes_;
+  std::shared_ptr<Flow> out_ = std::make_shared<Flow>();  // this end -> peer (set by link)
+  std::shared_ptr<Flow> in_ = std::make_shared<Flow>();   // peer -> this end
+  std::uint64_t written_ = 0;      // bytes written on this end, in all
+  std::deque<HeldWrite> held_;
 };
 
 }  // namespace taskwire::comm::inproc

@@ -6,7 +6,8 @@ namespace taskwire::comm::mpi {
 MpiComm::MpiComm(std::shared_ptr<MpiPoller> poller, ConnectionPtr conn,
                  asio::strand<asio::any_io_executor> strand, std::string local, std::string peer)
     : poller_(std::move(poller)), conn_(std::move(conn)), strand_(std::move(strand)),
-      local_(std::move(local)), peer_addr_(std::move(peer)) {}
+      local_(std::move(local)), peer_addr_(std::move(peer)),
+      max_unread_bytes_(conn_->limits.max_queued_bytes) {}
 
 MpiComm::~MpiComm() {
   if (!local_closed_ && !aborted_) poller_->abort(conn_);
@@ -75,7 +76,7 @@ void MpiComm::async_write(Message message, WriteHandler handler) {
 void MpiComm::consumed(const Message& m) {
   const auto bytes = m.total_bytes();
   const auto before = conn_->unread.fetch_sub(bytes);
-  if (before - bytes <= kMaxUnreadBytes && conn_->holding.load()) poller_->resume(conn_);
+  if (before - bytes <= max_unread_bytes_ && conn_->holding.load()) poller_->resume(conn_);
 }
 
 void MpiComm::on_message(Message message) {

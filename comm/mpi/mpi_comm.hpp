@@ -41,6 +41,7 @@ class MpiComm final : public Comm, public std::enable_shared_from_this<MpiComm> 
   ConnectionPtr conn_;
   asio::strand<asio::any_io_executor> strand_;
   std::string local_, peer_addr_;
+  const std::uint64_t max_unread_bytes_;  ///< the connection's limits.max_queued_bytes
 
   // strand-confined
   std::deque<Message> inbox_;

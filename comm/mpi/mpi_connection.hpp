@@ -64,10 +64,6 @@ struct Matched {
   MPI_Count count;
 };
 
-/// Bytes delivered to a comm but not read yet beyond which its connection stops receiving
-/// new messages until the reader catches up.
-inline constexpr std::uint64_t kMaxUnreadBytes = std::uint64_t{64} << 20;
-
 struct Connection {
   enum class State {
     accepting,   ///< L side, before the HELLO is read
@@ -110,7 +106,10 @@ struct Connection {
   bool failed = false;        ///< a malformed head: what follows cannot be parsed reliably
   bool retired = false;
 
-  std::atomic<std::uint64_t> unread{0};  ///< delivered, not yet read (the comm decrements)
+  /// Delivered, not yet read (the comm decrements). Past limits.max_queued_bytes the
+  /// connection stops receiving new messages until the reader catches up: its sender's
+  /// requests then do not complete, which holds the sender's write handlers (comm.hpp).
+  std::atomic<std::uint64_t> unread{0};
   std::atomic<bool> holding{false};      ///< new messages held back until the reader resumes
 };
 

@@ -41,9 +41,10 @@ bool MpiPoller::can_receive(const ConnectionPtr& c) {
   if (!c->recvq.empty() && !c->recvq.back().all_matched()) return true;  // a chunk: go on
   // A new message. Hold it matched but not received while the reader lags (backpressure:
   // a rendezvous sender then waits, eager data stays in MPI's own buffers).
-  if (draining_ || c->aborted || c->unread.load() <= kMaxUnreadBytes) return true;
+  const std::uint64_t bound = c->limits.max_queued_bytes;
+  if (draining_ || c->aborted || c->unread.load() <= bound) return true;
   c->holding = true;
-  if (c->unread.load() > kMaxUnreadBytes) return false;
+  if (c->unread.load() > bound) return false;
   c->holding = false;  // the reader caught up meanwhile
   return true;
 }

@@ -11,7 +11,9 @@
 // what it does not take at once is finished with async_write. A write handler whose message
 // went out at once runs at the end of the current turn on the strand (the handler that made
 // the write), sparing a trip through the reactor: this is what keeps a small round trip close
-// to a raw socket's. Reads go through a read buffer so several small messages arriving
+// to a raw socket's. A handler runs once its message is wholly taken by the socket, when
+// nothing is queued ahead of it: the bound of comm.hpp holds with nothing queued ahead (the
+// kernel's socket buffers, which it bounds itself, hold the rest). Reads go through a read buffer so several small messages arriving
 // together cost one syscall; a large frame is allocated once and read straight into. Limits
 // are checked before anything is allocated for an announced size; a violation is logged with
 // the peer's address and aborts this comm only.

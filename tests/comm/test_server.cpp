@@ -47,10 +47,13 @@ void TestServer::serve(std::shared_ptr<State> st, comm::CommPtr c, std::size_t i
       return;
     }
     ++rec.count;
+    st->bytes_read += m.total_bytes();
     if (st->mode == Mode::record) rec.messages.push_back(m);
     lock.unlock();
     if (st->mode == Mode::echo) c->async_write(std::move(m), [](error_code) {});
-    serve(st, c, idx);
+    if (st->mode != Mode::slow_read) return serve(st, c, idx);
+    auto pause = std::make_shared<asio::steady_timer>(c->executor(), std::chrono::milliseconds(1));
+    pause->async_wait([st, c, idx, pause](error_code) { serve(st, c, idx); });
   });
 }
 

@@ -4,6 +4,7 @@
 // with bounded waits only.
 #include "tests/comm/fixture.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -25,7 +26,9 @@ struct Rejection {
 
 class TestServer {
  public:
-  enum class Mode { echo, record };
+  /// slow_read: reads on, each read 1 ms after the previous one (a reader slower than a
+  /// writer on the same host), counting the bytes (bytes_read()).
+  enum class Mode { echo, record, slow_read };
 
   TestServer(SchemeFixture& fx, Mode mode, comm::ListenOptions options = {});
   ~TestServer();
@@ -37,6 +40,8 @@ class TestServer {
   bool wait_rejected(std::size_t n, std::chrono::milliseconds timeout);
   std::vector<PeerRecord> records();
   std::vector<Rejection> rejections();
+  /// Bytes of the messages read so far, over every accepted comm.
+  std::uint64_t bytes_read() const { return st_->bytes_read.load(); }
 
  private:
   struct State {
@@ -47,6 +52,7 @@ class TestServer {
     std::vector<comm::CommPtr> comms;
     std::vector<Rejection> rejections;
     std::size_t ended = 0;
+    std::atomic<std::uint64_t> bytes_read{0};
   };
   static void serve(std::shared_ptr<State> st, comm::CommPtr c, std::size_t idx);
 
