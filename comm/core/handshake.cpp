@@ -82,7 +82,8 @@ struct HandshakeOp : std::enable_shared_from_this<HandshakeOp> {
 
   void read_next(Step step, const char* if_lost) {
     comm->async_read([self = shared_from_this(), step, if_lost](error_code ec, Message m) {
-      if (ec) return self->finish(ec, if_lost);
+      // The cause too: a TLS peer that rejected this end's certificate says so only here.
+      if (ec) return self->finish(ec, fmt::format("{} ({})", if_lost, ec.message()));
       if (m.frames.size() != 1)
         return self->finish(make_error_code(errc::protocol), "malformed handshake message");
       try {
