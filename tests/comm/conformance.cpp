@@ -34,8 +34,9 @@ std::uint32_t seq_of(const runtime::Message& m) {
   return v;
 }
 
-// What a connection holds beyond its comms' queues: on tcp (and tls) the kernel's socket buffers, at
-// most the largest send and receive buffers autotuning gives (net.ipv4.tcp_wmem, tcp_rmem).
+// What a connection holds beyond its comms' queues: on tcp (and tls) the kernel's socket
+// buffers, at most the largest send and receive buffers autotuning gives (net.ipv4.tcp_wmem,
+// tcp_rmem).
 std::uint64_t kernel_buffer_bytes(const std::string& scheme) {
   if (scheme != "tcp" && scheme != "tls") return 0;  // tls rides a tcp socket too
   auto largest = [](const char* path) {
