@@ -132,8 +132,10 @@ TEST_CASE("runtime: a handler that throws while driven is logged, not thrown at 
 
 TEST_CASE("runtime: after a Drive the own thread lingers, and the next Drive needs no wake-up",
           "[runtime]") {
-  DrivableContext ctx(std::chrono::seconds(1));
-  REQUIRE(ctx.try_drive());  // taken and given back: the own thread now lingers for 1 s
+  // A linger far longer than any stall of a loaded machine: the check below that nobody
+  // serves the loop must not see the linger end by itself.
+  DrivableContext ctx(std::chrono::seconds(60));
+  REQUIRE(ctx.try_drive());  // taken and given back: the own thread now lingers for 60 s
   std::promise<std::thread::id> ran;
   asio::post(ctx.executor(), [&] { ran.set_value(std::this_thread::get_id()); });
   auto f = ran.get_future();
