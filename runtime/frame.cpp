@@ -8,7 +8,7 @@
 // cache backs allocate_buffer (large_buffer.hpp), for the big arrays tasks build and decode.
 // A buffer larger than the cache ever keeps is mapped on its own and unmapped when freed, so a
 // message of gigabytes gives its memory back to the kernel at once, whichever allocator serves
-// malloc (glibc as tuned by malloc_tuning.cpp kept 256 MiB of a freed 768 MiB block; figures in
+// malloc (glibc, as malloc_tuning.cpp tunes it, keeps part of a freed huge block;
 // docs/security.md, "Bounded queues").
 #include <taskwire/runtime/frame.hpp>
 #include <taskwire/runtime/large_buffer.hpp>

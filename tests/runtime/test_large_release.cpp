@@ -1,6 +1,6 @@
 // A frame larger than the large-buffer cache ever keeps (runtime/frame.cpp) is given back to
 // the kernel when freed: a process that once received a message of gigabytes does not keep
-// its footprint (issue 21: "memory is not returned afterwards").
+// its footprint.
 #include <taskwire/runtime/frame.hpp>
 
 #include <catch2/catch.hpp>
