@@ -81,7 +81,9 @@ struct KeysCancelled {  ///< key_cancelled (since protocol version 3)
 struct KeyInMemory {
   Key key;
   std::uint64_t nbytes = 0;
-  std::vector<std::string> holders;  ///< workers the client can get_data the key from
+  /// Workers the client can get_data the key from; the addresses on the scheme the client
+  /// reached the scheduler by first (a worker's other_addresses).
+  std::vector<std::string> holders;
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & key & nbytes & holders; }
 };
@@ -106,8 +108,11 @@ struct RegisterWorker {
   /// A nanny watches this worker and reports its death (worker_died): the scheduler waits a
   /// moment for that report before it reschedules the worker's tasks (since version 4).
   bool nanny = false;
+  /// More addresses serving the same data, for those who cannot reach `address` (e.g. a
+  /// tcp:// door of a worker that talks mpi:// to its peers; since version 6).
+  std::vector<std::string> other_addresses;
   template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & name & address & nthreads & nanny; }
+  void serialize(Ar& ar, unsigned) { ar & name & address & nthreads & nanny & other_addresses; }
 };
 /// threads_busy: the worker's threads held by tasks the scheduler no longer counts there (a
 /// cancelled task still running), sent whenever that number changes.

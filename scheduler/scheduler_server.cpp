@@ -1,5 +1,6 @@
 #include <taskwire/scheduler/scheduler_server.hpp>
 
+#include <taskwire/comm/core/address.hpp>
 #include <taskwire/runtime/batch.hpp>
 #include <taskwire/scheduler/compute_task_wire.hpp>
 
@@ -21,6 +22,7 @@ struct Peer {
   enum Kind { unknown, worker, client } kind = unknown;
   comm::CommPtr comm;
   std::string id;  // worker address or client id
+  std::vector<std::string> other_addresses;  // a worker's, from register_worker
   runtime::BatchWriter out;
   bool closing = false;  // it said goodbye (worker_closing)
   bool refused = false;  // a worker turned away (RefuseWorker): closed once told why
@@ -107,6 +109,19 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     auto it = m.find(id);
     return it == m.end() ? nullptr : it->second;
   }
+  // The addresses `client` is told to fetch from: the holders' addresses on the scheme it
+  // reached this scheduler by first (a tcp:// client of an MPI job cannot reach mpi://).
+  std::vector<std::string> holders_for(const Peer& client, std::vector<std::string> holders) {
+    const auto scheme = comm::Address::parse(client.comm->local_address()).scheme;
+    std::vector<std::string> preferred;
+    for (const auto& h : holders)
+      if (const auto w = peer_of(workers, h))
+        for (const auto& a : w->other_addresses)
+          if (comm::Address::parse(a).scheme == scheme) preferred.push_back(a);
+    if (preferred.empty()) return holders;
+    preferred.insert(preferred.end(), holders.begin(), holders.end());
+    return preferred;
+  }
   runtime::BatchWriter* out_to(const PeerPtr& p) {
     if (!p) return nullptr;
     if (p->out.empty()) touched.push_back(p);
@@ -143,13 +158,14 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     if (auto* out = out_to(peer_of(workers, c.worker))) out->add(Op::close_worker, protocol::Empty{});
   }
   void emit(ReportKeyInMemory& r) {
-    auto* out = out_to(peer_of(clients, r.client));
+    const auto out_peer = peer_of(clients, r.client);
+    auto* out = out_to(out_peer);
     if (!out) return;
     std::vector<runtime::Frame> payload;
     if (inline_result && inline_result->first == r.key) payload.push_back(inline_result->second);
     out->add(Op::key_in_memory,
              protocol::KeyInMemory{r.key, static_cast<std::uint64_t>(std::max<std::int64_t>(r.nbytes, 0)),
-                                   state.who_has(r.key)},
+                                   holders_for(*out_peer, state.who_has(r.key))},
              std::move(payload));
   }
   void emit(ReportTaskErred& r) {
@@ -282,6 +298,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     if (workers.count(b.address)) throw std::runtime_error("a worker at " + b.address + " is already registered");
     p->kind = Peer::worker;
     p->id = b.address;
+    p->other_addresses = b.other_addresses;
     workers[b.address] = p;  // until the state machine refuses it (RefuseWorker)
     handle(AddWorker{b.address, static_cast<int>(b.nthreads), b.name, now(), "", b.nanny});
   }

@@ -37,7 +37,7 @@ namespace {
 constexpr const char* kProgram = "taskwire-worker";
 
 struct MainOptions {
-  std::string scheduler, scheduler_file, name, listen;
+  std::string scheduler, scheduler_file, name, listen, host, interface;
   std::string connect_timeout = "none";
   runtime::DaemonCommonOptions common;
   std::vector<std::string> libraries;
@@ -69,8 +69,14 @@ po::options_description describe(MainOptions& o) {
       "shared library whose TASKWIRE_REGISTER'ed functions this worker can run; repeatable")(
       "name", po::value(&o.name), "this worker's name (default: its contact address)")(
       "listen", po::value(&o.listen),
-      "where peers fetch data from this worker (default: tcp://HOST:0 on the interface that "
-      "reaches the scheduler, or inproc://auto)")(
+      "where peers fetch data from this worker (default: tcp://HOST:0, HOST as --host says, "
+      "or inproc://auto); tcp://0.0.0.0:PORT listens on every interface and advertises HOST")(
+      "host", po::value(&o.host),
+      "the address (or a name the others resolve) this worker advertises to the scheduler, "
+      "its peers and clients, and listens on unless --listen says otherwise (default: the "
+      "local address it reaches the scheduler from)")(
+      "interface", po::value(&o.interface),
+      "as --host, with the address of this network interface (e.g. eth0, ib0)")(
       "heartbeat-ms", po::value(&o.heartbeat_ms)->default_value(o.heartbeat_ms),
       "milliseconds between heartbeats to the scheduler")(
       "connect-timeout", po::value(&o.connect_timeout)->default_value(o.connect_timeout),
@@ -95,6 +101,8 @@ void check(const MainOptions& o) {
     throw po::error("no scheduler address: give SCHEDULER_ADDR or --scheduler-file");
   if (!o.scheduler.empty() && !o.scheduler_file.empty())
     throw po::error("give SCHEDULER_ADDR or --scheduler-file, not both");
+  if (!o.host.empty() && !o.interface.empty())
+    throw po::error("give --host or --interface, not both");
   if (o.nthreads == 0) throw po::error("--nthreads must be at least 1");
   if (!(o.inline_task_us >= 0)) throw po::error("--inline-task-us must not be negative");
   if (o.heartbeat_ms <= 0) throw po::error("--heartbeat-ms must be positive");
@@ -147,6 +155,8 @@ worker::WorkerOptions worker_options(const MainOptions& o, const std::string& sc
   options.nthreads = o.nthreads;
   options.inline_task_seconds = o.inline_task_us * 1e-6;
   options.listen_address = o.listen;
+  options.host = o.host;
+  options.interface = o.interface;
   options.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_ms);
   options.connect_timeout = connect_timeout;
   options.fetch_timeout = std::chrono::milliseconds(o.fetch_timeout_ms);

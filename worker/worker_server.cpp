@@ -4,6 +4,7 @@
 #include <taskwire/worker/crash_record.hpp>
 
 #include <taskwire/comm/core/address.hpp>
+#include <taskwire/comm/core/host_address.hpp>
 #include <taskwire/runtime/function_registry.hpp>
 
 #include <fmt/format.h>
@@ -19,23 +20,47 @@ namespace {
 
 using protocol::Op;
 
+bool advertises_host(const std::string& scheme) { return scheme == "tcp" || scheme == "tls"; }
+
+// The host this worker advertises on tcp:// and tls:// (see WorkerOptions::host); empty when
+// nothing tells one (a scheduler reached over mpi:// or inproc:// gives no network address).
+std::string advertised_host(const WorkerOptions& options, const std::string& local_address) {
+  if (!options.host.empty() && !options.interface.empty())
+    throw std::invalid_argument("worker: give a host or an interface to advertise, not both");
+  if (!options.host.empty()) return options.host;
+  if (!options.interface.empty()) return comm::interface_address(options.interface);
+  const auto local = comm::Address::parse(local_address);
+  if (!advertises_host(local.scheme)) return {};
+  return comm::HostPort::parse(local.location).host;
+}
+
 // The default listen address: on the scheduler's scheme, reachable the way the scheduler
 // is reached (see WorkerOptions::listen_address).
-std::string default_listen_address(const std::string& scheduler_address,
+std::string default_listen_address(const WorkerOptions& options,
                                    const std::string& local_address) {
-  const auto scheme = comm::Address::parse(scheduler_address).scheme;
+  const auto scheme = comm::Address::parse(options.scheduler_address).scheme;
   if (scheme == "inproc") return "inproc://auto";
+  if (advertises_host(scheme))
+    return scheme + "://" + comm::HostPort{advertised_host(options, local_address), 0}.str();
   const auto local = comm::Address::parse(local_address);
-  if (scheme == "tcp" || scheme == "tls") {
-    auto hp = comm::HostPort::parse(local.location);
-    hp.port = 0;
-    return scheme + "://" + hp.str();
-  }
   if (scheme == "mpi") return "mpi://" + local.location.substr(0, local.location.find(':'));
   throw comm::CommError(make_error_code(comm::errc::bad_address),
                         fmt::format("no default listen address for scheme '{}': pass one "
                                     "(--listen ADDR)",
                                     scheme));
+}
+
+// What peers are told: the listener's own choice, unless this worker was told a host to
+// advertise or binds a wildcard (whose contact address the listener can only guess from the
+// host name).
+std::string contact_address(const WorkerOptions& options, const comm::Listener& listener,
+                            const std::string& host) {
+  if (host.empty()) return listener.contact_address();
+  const auto bound = listener.listen_address();
+  const bool told = !options.host.empty() || !options.interface.empty();
+  const auto bound_host = comm::HostPort::parse(comm::Address::parse(bound).location).host;
+  return told || comm::is_wildcard_host(bound_host) ? comm::with_host(bound, host)
+                                                    : listener.contact_address();
 }
 
 template <class... F>
@@ -107,29 +132,32 @@ void Worker::Impl::start() {
     started_ = false;
     throw;
   }
+  std::string host;  // advertised on tcp:// and tls://
   try {
+    const auto local = scheduler_->local_address();
     const auto listen_at = options_.listen_address.empty()
-                               ? default_listen_address(options_.scheduler_address,
-                                                        scheduler_->local_address())
+                               ? default_listen_address(options_, local)
                                : options_.listen_address;
-    comm::ListenOptions listen;
-    listen.handshake = handshake_;
-    // Weak: the listener is ours, a strong reference from its handler would be a cycle.
-    std::weak_ptr<Impl> weak = shared_from_this();
-    listener_ = comm::listen(
-        registry_, listen_at,
-        [weak](comm::CommPtr c) {
-          if (auto self = weak.lock()) self->on_accept(std::move(c));
-          else c->abort();
-        },
-        std::move(listen));
+    const bool told = !options_.host.empty() || !options_.interface.empty();
+    const bool networked = advertises_host(comm::Address::parse(listen_at).scheme);
+    if (told && !networked)
+      throw std::invalid_argument(
+          fmt::format("worker: a host or interface to advertise is for tcp:// and tls://, "
+                      "not {}",
+                      listen_at));
+    host = networked ? advertised_host(options_, local) : std::string();
+    listener_ = listen_at_address(listen_at);
+    for (const auto& extra : options_.extra_listen_addresses)
+      extra_listeners_.push_back(listen_at_address(extra));
   } catch (...) {
     scheduler_->abort();
     scheduler_.reset();
     started_ = false;
     throw;
   }
-  address_ = listener_->contact_address();
+  address_ = contact_address(options_, *listener_, host);
+  for (const auto& extra : extra_listeners_)
+    other_addresses_.push_back(contact_address(options_, *extra, host));
   name_ = options_.name.empty() ? address_ : options_.name;
   WorkerStateOptions so;
   so.address = address_;
@@ -146,10 +174,25 @@ void Worker::Impl::start() {
 void Worker::Impl::on_started() {
   if (closing_) return;
   to_scheduler(Op::register_worker,
-               protocol::RegisterWorker{name_, address_, options_.nthreads, options_.nanny});
+               protocol::RegisterWorker{name_, address_, options_.nthreads, options_.nanny,
+                                        other_addresses_});
   crash::set_identity(name_, address_);
   read_scheduler();
   schedule_heartbeat();
+}
+
+std::unique_ptr<comm::Listener> Worker::Impl::listen_at_address(const std::string& address) {
+  comm::ListenOptions listen;
+  listen.handshake = handshake_;
+  // Weak: the listener is ours, a strong reference from its handler would be a cycle.
+  std::weak_ptr<Impl> weak = shared_from_this();
+  return comm::listen(
+      registry_, address,
+      [weak](comm::CommPtr c) {
+        if (auto self = weak.lock()) self->on_accept(std::move(c));
+        else c->abort();
+      },
+      std::move(listen));
 }
 
 comm::CommPtr Worker::Impl::connect_to_scheduler(comm::ConnectOptions options) {
@@ -225,6 +268,7 @@ void Worker::Impl::begin_close(std::string reason, bool clean) {
   else spdlog::error("worker {}: closing: {}", name_, reason);
   heartbeat_.cancel();
   if (listener_) listener_->stop();
+  for (auto& extra : extra_listeners_) extra->stop();
   for (auto& [address, link] : peers_) {
     link->fetch_deadline.cancel();
     if (link->comm) link->comm->abort();

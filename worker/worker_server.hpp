@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace taskwire::worker {
 
@@ -33,9 +34,22 @@ struct WorkerOptions {
   /// Threads executing tasks (at least 1).
   unsigned nthreads = 1;
   /// Where peers fetch data from this worker. Default: on the scheduler's scheme:
-  /// tcp://HOST:0 where HOST is the local address this worker reaches the scheduler from,
-  /// inproc://auto, or mpi://RANK for this process's rank.
+  /// tcp://HOST:0 where HOST is the advertised host (below), inproc://auto, or mpi://RANK for
+  /// this process's rank. A wildcard (tcp://0.0.0.0:PORT) binds every interface and
+  /// advertises the advertised host with the bound port.
   std::string listen_address;
+  /// tcp:// and tls:// only, as dask-worker's --host and --interface: the host (an address,
+  /// or a name the peers resolve) this worker advertises to the scheduler, its peers and
+  /// clients, or the network interface (eth0, ib0...) whose address it advertises; at most
+  /// one of the two. Both empty: the local address this worker reaches the scheduler from.
+  /// Also where it listens, unless listen_address says otherwise.
+  std::string host;
+  std::string interface;
+  /// More addresses where this worker serves its data, advertised next to its own for those
+  /// who cannot reach that one: e.g. a tcp:// door for clients outside an MPI job whose
+  /// workers talk over mpi://. A wildcard advertises the host as above, or else the one the
+  /// host name gives.
+  std::vector<std::string> extra_listen_addresses;
   /// Interval between heartbeats to the scheduler.
   std::chrono::milliseconds heartbeat_interval{500};
   /// Deadline for connecting to the scheduler at start(); 0: the context's connect_timeout;

@@ -119,6 +119,9 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   Executor executor_;
   std::unique_ptr<WorkerState> state_;  // created by start(), once the address is known
   std::unique_ptr<comm::Listener> listener_;
+  // WorkerOptions::extra_listen_addresses', and what they advertise (other_addresses_).
+  std::vector<std::unique_ptr<comm::Listener>> extra_listeners_;
+  std::vector<std::string> other_addresses_;
   comm::CommPtr scheduler_;
   std::string address_, name_;  // set by start() before any handler runs
 
@@ -156,6 +159,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   bool closed_ = false;   // finish_close() ran: status_ says closed
   std::atomic<bool> started_{false};  // start() got past its checks
 
+  std::unique_ptr<comm::Listener> listen_at_address(const std::string& address);
   // start()'s connect to the scheduler, which request_stop() cancels: a daemon may wait for
   // its scheduler without a time limit.
   comm::CommPtr connect_to_scheduler(comm::ConnectOptions options);

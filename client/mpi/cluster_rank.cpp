@@ -1,5 +1,7 @@
 #include <taskwire/client/mpi/cluster_rank.hpp>
 #include <taskwire/comm/backends.hpp>
+#include <taskwire/comm/core/address.hpp>
+#include <taskwire/runtime/asio.hpp>
 #include <taskwire/runtime/mpi_broadcast.hpp>
 #include <taskwire/runtime/scheduler_file.hpp>
 #include <taskwire/scheduler/scheduler_server.hpp>
@@ -25,6 +27,29 @@ namespace {
 
 [[noreturn]] void park_until_exit() {
   for (;;) std::this_thread::sleep_for(1s);
+}
+
+bool is_loopback_host(const std::string& host) {
+  error_code ec;
+  const auto ip = asio::ip::make_address(host, ec);
+  return ec ? host == "localhost" : ip.is_loopback();
+}
+
+// Where a worker of a job over mpi:// also serves its data, for clients that come in through
+// the scheduler's doors (tcp://, tls://) from outside the job and cannot reach mpi://: the
+// door's scheme on a free port, on loopback when the door is (a door for this host only),
+// else on every interface, advertising the address the host name gives (see WorkerOptions).
+std::vector<std::string> worker_doors(const LaunchOptions& options) {
+  std::vector<std::string> doors;
+  if (options.transport != Transport::mpi) return doors;  // the workers' own address serves
+  for (const auto& door : options.extra_scheduler_listen) {
+    const auto a = comm::Address::parse(door);
+    if (a.scheme != "tcp" && a.scheme != "tls") continue;
+    const auto host = comm::HostPort::parse(a.location).host;
+    doors.push_back(a.scheme + "://" +
+                    comm::HostPort{is_loopback_host(host) ? host : "0.0.0.0", 0}.str());
+  }
+  return doors;
 }
 
 }  // namespace
@@ -131,6 +156,7 @@ void ClusterRank::start() {
     o.name = fmt::format("rank-{}", env_.rank());
     o.nthreads = options_.nthreads;
     o.listen_address = listen_address();
+    o.extra_listen_addresses = worker_doors(options_);
     o.connect_timeout = options_.connect_timeout;
     worker_ = std::make_unique<worker::Worker>(*context_, *registry_, o);
     worker_->start();

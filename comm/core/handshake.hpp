@@ -33,7 +33,8 @@ namespace taskwire::comm {
 ///    key_erred the worker); worker_refused.
 /// 5: challenge-response handshake: HELLO carries a nonce instead of the token, then a PROOF
 ///    (HMAC-SHA256 over both nonces) before the verdict.
-inline constexpr std::uint32_t kProtocolVersion = 5;
+/// 6: register_worker carries the worker's other addresses (a tcp:// door next to mpi://).
+inline constexpr std::uint32_t kProtocolVersion = 6;
 
 /// What a comm accepts while its peer has not authenticated: the handshake's messages are
 /// one frame of a few KiB at most, so a peer announcing more is refused before anything is

@@ -24,6 +24,10 @@ int slow_inc(int x) {
   return x + 1;
 }
 int noop(int x) { return x; }
+std::string blob(int kib, int seed) {
+  return std::string(static_cast<std::size_t>(kib) * 1024, static_cast<char>('a' + seed % 26));
+}
+std::string concat(std::string a, std::string b) { return a + b; }
 }  // namespace cluster_fns
 
 TASKWIRE_REGISTER(cluster_fns::inc);
@@ -34,3 +38,5 @@ TASKWIRE_REGISTER(cluster_fns::throw_int);
 TASKWIRE_REGISTER(cluster_fns::greet);
 TASKWIRE_REGISTER(cluster_fns::slow_inc);
 TASKWIRE_REGISTER(cluster_fns::noop);
+TASKWIRE_REGISTER(cluster_fns::blob);
+TASKWIRE_REGISTER(cluster_fns::concat);

@@ -13,4 +13,6 @@ int throw_int(int x);  ///< throws x itself: an exception not derived from std::
 std::string greet(std::string who);
 int slow_inc(int x);  ///< sleeps 50 ms
 int noop(int x);
+std::string blob(int kib, int seed);  ///< kib KiB of the letter 'a' + seed % 26
+std::string concat(std::string a, std::string b);
 }  // namespace cluster_fns

@@ -4,6 +4,10 @@
 //   daemon_client sigkill FILE PID    SIGKILLs worker PID mid-graph; results must stay right
 //   daemon_client sigstop FILE PID    SIGSTOPs worker PID (the only one) holding a result:
 //                                     get() must fail within bounds, not hang; then SIGCONT
+//   daemon_client spread FILE GO      a graph whose MiB-sized data moves between workers,
+//                                     then prints "GRAPH DONE" and waits (up to 60 s) for
+//                                     file GO before the shutdown (the caller inspects the
+//                                     connections meanwhile)
 // Prints "CHECKED <what>" / "FAILED <what>"; exits 0 only if every check passed.
 #include "tests/cluster/cluster_functions.hpp"
 #include "tests/launch/checks.hpp"
@@ -98,11 +102,33 @@ void survive_sigstop(Client& client, int worker) {
   check(client.submit(cluster_fns::inc, 1).get() == 2, "the worker serves again after SIGCONT");
 }
 
+// Blobs made on the workers, joined pairwise: a join's inputs are on different workers as
+// often as not, so data moves worker to worker; the client fetches the whole.
+void spread(Client& client, const std::string& go_file) {
+  constexpr int kParts = 8, kKiB = 1024;
+  std::vector<Future<std::string>> level;
+  for (int i = 0; i < kParts; ++i) level.push_back(client.submit(cluster_fns::blob, kKiB, i));
+  while (level.size() > 1) {
+    std::vector<Future<std::string>> next;
+    for (std::size_t i = 0; i + 1 < level.size(); i += 2)
+      next.push_back(client.submit(cluster_fns::concat, level[i], level[i + 1]));
+    level = std::move(next);
+  }
+  std::string expected;
+  for (int i = 0; i < kParts; ++i) expected += cluster_fns::blob(kKiB, i);
+  check(level[0].get() == expected, fmt::format("{} MiB joined from {} blobs", kParts * kKiB / 1024, kParts));
+  fmt::print("GRAPH DONE\n");
+  std::fflush(stdout);
+  for (int i = 0; i < 600 && !std::ifstream(go_file); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  check(static_cast<bool>(std::ifstream(go_file)), "told to go on");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fmt::print(stderr, "usage: daemon_client compute|sigkill|sigstop SCHEDULER_FILE [PID]\n");
+    fmt::print(stderr, "usage: daemon_client compute|sigkill|sigstop|spread SCHEDULER_FILE [PID|GO_FILE]\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -112,6 +138,7 @@ int main(int argc, char** argv) {
     auto client = Client::from_scheduler_file(argv[2], options);
     if (mode == "sigkill" && argc > 3) survive_sigkill(client, std::atoi(argv[3]));
     if (mode == "sigstop" && argc > 3) survive_sigstop(client, std::atoi(argv[3]));
+    if (mode == "spread" && argc > 3) spread(client, argv[3]);
     compute(client);
     client.shutdown();
     fmt::print("client: done, {} failures\n", failures);

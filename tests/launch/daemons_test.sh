@@ -9,7 +9,8 @@
 #     argument, make_test_certs.sh's) given to the daemons as flags, to the client by the
 #     environment
 #   daemons_test.sh door MPIEXEC TASKWIRE_MPI PRELOAD_LIB CLIENT [CERT_DIR]
-#     mpiexec.mpich -n 3 taskwire-mpi: the client comes in through its TCP door; with
+#     mpiexec.mpich -n 3 taskwire-mpi: the client comes in through its TCP door and fetches
+#     results of MiB (spread) as well as small ones; with
 #     CERT_DIR the ranks talk over --transport tls (mutual TLS, make_test_certs.sh's files)
 # Every daemon left must exit 0 after the client's shutdown; nothing may be left running.
 set -uo pipefail
@@ -29,12 +30,17 @@ if [ "$mode" = door ]; then
   mpiexec=$2 exe=$3 lib=$4 client=$5 certs=${6:-} transport=()
   [ -n "$certs" ] && transport=(--transport tls --tls-ca-file "$certs/ca.pem"
     --tls-cert "$certs/node.pem" --tls-key "$certs/node.key")
+  # Over tls, the workers serve results on tls:// only: the client needs the certificates.
+  [ -n "$certs" ] && export TASKWIRE_TLS_CA_FILE="$certs/ca.pem" \
+    TASKWIRE_TLS_CERT="$certs/node.pem" TASKWIRE_TLS_KEY="$certs/node.key"
   MPIEXEC_TIMEOUT=90 "$mpiexec" -n 3 "$exe" --preload "$lib" --scheduler-file "$dir/s.json" \
     "${transport[@]}" --log-level info >"$dir/mpi.log" 2>&1 &
   pids+=($!)
   wait_for_file "$dir/s.json"
   grep -q tcp:// "$dir/s.json" || fail "the scheduler file has no tcp:// door: $(cat "$dir/s.json")"
-  timeout 60 "$client" compute "$dir/s.json" || fail "client"
+  # spread: results of MiB, which the client outside the job fetches from the workers.
+  touch "$dir/go"
+  timeout 60 "$client" spread "$dir/s.json" "$dir/go" || fail "client"
   timeout 30 tail --pid="${pids[0]}" -f /dev/null || fail "taskwire-mpi still running 30 s after shutdown"
   wait "${pids[0]}" || fail "taskwire-mpi exited $?"
   [ -z "$certs" ] || grep -q "tls://" "$dir/mpi.log" || fail "the ranks did not talk over tls://"

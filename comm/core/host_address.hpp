@@ -1,0 +1,24 @@
+#pragma once
+// Choosing the address a listener advertises when it binds more than one interface (a wildcard
+// such as tcp://0.0.0.0:PORT): the helpers behind dask-worker-like --host and --interface.
+#include <string>
+#include <string_view>
+
+namespace taskwire::comm {
+
+/// True for the hosts that bind every interface: 0.0.0.0, :: (and its long forms).
+bool is_wildcard_host(std::string_view host);
+
+/// The address of network interface `name` (e.g. eth0, ib0): its first IPv4 address, else its
+/// first IPv6 one. Throws CommError(bad_address) naming the interfaces there are when it has
+/// no address or does not exist.
+std::string interface_address(const std::string& name);
+
+/// The first address, not loopback, of a network interface that is up (IPv4 or IPv6 as
+/// `v4` says), in the system's order; empty when there is none.
+std::string first_interface_address(bool v4);
+
+/// `address` (SCHEME://HOST:PORT) with HOST replaced by `host`: the scheme and port stay.
+std::string with_host(const std::string& address, const std::string& host);
+
+}  // namespace taskwire::comm
