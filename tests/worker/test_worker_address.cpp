@@ -77,9 +77,9 @@ TEST_CASE("worker address: bound to every interface, it advertises the address t
           "[worker][address]") {
   WorkerOptions o;
   o.listen_address = "tcp://0.0.0.0:0";
+  // The host name (or the first interface that is up) would give another address here,
+  // unless this machine has nothing but loopback.
   CHECK(host_of(advertised(o)) == "127.0.0.1");
-  // Reached over another loopback address, it advertises that one.
-  CHECK(host_of(advertised(o, "tcp://127.0.0.3:0")) == "127.0.0.3");
 }
 
 TEST_CASE("worker address: --host and --interface say what it advertises and where it listens",
