@@ -110,7 +110,7 @@ struct RegisterWorker {
   bool nanny = false;
   /// More addresses serving the same data, for those who cannot reach `address` (e.g. a
   /// tcp:// door of a worker that talks mpi:// to its peers; since version 6).
-  std::vector<std::string> other_addresses;
+  std::vector<std::string> other_addresses = {};
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & name & address & nthreads & nanny & other_addresses; }
 };

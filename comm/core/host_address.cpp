@@ -5,7 +5,6 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 
 #include <fmt/format.h>
@@ -69,17 +68,6 @@ std::string interface_address(const std::string& name) {
                   fmt::format("network interface '{}' has no IP address or does not exist "
                               "(interfaces with one: {})",
                               name, fmt::join(names, ", ")));
-}
-
-std::string first_interface_address(bool v4) {
-  const auto list = list_interfaces();
-  for (const ifaddrs* i = list.get(); i; i = i->ifa_next) {
-    if (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK) || is_v4(*i) != v4) continue;
-    const auto text = address_text(*i);
-    // A v6 link-local address needs a scope to be reached: not one to advertise.
-    if (!text.empty() && text.rfind("fe80:", 0) != 0) return text;
-  }
-  return {};
 }
 
 std::string with_host(const std::string& address, const std::string& host) {

@@ -14,10 +14,6 @@ bool is_wildcard_host(std::string_view host);
 /// no address or does not exist.
 std::string interface_address(const std::string& name);
 
-/// The first address, not loopback, of a network interface that is up (IPv4 or IPv6 as
-/// `v4` says), in the system's order; empty when there is none.
-std::string first_interface_address(bool v4);
-
 /// `address` (SCHEME://HOST:PORT) with HOST replaced by `host`: the scheme and port stay.
 std::string with_host(const std::string& address, const std::string& host);
 

@@ -1,6 +1,5 @@
 #include <taskwire/comm/tcp/tcp_listener.hpp>
 
-#include <taskwire/comm/core/host_address.hpp>
 #include <taskwire/comm/tcp/tcp_comm.hpp>
 
 #include <fmt/format.h>
@@ -34,8 +33,7 @@ tcp::endpoint resolve_listen_endpoint(asio::io_context& io, const HostPort& wher
 }
 
 // For a wildcard bind: an address of this host that other hosts can use, as Dask does with
-// gethostbyname(gethostname()); else the first interface that is up (a host name may resolve
-// to loopback only, as Debian's 127.0.1.1); loopback when there is none.
+// gethostbyname(gethostname()); loopback when the host name gives nothing better.
 asio::ip::address contact_host(asio::io_context& io, const asio::ip::address& bound) {
   if (!bound.is_unspecified()) return bound;
   error_code ec;
@@ -50,11 +48,6 @@ asio::ip::address contact_host(asio::io_context& io, const asio::ip::address& bo
         const auto a = r.endpoint().address();
         if (!a.is_loopback() && !a.is_unspecified()) return a;
       }
-  }
-  try {
-    const auto any = first_interface_address(bound.is_v4());
-    if (!any.empty()) return asio::ip::make_address(any);
-  } catch (const std::exception&) {  // no interface list: loopback below
   }
   if (bound.is_v4()) return asio::ip::address_v4::loopback();
   return asio::ip::address_v6::loopback();

@@ -2,8 +2,9 @@
 # Clusters across 4 emulated hosts (with-hosts), a client on h4 through the scheduler file
 # running a graph whose MiB-sized data moves between the workers, then shutting it down.
 #   cluster_test.sh daemons SCHEDULER_EXE WORKER_EXE PRELOAD_LIB DAEMON_CLIENT
-#     TCP daemons: taskwire-scheduler on h1, taskwire-worker on h2 (bound to 0.0.0.0,
-#     advertising the address it reaches the scheduler from) and on h3 (--interface eth0)
+#     TCP daemons: taskwire-scheduler on h1, taskwire-worker on h2 (bound to 0.0.0.0, its host
+#     name unresolvable, advertising the address it reaches the scheduler from) and on h3
+#     (--interface eth0)
 #   cluster_test.sh mpi-door MPIEXEC TASKWIRE_MPI PRELOAD_LIB DAEMON_CLIENT
 #     taskwire-mpi, one rank on each of h1 (scheduler, its TCP door on 0.0.0.0), h2 and h3
 #     (workers, over mpi://); the client outside the job fetches results of several MiB
@@ -38,7 +39,10 @@ start_daemons() {
     >"$dir/scheduler.log" 2>&1 &
   pids=($!)
   wait_for tcp:// "$dir/s.json"
-  timeout 110 "$on" h2 "$worker" --scheduler-file "$dir/s.json" --preload "$lib" --name w2 \
+  # w2's host name resolves to nothing (a node missing from DNS): a guess from it would be
+  # loopback, the address that reaches the scheduler is right.
+  timeout 110 "$on" h2 sh -c 'hostname unresolvable-w2 && exec "$@"' sh \
+    "$worker" --scheduler-file "$dir/s.json" --preload "$lib" --name w2 \
     --listen tcp://0.0.0.0:0 >"$dir/worker2.log" 2>&1 &
   pids+=($!)
   timeout 110 "$on" h3 "$worker" --scheduler-file "$dir/s.json" --preload "$lib" --name w3 \

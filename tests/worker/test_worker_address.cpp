@@ -57,9 +57,6 @@ TEST_CASE("host address: wildcards, interface addresses, replacing the host",
   CHECK(comm::interface_address("lo") == "127.0.0.1");
   CHECK_THROWS_WITH(comm::interface_address("no-such-if0"),
                     Contains("no-such-if0") && Contains("lo"));
-  const auto any = comm::first_interface_address(true);
-  INFO("first interface address: " << any);
-  CHECK((any.empty() || (any.rfind("127.", 0) != 0 && any.find('.') != std::string::npos)));
   CHECK(comm::with_host("tcp://0.0.0.0:8786", "10.1.2.3") == "tcp://10.1.2.3:8786");
   CHECK(comm::with_host("tls://[::]:9000", "fe80::1") == "tls://[fe80::1]:9000");
   CHECK(comm::with_host("tcp://0.0.0.0:1", "h2") == "tcp://h2:1");
@@ -77,8 +74,7 @@ TEST_CASE("worker address: bound to every interface, it advertises the address t
           "[worker][address]") {
   WorkerOptions o;
   o.listen_address = "tcp://0.0.0.0:0";
-  // The host name (or the first interface that is up) would give another address here,
-  // unless this machine has nothing but loopback.
+  // The listener alone guesses from the host name, which may give another address.
   CHECK(host_of(advertised(o)) == "127.0.0.1");
 }
 
