@@ -194,7 +194,7 @@ void TlsComm::advance() {
 // One SSL_read into what the decoder asked for (a large frame's span is kept across waits).
 bool TlsComm::read_into(std::span<char> into) {
   std::size_t n = 0;
-  ERR_clear_error();
+  clear_ssl_errors();
   const int ret = SSL_read_ex(ssl(), into.data(), into.size(), &n);
   if (ret == 1) {
     bytes_received_ += n;
@@ -298,7 +298,7 @@ bool TlsComm::write_front() {
   while (piece_ < pieces_.size()) {
     const auto rest = pieces_[piece_].subspan(piece_offset_);
     std::size_t n = 0;
-    ERR_clear_error();
+    clear_ssl_errors();
     const int ret = SSL_write_ex(ssl(), rest.data(), rest.size(), &n);
     if (ret == 1) {
       piece_offset_ += n;
@@ -380,7 +380,7 @@ void TlsComm::start_close() {
 
 void TlsComm::finish_close() {
   shutdown_started_ = true;
-  ERR_clear_error();
+  clear_ssl_errors();
   const int ret = SSL_shutdown(ssl());
   if (ret == 1) return close_socket();  // the peer's close_notify had come already
   if (ret == 0) {
@@ -402,7 +402,7 @@ void TlsComm::drain() {
   const auto into = decoder_.discard();
   for (;;) {
     std::size_t n = 0;
-    ERR_clear_error();
+    clear_ssl_errors();
     const int ret = SSL_read_ex(ssl(), into.data(), into.size(), &n);
     if (ret == 1) continue;
     const auto outcome = ssl_outcome(ssl(), ret);

@@ -35,7 +35,7 @@ class HandshakeOp : public std::enable_shared_from_this<HandshakeOp> {
   // One SSL_do_handshake call, as far as the socket lets it go; then a wait on the socket
   // for what it asked, and again.
   void step() {
-    ERR_clear_error();
+    clear_ssl_errors();
     const auto outcome = ssl_outcome(ssl(), SSL_do_handshake(ssl()));
     if (outcome.kind == SslOutcome::done) return finish({});
     if (outcome.kind == SslOutcome::failed) return finish(outcome.ec);

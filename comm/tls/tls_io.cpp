@@ -172,6 +172,10 @@ std::unique_ptr<TlsStream> make_tls_stream(tcp::Socket socket, asio::ssl::contex
   return std::make_unique<TlsStream>(TlsStream{std::move(socket), std::move(ssl)});
 }
 
+void clear_ssl_errors() noexcept {
+  if (ERR_peek_error() != 0) ERR_clear_error();
+}
+
 void cork(SSL* ssl, bool on) { state_of(SSL_get_wbio(ssl))->corked = on; }
 
 SslOutcome flush(SSL* ssl) {

@@ -45,7 +45,12 @@ struct SslOutcome {
   error_code ec;
 };
 
-/// Call ERR_clear_error() before the SSL_* call, then this right after it (same thread).
+/// Empties this thread's OpenSSL error queue, as SSL_get_error needs before an SSL_* call.
+/// OpenSSL 3's ERR_clear_error frees every slot even when the queue is empty, a cost paid
+/// per record; an empty queue is only peeked at.
+void clear_ssl_errors() noexcept;
+
+/// Call clear_ssl_errors() before the SSL_* call, then this right after it (same thread).
 SslOutcome ssl_outcome(SSL* ssl, int ret);
 
 /// While corked, the records OpenSSL writes collect in the session's own bounded buffer
