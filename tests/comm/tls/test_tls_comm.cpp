@@ -169,34 +169,34 @@ TEST_CASE("tls: a stream ending between records reads as closed and inside one a
   const std::string payload(3000, 'x');
   const std::string whole = encode(Message({Frame(payload)}));
 
-  SECTION("between records: the message, then closed") {
+  // The client sends what `records` makes, then ends its stream (no close_notify); the
+  // server's comm must deliver `messages` whole ones before the end, then fail with `end`.
+  auto check = [&](auto records, int messages, comm::errc end) {
     RawTlsClient client(port);
     auto accepted = server.accepted->pop();
-    client.socket().send_all(client.seal(whole));
-    client.socket().shutdown_write();  // the end of the stream, no close_notify
-    auto got = read_within(accepted);
-    REQUIRE_FALSE(got.ec);
-    CHECK(text(got.message.frames.at(0)) == payload);
-    CHECK(read_within(accepted).ec == comm::errc::closed);
+    client.socket().send_all(records(client));
+    client.socket().shutdown_write();
+    for (int i = 0; i < messages; ++i) {
+      auto got = read_within(accepted);
+      REQUIRE_FALSE(got.ec);
+      CHECK(text(got.message.frames.at(0)) == payload);
+    }
+    CHECK(read_within(accepted).ec == end);
+  };
+  SECTION("between records: the message, then closed") {
+    check([&](RawTlsClient& c) { return c.seal(whole); }, 1, comm::errc::closed);
   }
   SECTION("part-way through a record: the message before it, then protocol") {
-    RawTlsClient client(port);
-    auto accepted = server.accepted->pop();
-    const auto first = client.seal(whole);
-    const auto second = client.seal(whole);
-    client.socket().send_all(first + second.substr(0, second.size() / 2));
-    client.socket().shutdown_write();
-    auto got = read_within(accepted);
-    REQUIRE_FALSE(got.ec);
-    CHECK(text(got.message.frames.at(0)) == payload);
-    CHECK(read_within(accepted).ec == comm::errc::protocol);
+    check([&](RawTlsClient& c) {
+            const auto first = c.seal(whole);
+            const auto second = c.seal(whole);
+            return first + second.substr(0, second.size() / 2);
+          },
+          1, comm::errc::protocol);
   }
   SECTION("a whole record holding half a message, then the end: protocol") {
-    RawTlsClient client(port);
-    auto accepted = server.accepted->pop();
-    client.socket().send_all(client.seal(whole.substr(0, whole.size() / 2)));
-    client.socket().shutdown_write();
-    CHECK(read_within(accepted).ec == comm::errc::protocol);
+    check([&](RawTlsClient& c) { return c.seal(whole.substr(0, whole.size() / 2)); }, 0,
+          comm::errc::protocol);
   }
 }
 
