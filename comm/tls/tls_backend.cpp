@@ -32,18 +32,19 @@ class TlsConnector final : public Connector {
         [ssl = ssl_, limits = limits_, timeout = handshake_timeout_, address,
          h = std::move(handler)](error_code ec, tcp::Socket socket) mutable {
           if (ec) return h(ec, nullptr);
-          auto stream = std::make_unique<Stream>(std::move(socket), *ssl);
+          std::unique_ptr<TlsStream> stream;
           try {
-            verify_server_name(stream->native_handle(), HostPort::parse(address.location).host);
+            stream = make_tls_stream(std::move(socket), *ssl);
+            verify_server_name(stream->ssl.get(), HostPort::parse(address.location).host);
           } catch (const CommError& e) {
             return h(e.code(), nullptr);
           }
           async_tls_handshake(std::move(stream), asio::ssl::stream_base::client, timeout,
                               address.str(),
                               [limits, address, h = std::move(h)](error_code e,
-                                                                  std::unique_ptr<Stream> s) {
+                                                                  std::unique_ptr<TlsStream> s) {
                                 if (e) return h(e, nullptr);
-                                if (server_wanted_missing_certificate(s->native_handle())) {
+                                if (server_wanted_missing_certificate(s->ssl.get())) {
                                   const auto code = make_error_code(tls_errc::no_client_cert);
                                   spdlog::warn("tls: {}: {}", address, code.message());
                                   return h(code, nullptr);
@@ -93,9 +94,15 @@ class TlsListener final : public Listener {
       error_code ec;
       const auto remote = socket.remote_endpoint(ec);
       const std::string peer = ec ? std::string("tls://?") : format_endpoint(remote);
-      auto stream = std::make_unique<Stream>(std::move(socket), *ssl);
+      std::unique_ptr<TlsStream> stream;
+      try {
+        stream = make_tls_stream(std::move(socket), *ssl);
+      } catch (const CommError& e) {
+        spdlog::warn("tls: dropping the connection from {}: {}", peer, e.what());
+        return;
+      }
       async_tls_handshake(std::move(stream), asio::ssl::stream_base::server, timeout, peer,
-                          [self = shared_from_this()](error_code e, std::unique_ptr<Stream> s) {
+                          [self = shared_from_this()](error_code e, std::unique_ptr<TlsStream> s) {
                             if (e) return;  // logged by the handshake
                             auto comm = std::make_shared<TlsComm>(std::move(s), self->limits);
                             std::lock_guard lock(self->mu);

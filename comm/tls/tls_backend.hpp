@@ -1,5 +1,5 @@
 #pragma once
-// tls:// : TLS (OpenSSL through Boost.Asio's ssl::stream) over the TCP backend's sockets,
+// tls:// : TLS (OpenSSL, driven on the socket by tls_io.hpp) over the TCP backend's sockets,
 // framed as comm/core/framing.hpp says, with the context's configured limits. Addresses are
 // tls://HOST:PORT. Certificates come from runtime::Config's tls_* files (tls_context.hpp
 // says what each side presents and verifies); a listener needs a certificate and key.

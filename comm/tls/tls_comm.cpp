@@ -4,20 +4,27 @@
 #include <taskwire/comm/core/framing.hpp>
 #include <taskwire/comm/tls/tls_error.hpp>
 
+#include <openssl/err.h>
 #include <spdlog/spdlog.h>
 
-#include <span>
-
 namespace taskwire::comm::tls {
+namespace {
+
+// A reader whose peer keeps the socket full could decrypt for as long as the peer sends;
+// past this many bytes in one go it lets the strand's other handlers (its own writer's, on a
+// busy loop other comms') run before it goes on.
+constexpr std::size_t kReadTurnBytes = 1024 * 1024;
+
+}  // namespace
 
 std::string format_endpoint(const asio::ip::tcp::endpoint& endpoint) {
   return "tls://" + HostPort{endpoint.address().to_string(), endpoint.port()}.str();
 }
 
-TlsComm::TlsComm(std::unique_ptr<Stream> stream, const runtime::Limits& limits)
-    : limits_(limits), read_limits_(limits), strand_(stream->get_executor()),
+TlsComm::TlsComm(std::unique_ptr<TlsStream> stream, const runtime::Limits& limits)
+    : limits_(limits), read_limits_(limits), strand_(stream->socket.get_executor()),
       stream_(std::move(stream)) {
-  auto& socket = stream_->next_layer();
+  auto& socket = stream_->socket;
   error_code ec;
   socket.set_option(asio::ip::tcp::no_delay(true), ec);
   if (ec) spdlog::debug("tls: cannot set TCP_NODELAY: {}", ec.message());
@@ -31,10 +38,43 @@ TlsComm::TlsComm(std::unique_ptr<Stream> stream, const runtime::Limits& limits)
 
 TlsComm::~TlsComm() = default;
 
+// As TcpComm's: a call made on the strand runs at once (its handlers are still deferred or
+// posted); from elsewhere it is posted, holding the comm, and runs as a turn of its own.
 template <class F>
 void TlsComm::run_on_strand(F&& f) {
   if (strand_.running_in_this_thread()) return f();
-  asio::post(strand_, [self = shared_from_this(), f = std::forward<F>(f)]() mutable { f(); });
+  asio::post(strand_, [self = shared_from_this(), f = std::forward<F>(f)]() mutable {
+    self->turn(f);
+  });
+}
+
+// Every handler of this comm runs as a turn: write handlers whose message went out at once
+// run when the turn's body returns, so they never run inside async_write, yet cost no post.
+template <class F>
+void TlsComm::turn(F&& body) {
+  if (in_turn_) return body();
+  in_turn_ = true;
+  try {
+    body();
+    run_deferred();
+  } catch (...) {
+    in_turn_ = false;
+    if (!deferred_.empty()) schedule_flush();
+    throw;
+  }
+  in_turn_ = false;
+}
+
+void TlsComm::run_deferred() {
+  while (!deferred_.empty()) {
+    auto h = std::move(deferred_.front());
+    deferred_.pop_front();
+    h({});
+  }
+}
+
+void TlsComm::schedule_flush() {
+  asio::post(strand_, [self = shared_from_this()] { self->turn([] {}); });
 }
 
 void TlsComm::post_handler(ReadHandler h, error_code ec) {
@@ -80,81 +120,107 @@ void TlsComm::abort() noexcept {
   }
 }
 
+// ---- waiting for the socket ----
+
+void TlsComm::wait(SslOutcome outcome, Waiter who) {
+  (who == Waiter::read ? read_waiting_ : who == Waiter::write ? write_waiting_ : close_waiting_) =
+      true;
+  stream_->socket.async_wait(wait_for(outcome),
+                             [self = shared_from_this(), who](const error_code& ec) {
+                               self->turn([&] { self->on_ready(who, ec); });
+                             });
+}
+
+void TlsComm::on_ready(Waiter who, const error_code& ec) {
+  (who == Waiter::read ? read_waiting_ : who == Waiter::write ? write_waiting_ : close_waiting_) =
+      false;
+  if (failed_ || socket_closed_) return;
+  if (ec) {
+    const auto code = tcp::translate_error(ec, peer_addr_);
+    if (who != Waiter::close) return fail(code, who == Waiter::read ? Side::read : Side::write);
+    return close_socket();
+  }
+  if (who == Waiter::write) return send_queued();
+  if (who == Waiter::read) {
+    if (!close_requested_) advance();
+    return;
+  }
+  if (!notify_sent_) finish_close();
+  else drain();
+}
+
 // ---- read side ----
 
 void TlsComm::start_read(ReadHandler h) {
   if (failed_ || close_requested_ || peer_eof_) return post_handler(std::move(h), later_error());
   if (pending_read_) return post_handler(std::move(h), make_error_code(errc::protocol));
   pending_read_ = std::move(h);
-  // With nothing buffered advance() can only start a stream read, so it may run now; buffered
-  // bytes may hold a whole message, whose delivery must not happen inside this call.
-  if (reading_) return;
-  if (!decoder_.partial()) advance();
-  else asio::post(strand_, [self = shared_from_this()] { self->advance(); });
+  if (read_waiting_) return;  // the wait's completion carries on
+  starting_read_ = true;
+  advance();
+  starting_read_ = false;
 }
 
 void TlsComm::advance() {
-  if (!pending_read_ || failed_ || reading_ || close_requested_) return;
-  Message message;
-  auto step = decoder_.next(read_limits_, message);
-  switch (step.kind) {
-    case FrameDecoder::Step::message: {
-      auto h = std::move(pending_read_);
-      pending_read_ = nullptr;
-      return h({}, std::move(message));
+  const std::uint64_t start = bytes_received_.load(std::memory_order_relaxed);
+  while (pending_read_ && !failed_ && !read_waiting_ && !close_requested_) {
+    std::span<char> into;
+    if (reading_large_) {
+      into = large_into_.subspan(large_filled_);
+    } else {
+      Message message;
+      auto step = decoder_.next(read_limits_, message);
+      if (step.kind == FrameDecoder::Step::message) return deliver(std::move(message));
+      if (step.kind == FrameDecoder::Step::violation)
+        return protocol_violation(step.violation_text);
+      into = step.into;
+      if (step.kind == FrameDecoder::Step::read_all) {
+        reading_large_ = true;
+        large_into_ = step.into;
+        large_filled_ = 0;
+      }
     }
-    case FrameDecoder::Step::violation:
-      return protocol_violation(step.violation_text);
-    case FrameDecoder::Step::read:
-      reading_ = true;
-      stream_->async_read_some(asio::buffer(step.into.data(), step.into.size()),
-                               [self = shared_from_this()](const error_code& ec, std::size_t n) {
-                                 self->on_read(ec, n);
-                               });
-      return;
-    case FrameDecoder::Step::read_all: {
-      reading_ = true;
-      // The completion condition sees each read of the frame and counts its bytes, so a
-      // frame of gigabytes still shows progress (bytes_received()) while it arrives.
-      auto count_progress = [self = shared_from_this(), counted = std::size_t{0}](
-                                const error_code& ec, std::size_t total) mutable -> std::size_t {
-        self->bytes_received_ += total - counted;
-        counted = total;
-        return asio::transfer_all()(ec, total);
-      };
-      asio::async_read(*stream_, asio::buffer(step.into.data(), step.into.size()),
-                       std::move(count_progress),
-                       [self = shared_from_this()](const error_code& ec, std::size_t) {
-                         self->on_large_read(ec);
-                       });
+    if (bytes_received_.load(std::memory_order_relaxed) - start >= kReadTurnBytes) {
+      read_waiting_ = true;  // until the posted continuation runs
+      asio::post(strand_, [self = shared_from_this()] {
+        self->turn([&] { self->on_ready(Waiter::read, {}); });
+      });
       return;
     }
+    if (!read_into(into)) return;
   }
 }
 
-void TlsComm::on_read(const error_code& ec, std::size_t n) {
-  reading_ = false;
-  if (failed_) return;
-  if (close_requested_) {
-    if (shutting_down_) shut_down_tls();  // the read finish_close() waited for
-    return;
+// One SSL_read into what the decoder asked for (a large frame's span is kept across waits).
+bool TlsComm::read_into(std::span<char> into) {
+  std::size_t n = 0;
+  clear_ssl_errors();
+  const int ret = SSL_read_ex(ssl(), into.data(), into.size(), &n);
+  if (ret == 1) {
+    bytes_received_ += n;
+    if (!reading_large_) {
+      decoder_.received(n);
+    } else if ((large_filled_ += n) == large_into_.size()) {
+      reading_large_ = false;
+      decoder_.large_received();
+    }
+    return true;
   }
-  if (ec) return on_read_error(ec);
-  bytes_received_ += n;
-  decoder_.received(n);
-  advance();
+  const auto outcome = ssl_outcome(ssl(), ret);
+  if (outcome.kind == SslOutcome::failed) on_read_error(outcome.ec);
+  else wait(outcome, Waiter::read);
+  return false;
 }
 
-void TlsComm::on_large_read(const error_code& ec) {
-  reading_ = false;
-  if (failed_) return;
-  if (close_requested_) {
-    if (shutting_down_) shut_down_tls();
-    return;
-  }
-  if (ec) return on_read_error(ec);
-  decoder_.large_received();
-  advance();
+// A message found inside start_read (async_read's call) is posted: never run inside the call.
+void TlsComm::deliver(Message message) {
+  auto h = std::move(pending_read_);
+  pending_read_ = nullptr;
+  if (!starting_read_) return h({}, std::move(message));
+  asio::post(strand_, [self = shared_from_this(), h = std::move(h),
+                       m = std::move(message)]() mutable {
+    self->turn([&] { h({}, std::move(m)); });
+  });
 }
 
 void TlsComm::on_read_error(const error_code& ec) {
@@ -170,13 +236,17 @@ void TlsComm::on_read_error(const error_code& ec) {
       spdlog::debug("tls: read from {} failed: {}", peer_addr_, ec.message());
     return fail(code, Side::read);
   }
-  if (decoder_.partial())
+  if (decoder_.partial() || reading_large_)
     return protocol_violation("the connection ended part-way through a message");
+  // Part of a record came, so the peer was cut off sending (the next message, as likely).
+  if (ec == asio::ssl::error::stream_truncated && SSL_has_pending(ssl()))
+    return protocol_violation("the connection ended part-way through a TLS record");
   peer_eof_ = true;
   if (pending_read_) {
     auto h = std::move(pending_read_);
     pending_read_ = nullptr;
-    h(code, Message{});
+    if (starting_read_) post_handler(std::move(h), code);
+    else h(code, Message{});
   }
 }
 
@@ -194,41 +264,85 @@ void TlsComm::start_write(Message message, WriteHandler h) {
     return post_handler(std::move(h), make_error_code(errc::protocol));
   }
   writes_.push_back(PendingWrite{std::move(message), std::move(h)});
-  send_next();
+  if (!write_waiting_) send_queued();
 }
 
-void TlsComm::send_next() {
-  if (writing_ || failed_) return;
-  if (writes_.empty()) {
-    if (close_requested_ && !shutting_down_) finish_close();
-    return;
+// Sends the queued messages in order, each offered to SSL_write at once; one the socket does
+// not take whole waits for it (write_front() left a wait) and goes on from where it stopped.
+// Corked meanwhile (tls_io.hpp): the records go out together, flushed before returning.
+void TlsComm::send_queued() {
+  cork(ssl(), true);
+  while (!writes_.empty() && !write_waiting_ && !failed_) {
+    if (!write_front()) break;
+    auto done = std::move(writes_.front());
+    writes_.pop_front();
+    pieces_.clear();
+    complete_write(std::move(done.handler));
   }
-  gather(writes_.front().message);
-  writing_ = true;
-  asio::async_write(*stream_, std::span<const asio::const_buffer>(wbufs_),
-                    [self = shared_from_this()](const error_code& ec, std::size_t) {
-                      self->on_write(ec);
-                    });
+  cork(ssl(), false);
+  if (failed_ || write_waiting_) return;
+  const auto flushed = flush(ssl());
+  if (flushed.kind == SslOutcome::want_write) return wait(flushed, Waiter::write);
+  if (flushed.kind == SslOutcome::failed) {
+    spdlog::debug("tls: write to {} failed: {}", peer_addr_, flushed.ec.message());
+    return fail(translate_tls_error(flushed.ec, X509_V_OK, false), Side::write);
+  }
+  if (writes_.empty() && close_requested_ && !shutdown_started_) finish_close();
 }
 
-// Each buffer of an ssl::stream write becomes at least one TLS record and one socket write:
-// the prefix and the frames below FrameDecoder::kLargeFrameBytes are staged together, in
-// order, and large frames are written from their own memory in between.
+bool TlsComm::write_front() {
+  if (pieces_.empty()) {
+    gather(writes_.front().message);
+    piece_ = piece_offset_ = 0;
+  }
+  while (piece_ < pieces_.size()) {
+    const auto rest = pieces_[piece_].subspan(piece_offset_);
+    std::size_t n = 0;
+    clear_ssl_errors();
+    const int ret = SSL_write_ex(ssl(), rest.data(), rest.size(), &n);
+    if (ret == 1) {
+      piece_offset_ += n;
+      if (piece_offset_ == pieces_[piece_].size()) {
+        ++piece_;
+        piece_offset_ = 0;
+      }
+      continue;
+    }
+    const auto outcome = ssl_outcome(ssl(), ret);
+    if (outcome.kind != SslOutcome::failed) {
+      wait(outcome, Waiter::write);
+      return false;
+    }
+    auto done = std::move(writes_.front());
+    writes_.pop_front();
+    pieces_.clear();
+    const auto code = translate_tls_error(outcome.ec, X509_V_OK, false);
+    spdlog::debug("tls: write to {} failed: {}", peer_addr_, outcome.ec.message());
+    post_handler(std::move(done.handler), code);
+    fail(code, Side::write);
+    return false;
+  }
+  return true;
+}
+
+// Each SSL_write is at least one TLS record: the prefix and the frames below
+// FrameDecoder::kLargeFrameBytes are staged together, in order, and large frames are
+// encrypted from their own memory in between.
 void TlsComm::gather(const Message& message) {
   encode_prefix(message, prefix_);
   std::size_t staged_bytes = prefix_.size();
   for (const Frame& f : message.frames)
     if (f.size() < FrameDecoder::kLargeFrameBytes) staged_bytes += f.size();
   staged_.clear();
-  staged_.reserve(staged_bytes);  // no reallocation below: wbufs_ point into it
-  wbufs_.clear();
+  staged_.reserve(staged_bytes);  // no reallocation below: pieces_ point into it
+  pieces_.clear();
   std::size_t run_begin = 0;
   auto stage = [&](const char* data, std::size_t n) {
     staged_.insert(staged_.end(), data, data + n);
   };
   auto end_run = [&] {
     if (staged_.size() > run_begin)
-      wbufs_.emplace_back(staged_.data() + run_begin, staged_.size() - run_begin);
+      pieces_.emplace_back(staged_.data() + run_begin, staged_.size() - run_begin);
     run_begin = staged_.size();
   };
   stage(prefix_.data(), prefix_.size());
@@ -238,28 +352,15 @@ void TlsComm::gather(const Message& message) {
       continue;
     }
     end_run();
-    wbufs_.emplace_back(f.data(), f.size());
+    pieces_.emplace_back(f.data(), f.size());
   }
   end_run();
 }
 
-void TlsComm::on_write(const error_code& ec) {
-  writing_ = false;
-  PendingWrite done = std::move(writes_.front());
-  writes_.pop_front();
-  if (failed_) {
-    if (done.handler) done.handler(failed_);
-    return;
-  }
-  if (ec) {
-    const auto code = translate_tls_error(ec, X509_V_OK, false);
-    spdlog::debug("tls: write to {} failed: {}", peer_addr_, ec.message());
-    fail(code, Side::write);
-    if (done.handler) done.handler(code);
-    return;
-  }
-  if (done.handler) done.handler({});
-  send_next();
+void TlsComm::complete_write(WriteHandler h) {
+  if (!h) return;
+  if (in_turn_) deferred_.push_back(std::move(h));
+  else post_handler(std::move(h), {});  // called on the strand from outside this comm's turns
 }
 
 // ---- closing ----
@@ -273,24 +374,47 @@ void TlsComm::start_close() {
     pending_read_ = nullptr;
   }
   decoder_.discard();
-  send_next();
+  reading_large_ = false;
+  if (!write_waiting_) send_queued();
 }
 
-// async_shutdown reads as well as writes, and an ssl::stream takes one read at a time: a read
-// still in flight is cancelled first, and its completion (on_read) carries on here.
 void TlsComm::finish_close() {
-  shutting_down_ = true;
-  error_code ignored;
-  if (reading_) stream_->next_layer().cancel(ignored);
-  else shut_down_tls();
+  shutdown_started_ = true;
+  clear_ssl_errors();
+  const int ret = SSL_shutdown(ssl());
+  if (ret == 1) return close_socket();  // the peer's close_notify had come already
+  if (ret == 0) {
+    notify_sent_ = true;
+    return drain();
+  }
+  const auto outcome = ssl_outcome(ssl(), ret);
+  if (outcome.kind == SslOutcome::failed) {
+    spdlog::debug("tls: closing {}: {}", peer_addr_, outcome.ec.message());
+    return close_socket();
+  }
+  wait(outcome, Waiter::close);
 }
 
-void TlsComm::shut_down_tls() {
-  stream_->async_shutdown([self = shared_from_this()](const error_code& ec) {
-    if (ec) spdlog::debug("tls: closing {}: {}", self->peer_addr_, ec.message());
-    error_code ignored;
-    self->stream_->next_layer().close(ignored);
-  });
+// After close_notify the socket stays open, its input discarded, until the peer's
+// close_notify or end of stream: closing with unread input would reset the connection, and a
+// reset may destroy data the peer has not read yet.
+void TlsComm::drain() {
+  const auto into = decoder_.discard();
+  for (;;) {
+    std::size_t n = 0;
+    clear_ssl_errors();
+    const int ret = SSL_read_ex(ssl(), into.data(), into.size(), &n);
+    if (ret == 1) continue;
+    const auto outcome = ssl_outcome(ssl(), ret);
+    if (outcome.kind == SslOutcome::failed) return close_socket();
+    return wait(outcome, Waiter::close);
+  }
+}
+
+void TlsComm::close_socket() {
+  socket_closed_ = true;
+  error_code ignored;
+  stream_->socket.close(ignored);  // completes pending waits with operation_aborted
 }
 
 // The op that hit `cause` (the pending read when side is read; a failed write reports its own)
@@ -300,17 +424,16 @@ void TlsComm::fail(error_code cause, Side side) {
   const auto other = make_error_code(cause == errc::closed ? errc::closed : errc::aborted);
   failed_ = other;
   closed_flag_ = true;
-  error_code ignored;
-  stream_->next_layer().close(ignored);  // completes pending operations with operation_aborted
+  close_socket();
   if (pending_read_) {
     post_handler(std::move(pending_read_), side == Side::read ? cause : other);
     pending_read_ = nullptr;
   }
-  // The write in flight (front, when writing_) is completed by on_write; the rest fail now.
-  const auto first = writes_.begin() + (writing_ ? 1 : 0);
-  for (auto it = first; it != writes_.end(); ++it) post_handler(std::move(it->handler), other);
-  writes_.erase(first, writes_.end());
+  for (auto& w : writes_) post_handler(std::move(w.handler), other);
+  writes_.clear();
+  pieces_.clear();
   decoder_.discard();
+  reading_large_ = false;
 }
 
 }  // namespace taskwire::comm::tls

@@ -1,48 +1,48 @@
 #pragma once
-// One end of a TLS connection (Boost.Asio's ssl::stream over a TCP socket on its own strand)
-// speaking the framing of comm/core/framing.hpp; the TLS handshake is done before (see
-// tls_handshake.hpp).
+// One end of a TLS connection speaking the framing of comm/core/framing.hpp; the TLS
+// handshake is done before (see tls_handshake.hpp). OpenSSL reads and writes the
+// non-blocking socket itself (tls_io.hpp), as TcpComm reads and writes its socket.
 //
-// The model is TcpComm's (all state on the strand, every handler holding the comm, a public
-// call from elsewhere posted to the strand, user handlers never run inside the call), its
-// reads decoded by the shared comm::FrameDecoder. What TLS changes:
-// - Writes cannot be offered to the socket directly (OpenSSL must encrypt first), so each
-//   message goes out with async_write and its handler runs from that completion. The prefix
-//   and small frames are copied into one contiguous buffer, so a small message is one TLS
-//   record and one socket write; frames of kLargeFrameBytes and more are written from
-//   their own memory.
-// - close() sends TLS's close_notify once the queued writes are out (Asio's async_shutdown,
-//   which then discards input until the peer's close_notify or end of stream: the drain
-//   TcpComm does by hand), then closes the socket.
-// - A peer closing the TCP connection without close_notify reads as closed between messages
-//   and as a protocol error part-way through one, as over tcp.
+// The model is TcpComm's: all state on the strand, every handler holding the comm, a public
+// call from elsewhere posted to the strand, user handlers never run inside the call, reads
+// decoded by the shared comm::FrameDecoder. A message is offered to SSL_write at once;
+// when the socket takes it whole its handler runs at the end of the current turn, without a
+// trip through the reactor (what keeps a small round trip near tcp's). What the socket does
+// not take is finished after an async_wait for it to become writable (or readable: OpenSSL
+// may need to read first). The prefix and small frames are copied into one buffer, so a
+// small message is one TLS record and one send; frames of kLargeFrameBytes and more are
+// encrypted from their own memory. Reads call SSL_read until OpenSSL says it must wait,
+// then wait for the socket; a whole message found while async_read is still running is
+// delivered by a post.
+//
+// close() sends TLS's close_notify once the queued writes are out, then discards input until
+// the peer's close_notify or end of stream, then closes the socket. A peer closing the TCP
+// connection without close_notify reads as closed between messages and as a protocol error
+// part-way through one, as over tcp.
 #include <taskwire/comm/core/comm.hpp>
 #include <taskwire/comm/core/frame_decoder.hpp>
-#include <taskwire/comm/tcp/tcp_comm.hpp>
+#include <taskwire/comm/tls/tls_io.hpp>
 #include <taskwire/runtime/config.hpp>
-
-#include <boost/asio/ssl.hpp>
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace taskwire::comm::tls {
-
-using Stream = asio::ssl::stream<tcp::Socket>;
 
 /// "tls://HOST:PORT" for an endpoint (IPv6 hosts bracketed).
 std::string format_endpoint(const asio::ip::tcp::endpoint& endpoint);
 
 class TlsComm final : public Comm, public std::enable_shared_from_this<TlsComm> {
  public:
-  /// Takes a stream whose TLS handshake has completed. `limits` bound what this end
-  /// accepts and what it agrees to send.
-  TlsComm(std::unique_ptr<Stream> stream, const runtime::Limits& limits);
+  /// Takes a stream whose TLS handshake has completed. `limits` bound what this
+  /// end accepts and what it agrees to send.
+  TlsComm(std::unique_ptr<TlsStream> stream, const runtime::Limits& limits);
   ~TlsComm() override;
 
   void async_read(ReadHandler handler) override;
@@ -58,6 +58,8 @@ class TlsComm final : public Comm, public std::enable_shared_from_this<TlsComm> 
 
  private:
   enum class Side { read, write };
+  // Who waits for the socket: the reader, the writer, or close() (close_notify, then drain).
+  enum class Waiter { read, write, close };
   struct PendingWrite {
     Message message;
     WriteHandler handler;
@@ -68,45 +70,64 @@ class TlsComm final : public Comm, public std::enable_shared_from_this<TlsComm> 
   void start_write(Message message, WriteHandler handler);
   void start_close();
   void advance();  // decodes what was received; delivers a message or reads more
-  void on_read(const error_code& ec, std::size_t n);
-  void on_large_read(const error_code& ec);
+  bool read_into(std::span<char> into);  // false: it waits for the socket, or failed
+  void deliver(Message message);
   void on_read_error(const error_code& ec);
-  void send_next();
-  void gather(const Message& message);  // fills wbufs_ (and staged_) for one message
-  void on_write(const error_code& ec);
-  void finish_close();  // writes flushed: close_notify, then close once the peer answers
-  void shut_down_tls();
+  void send_queued();
+  bool write_front();  // true once the front message is wholly taken
+  void gather(const Message& message);  // fills pieces_ (and staged_) for one message
+  void complete_write(WriteHandler h);  // success, message handed to the transport
+  void wait(SslOutcome outcome, Waiter who);
+  void on_ready(Waiter who, const error_code& ec);
+  void finish_close();  // writes flushed: close_notify, then drain
+  void drain();         // discards input until the peer's close_notify or end of stream
+  void close_socket();
   void protocol_violation(const std::string& text);
   void fail(error_code cause, Side side);
   error_code later_error() const;
+  SSL* ssl() const noexcept { return stream_->ssl.get(); }
   template <class F>
   void run_on_strand(F&& f);
+  template <class F>
+  void turn(F&& body);  // runs body, then the write handlers it deferred
+  void run_deferred();
+  void schedule_flush();
   void post_handler(ReadHandler h, error_code ec);
   void post_handler(WriteHandler h, error_code ec);
 
   const runtime::Limits limits_;  // what this end agrees to send
   runtime::Limits read_limits_;   // what it accepts (strand only)
   tcp::Strand strand_;
-  std::unique_ptr<Stream> stream_;
+  std::unique_ptr<TlsStream> stream_;
   std::string local_, peer_addr_;
   std::atomic<bool> closed_flag_{false};
 
   // Read side.
   ReadHandler pending_read_;
   FrameDecoder decoder_;
-  bool reading_ = false;  // a stream read is in flight
+  std::span<char> large_into_;   // a large frame being filled (read_all), across waits
+  std::size_t large_filled_ = 0;
+  bool reading_large_ = false;
+  bool read_waiting_ = false;    // the reader waits for the socket or a posted continuation
+  bool starting_read_ = false;   // inside start_read: a message found now is posted
   std::atomic<std::uint64_t> bytes_received_{0};  // plaintext bytes, counted as they come
 
   // Write side.
   std::deque<PendingWrite> writes_;
-  bool writing_ = false;
-  std::vector<char> prefix_;                // reused for every message
-  std::vector<char> staged_;                // the prefix and small frames, copied together
-  std::vector<asio::const_buffer> wbufs_;   // reused for every message
+  std::vector<std::span<const char>> pieces_;  // of the front message; empty until gathered
+  std::size_t piece_ = 0, piece_offset_ = 0;   // how far SSL_write has taken it
+  bool write_waiting_ = false;
+  std::vector<char> prefix_;  // reused for every message
+  std::vector<char> staged_;  // the prefix and small frames, copied together
+  std::deque<WriteHandler> deferred_;  // to run at the end of the current turn
+  bool in_turn_ = false;               // one of this comm's handlers is running
 
   // Lifecycle.
   bool close_requested_ = false;  // close(): no new operations, flush, then close_notify
-  bool shutting_down_ = false;    // close_notify sent (or being sent)
+  bool shutdown_started_ = false;
+  bool notify_sent_ = false;      // close_notify handed to the socket
+  bool close_waiting_ = false;
+  bool socket_closed_ = false;    // the session must not be used again
   bool peer_eof_ = false;         // the peer closed its side (seen on a read)
   error_code failed_;             // set once the comm is dead: what later operations fail with
 };

@@ -176,6 +176,7 @@ class RawSocket {
     }
   }
   void shutdown_write() { ::shutdown(fd_, SHUT_WR); }
+  int fd() const noexcept { return fd_; }
   /// Reads until EOF, an error or the receive timeout; returns how many bytes came.
   std::size_t drain() {
     char buf[4096];

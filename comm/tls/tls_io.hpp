@@ -1,0 +1,70 @@
+#pragma once
+// The OpenSSL session of a tls:// connection, driven directly on the TCP socket's file
+// descriptor (no Asio ssl::stream and no BIO pair): SSL_read / SSL_write / SSL_do_handshake
+// read and write the non-blocking socket themselves, and when one says it must wait
+// (SSL_ERROR_WANT_READ / WANT_WRITE) the caller waits with the socket's async_wait. So a
+// small message is encrypted and sent inside the write call, as TcpComm sends its own, and a
+// large one goes out record after record without a handler per record.
+//
+// The socket's BIO is this file's own: it sends with MSG_NOSIGNAL (a peer gone away must
+// not raise SIGPIPE, as OpenSSL's socket BIO's write() would) and never closes the socket,
+// which the TlsStream's tcp::Socket owns.
+#include <taskwire/comm/tcp/tcp_comm.hpp>
+
+#include <boost/asio/ssl/context.hpp>
+#include <openssl/ssl.h>
+
+#include <memory>
+
+namespace taskwire::comm::tls {
+
+struct SslFree {
+  void operator()(SSL* ssl) const noexcept { SSL_free(ssl); }
+};
+using SslPtr = std::unique_ptr<SSL, SslFree>;
+
+/// A TCP socket (non-blocking, on its strand) and the OpenSSL session reading and writing it.
+/// Once the socket is closed the session must not be used again (its descriptor may be
+/// reused by another socket).
+struct TlsStream {
+  tcp::Socket socket;
+  SslPtr ssl;
+};
+
+/// A new session of `context` over `socket`, made non-blocking; throws CommError(io) when
+/// OpenSSL cannot make one.
+std::unique_ptr<TlsStream> make_tls_stream(tcp::Socket socket, asio::ssl::context& context);
+
+/// What an SSL_* call that returned `ret` asks of its caller.
+struct SslOutcome {
+  enum Kind { done, want_read, want_write, failed } kind = done;
+  /// For failed: the error as Asio's ssl::stream would have reported it (ssl category with
+  /// OpenSSL's packed code, a system error, asio::error::eof for the peer's close_notify,
+  /// asio::ssl::error::stream_truncated for an end of stream without one), the vocabulary
+  /// of translate_tls_error.
+  error_code ec;
+};
+
+/// Empties this thread's OpenSSL error queue, as SSL_get_error needs before an SSL_* call.
+/// OpenSSL 3's ERR_clear_error frees every slot even when the queue is empty, a cost paid
+/// per record; an empty queue is only peeked at.
+void clear_ssl_errors() noexcept;
+
+/// Call clear_ssl_errors() before the SSL_* call, then this right after it (same thread).
+SslOutcome ssl_outcome(SSL* ssl, int ret);
+
+/// While corked, the records OpenSSL writes collect in the session's own bounded buffer
+/// instead of going to the socket one send each; a writer corks while it hands OpenSSL its
+/// queued messages, then uncorks and flushes, so a large message goes out in large sends.
+/// Collected records are always sent before anything written later, corked or not.
+void cork(SSL* ssl, bool on);
+/// Sends what was collected: done once all went, want_write when the socket is full.
+SslOutcome flush(SSL* ssl);
+
+/// The socket readiness that `outcome` (want_read or want_write) waits for.
+inline asio::socket_base::wait_type wait_for(const SslOutcome& outcome) {
+  return outcome.kind == SslOutcome::want_write ? asio::socket_base::wait_write
+                                                : asio::socket_base::wait_read;
+}
+
+}  // namespace taskwire::comm::tls
