@@ -25,7 +25,7 @@ class MpiComm;
 /// receiver's delivered messages and MPI's buffered eager data, a sender's sends not yet
 /// confirmed received): its bytes, but at least kMessageCost, for what the comm and MPI keep
 /// per message whatever its size (docs/security.md, "Bounded queues", has the measurement).
-inline constexpr std::uint64_t kMessageCost = 1024;
+inline constexpr std::uint64_t kMessageCost = 4096;
 inline std::uint64_t held_cost(std::uint64_t bytes) noexcept {
   return bytes > kMessageCost ? bytes : kMessageCost;
 }
