@@ -5,7 +5,7 @@
 // handlers allow; the reader (rank 1 for mpi and tcp; for inproc a comm in rank 0 itself)
 // first reads `calibrate` messages at full speed, which times the writer, then pauses
 // `slowdown` times that per message after each read. After `seconds` of that the writer
-// closes. Rank 0 prints its VmRSS growth over the run (peak of the samples taken after each
+// closes and the reader reads the rest at full speed. Rank 0 prints its VmRSS growth over the run (peak of the samples taken after each
 // handler, less the VmRSS before the first write) against Limits::max_queued_bytes: with
 // bounded queues it stays near the bound plus one message, however long the run.
 #include <string>
@@ -15,11 +15,12 @@ namespace taskwire::bench {
 
 struct BackpressureOptions {
   std::vector<std::string> backends{"mpi", "tcp", "inproc"};
-  std::size_t message_bytes = std::size_t{1} << 20;
+  std::vector<std::size_t> message_sizes{std::size_t{1} << 20};  ///< one run per size
   double seconds = 10;      ///< the slow phase, after the calibration
   double slowdown = 100;    ///< the reader's pause per message, in calibrated message times
   std::size_t calibrate = 200;  ///< messages read at full speed first
-  /// Exit 1 if the writer's RSS grew beyond the bound + one message + this (MiB); < 0: never.
+  /// Exit 1 if the writer's RSS grew beyond the bound + one message + this (MiB), or the
+  /// reader's (mpi, tcp) beyond twice the bound + one message + this; < 0: never.
   double check_slack_mib = -1;
   std::string csv;  ///< rows backend,bound,message_bytes,written_bytes,seconds,rss_growth
 };

@@ -262,17 +262,19 @@ int backpressure_main(const std::vector<std::string>& args) {
       "Run under mpiexec.mpich -n 2.\n\nOptions");
   desc.add_options()("help,h", "show this help")(
       "backend,b", po::value(&backends)->default_value(backends), "comma-separated: mpi, tcp, inproc")(
-      "size", po::value(&size)->default_value(size), "bytes per message (K, M: binary)")(
+      "size", po::value(&size)->default_value(size),
+      "bytes per message (K, M: binary); comma-separated: one run per size per backend")(
       "seconds", po::value(&o.seconds)->default_value(o.seconds), "the slow phase")(
       "slowdown", po::value(&o.slowdown)->default_value(o.slowdown), "how many times slower the reader is")(
       "calibrate", po::value(&o.calibrate)->default_value(o.calibrate), "messages read at full speed first")(
       "check-slack-mib", po::value(&o.check_slack_mib)->default_value(o.check_slack_mib),
-      "exit 1 if the writer's RSS grew beyond the bound + one message + this; < 0: never")(
+      "exit 1 if the writer's RSS grew beyond the bound + one message + this, or the "
+      "reader's beyond twice the bound + one message + this; < 0: never")(
       "csv", po::value(&o.csv), "append rows backend,bound,message_bytes,written_bytes,seconds,rss_growth to FILE")(
       "log-level", po::value(&level)->default_value(level), "trace .. off");
   if (!parse_options(args, desc, level)) return 0;
   o.backends = split(backends);
-  o.message_bytes = parse_sizes(size).at(0);
+  o.message_sizes = parse_sizes(size);
   return bench::run_backpressure(o);
 }
 

@@ -11,8 +11,9 @@
 // - Bounded queues: a comm holds at most Limits::max_queued_bytes (the bound) of queued
 //   outgoing bytes before it makes writers wait. Queued bytes are those written and not yet
 //   taken by the transport: tcp, not yet taken by the socket; mpi, not yet completed by MPI
-//   (a receiver whose reader lags stops receiving, so its senders do not complete); inproc,
-//   not yet taken by the peer's reader. A write is always queued, even one whose message
+//   (a receiver whose reader lags stops receiving, so its senders do not complete; eager
+//   sends, which complete before they are received, are confirmed by a synchronous send
+//   every quarter of the bound); inproc, not yet taken by the peer's reader. A write is always queued, even one whose message
 //   alone is over the bound, but its handler runs only once the bytes queued ahead of it are
 //   at most the bound. So a writer that waits for each handler before writing more (the way
 //   to get backpressure) never holds more than the bound plus one message queued, however

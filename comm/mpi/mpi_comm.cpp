@@ -74,7 +74,7 @@ void MpiComm::async_write(Message message, WriteHandler handler) {
 }
 
 void MpiComm::consumed(const Message& m) {
-  const auto bytes = m.total_bytes();
+  const auto bytes = held_cost(m.total_bytes());
   const auto before = conn_->unread.fetch_sub(bytes);
   if (before - bytes <= max_unread_bytes_ && conn_->holding.load()) poller_->resume(conn_);
 }

@@ -21,6 +21,19 @@ namespace taskwire::comm::mpi {
 
 class MpiComm;
 
+/// What one message counts for against Limits::max_queued_bytes where it is held unread (a
+/// receiver's delivered messages and MPI's buffered eager data, a sender's sends not yet
+/// confirmed received): its bytes, but at least kMessageCost, for what the comm and MPI keep
+/// per message whatever its size (docs/security.md, "Bounded queues", has the measurement).
+inline constexpr std::uint64_t kMessageCost = 4096;
+inline std::uint64_t held_cost(std::uint64_t bytes) noexcept {
+  return bytes > kMessageCost ? bytes : kMessageCost;
+}
+
+/// A sender sends a data head synchronously (MPI_Issend) once the bytes it sent since the
+/// last one pass the bound divided by this (see MpiPoller::needs_confirmation).
+inline constexpr std::uint64_t kConfirmShare = 4;
+
 /// A message still to be sent: the head (a control byte, or the data head with the small
 /// frames packed in), then the frames listed in `separate`, each in chunks of `chunk_bytes`.
 struct OutMessage {
@@ -106,9 +119,13 @@ struct Connection {
   bool failed = false;        ///< a malformed head: what follows cannot be parsed reliably
   bool retired = false;
 
-  /// Delivered, not yet read (the comm decrements). Past limits.max_queued_bytes the
+  /// held_cost of the data sent since the last synchronous send (see kConfirmShare).
+  std::uint64_t unconfirmed = 0;
+
+  /// Delivered, not yet read, counted with held_cost (the comm decrements). Past limits.max_queued_bytes the
   /// connection stops receiving new messages until the reader catches up: its sender's
-  /// requests then do not complete, which holds the sender's write handlers (comm.hpp).
+  /// rendezvous and synchronous requests then do not complete, which holds the sender's
+  /// write handlers (comm.hpp).
   std::atomic<std::uint64_t> unread{0};
   std::atomic<bool> holding{false};      ///< new messages held back until the reader resumes
 };

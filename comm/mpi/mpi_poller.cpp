@@ -428,7 +428,8 @@ void MpiPoller::pump_sends(const ConnectionPtr& c) {
       }
       m.head_posted = true;
       if (m.is_close) c->close_sent = true;
-      if (!post_send(c, m, m.head.data(), m.head.size())) return;
+      const bool synchronous = needs_confirmation(*c, m);
+      if (!post_send(c, m, m.head.data(), m.head.size(), synchronous)) return;
     }
     while (m.next_frame < m.separate.size() && m.outstanding < kChunkWindow) {
       const Frame& f = m.message.frames[m.separate[m.next_frame]];
@@ -452,15 +453,41 @@ void MpiPoller::pump_sends(const ConnectionPtr& c) {
   maybe_retire(c);
 }
 
+// Eager sends (below UCX_RNDV_THRESH) complete before the peer received them: the bytes wait
+// in MPI's buffers, and a receiver that holds messages back (Connection::holding) would not
+// hold a writer of small messages back at all. So once the data sent since the last
+// synchronous send passes the bound / kConfirmShare, the next data head goes with
+// MPI_Issend. That completes only once the peer's poller received it (MPI_Imrecv; holding it
+// matched is not enough, docs/security.md), and as messages on one tag do not overtake each
+// other and the poller receives a connection's messages in order, all earlier ones were
+// received too. Its handler, and the messages queued behind it, wait for that.
+bool MpiPoller::needs_confirmation(Connection& c, const OutMessage& m) noexcept {
+  if (m.head.empty() || m.head[0] != static_cast<char>(kData)) return false;
+  const std::uint64_t head = held_cost(m.head.size());
+  std::uint64_t chunks = 0;
+  for (auto i : m.separate) chunks += held_cost(m.message.frames[i].size());
+  const std::uint64_t every = std::max<std::uint64_t>(1, c.limits.max_queued_bytes / kConfirmShare);
+  if (c.unconfirmed + head + chunks <= every) {
+    c.unconfirmed += head + chunks;
+    return false;
+  }
+  c.unconfirmed = chunks;  // they follow the synchronous head: it does not confirm them
+  return true;
+}
+
 bool MpiPoller::post_send(const ConnectionPtr& c, OutMessage& m, const char* data,
-                          std::uint64_t n) {
+                          std::uint64_t n, bool synchronous) {
   MPI_Request req;
   int rc;
-  if (n <= INT_MAX)
-    rc = MPI_Isend(data, static_cast<int>(n), MPI_BYTE, c->peer, c->send_tag, comm_, &req);
-  else
-    rc = MPI_Isend_c(data, static_cast<MPI_Count>(n), MPI_BYTE, c->peer, c->send_tag, comm_,
-                     &req);
+  if (n <= INT_MAX) {
+    const int count = static_cast<int>(n);
+    rc = synchronous ? MPI_Issend(data, count, MPI_BYTE, c->peer, c->send_tag, comm_, &req)
+                     : MPI_Isend(data, count, MPI_BYTE, c->peer, c->send_tag, comm_, &req);
+  } else {
+    const auto count = static_cast<MPI_Count>(n);
+    rc = synchronous ? MPI_Issend_c(data, count, MPI_BYTE, c->peer, c->send_tag, comm_, &req)
+                     : MPI_Isend_c(data, count, MPI_BYTE, c->peer, c->send_tag, comm_, &req);
+  }
   if (rc != MPI_SUCCESS) {
     c->peer_gone = true;  // nothing more will reach it
     fail(c, errc::io, "MPI_Isend failed: " + mpi_text(rc));

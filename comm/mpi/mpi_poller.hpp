@@ -6,7 +6,7 @@
 //   2. drains incoming messages with matched probes on any source and tag (MPI_Improbe +
 //      MPI_Imrecv: no probe/receive race) and routes each by (source, tag) to its connection,
 // and sends are started at once by the writing thread (MPI_Isend, or MPI_Isend_c for chunks
-// above INT_MAX). Completions are queued per connection (Connection::outbox, run in order on
+// above INT_MAX; now and then a synchronous one, see needs_confirmation). Completions are queued per connection (Connection::outbox, run in order on
 // the comm's strand); no handler runs under the poller's lock. State and MPI calls are
 // serialised by runtime::MpiEnvironment::mutex().
 //
@@ -194,7 +194,9 @@ class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
   void enqueue_control(const ConnectionPtr& c, Kind kind, std::uint32_t arg = 0);
   void queue_close(const ConnectionPtr& c);
   void pump_sends(const ConnectionPtr& c);
-  bool post_send(const ConnectionPtr& c, OutMessage& m, const char* data, std::uint64_t n);
+  bool post_send(const ConnectionPtr& c, OutMessage& m, const char* data, std::uint64_t n,
+                 bool synchronous = false);
+  static bool needs_confirmation(Connection& c, const OutMessage& m) noexcept;
   void fail_queued_writes(const ConnectionPtr& c, error_code ec, bool include_in_flight);
 
   // lifecycle of a connection

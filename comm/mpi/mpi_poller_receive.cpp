@@ -280,7 +280,7 @@ void MpiPoller::deliver_ready(const ConnectionPtr& c) {
         if (!in.discard && !c->aborted) {
           if (auto comm = c->comm.lock()) {
             Message m(std::move(in.frames));
-            c->unread += m.total_bytes();
+            c->unread += held_cost(m.total_bytes());
             post(c, [comm = std::move(comm), m = std::move(m)]() mutable {
               comm->on_message(std::move(m));
             });
