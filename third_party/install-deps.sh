@@ -10,6 +10,7 @@ PACKAGES=(
   libboost-dev libboost-serialization-dev libboost-program-options-dev
   catch2 libfmt-dev libspdlog-dev libjemalloc-dev
   libssl-dev openssl
+  iproute2 iputils-ping
   gnuplot-nox
   clang libclang-rt-14-dev
 )
