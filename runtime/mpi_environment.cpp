@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <arpa/inet.h>
 #include <poll.h>
 #include <sys/syscall.h>
@@ -220,7 +221,30 @@ void MpiEnvironment::exchange_identities() {
 #endif
   }
   wake_board_->attach(keys, rank_, nonces);
+  several_hosts_ = several_hosts;
   if (several_hosts) connect_hosts(keys);
+}
+
+// Across hosts, MPICH's MPI_Finalize over UCX's TCP transport sometimes never returns: a
+// rank waits in UCX for its endpoints to close while the peer it waits for already sits in
+// the launcher's barrier, which does not progress UCX (docs/multi-host.md). Every rank has
+// passed the shutdown barrier by then, so all the job's work is done: after a bound, the
+// rank goes on (its program ends with its own status) and leaves MPI_Finalize to its thread.
+void MpiEnvironment::finalize() {
+  if (!several_hosts_) {
+    MPI_Finalize();
+    return;
+  }
+  auto done = std::make_shared<std::promise<void>>();
+  auto finished = done->get_future();
+  std::thread([done] {
+    MPI_Finalize();
+    done->set_value();
+  }).detach();
+  if (finished.wait_for(std::chrono::seconds(5)) == std::future_status::ready) return;
+  spdlog::warn("rank {}: MPI_Finalize has not returned 5 s after every rank finished; going on "
+               "without it (UCX's TCP transport waiting on a peer already in the launcher's "
+               "barrier)", rank_);
 }
 
 // The job spans several hosts: every rank binds a UDP socket (wake-ups) and a TCP listener
@@ -424,7 +448,7 @@ void MpiEnvironment::shutdown() noexcept {
   {
     std::lock_guard lock(*mutex_);
     MPI_Comm_free(&comm_);
-    if (owns_mpi_) MPI_Finalize();
+    if (owns_mpi_) finalize();
   }
   shut_down_ = true;
   spdlog::debug("MPI environment of rank {} shut down", rank_);

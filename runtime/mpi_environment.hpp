@@ -154,6 +154,7 @@ class MpiEnvironment {
   std::vector<MPI_Request> send_goodbyes();  ///< under mutex_
   void shutdown_barrier(Clock::time_point deadline);
   void abort_job(const std::string& why) noexcept;
+  void finalize();
 
   MpiEnvironmentOptions options_;
   std::shared_ptr<std::mutex> mutex_ = std::make_shared<std::mutex>();
@@ -169,6 +170,7 @@ class MpiEnvironment {
   std::vector<std::string> hosts_;  // host name per rank
   PeerWatch watch_;                 // of watched_rank_, on another host
   int watched_rank_ = -1;
+  bool several_hosts_ = false;
   std::shared_ptr<WakeBoard> wake_board_;
   std::mutex check_mu_;
   Clock::time_point next_check_{};
