@@ -5,6 +5,7 @@
 #             SIGTERM to with-hosts, and after SIGKILL of with-hosts (the next start cleans up)
 #   parallel  two instances at once get their own numbers and subnets and cannot reach each other
 #   mpi       mpiexec.mpich starts one rank per host through netns-ssh
+#   rate      --rate puts a tbf qdisc of that rate on both ends of every veth
 # Prints FAILED on a failure (ctest's FAIL_REGULAR_EXPRESSION) and exits non-zero.
 set -uo pipefail
 
@@ -79,6 +80,17 @@ inner_mpi() {
     test "$got" = "$expected"
   got=$(timeout 60 "$dir/on-host" h1 "${launch[@]}" sh -c 'echo "$PMI_RANK $(hostname)"' | sort)
   check "mpiexec inside h1: one rank per host ($got)" test "$got" = "$expected"
+}
+
+inner_rate() {
+  local n=$TASKWIRE_HOSTS_INSTANCE i
+  for i in 1 2; do
+    check "h$i's eth0 is capped at 100 Mbit/s" \
+      sh -c "tc -n tw${n}h$i qdisc show dev eth0 | grep -q 'tbf .*rate 100Mbit'"
+    check "the bridge side of h$i's veth is capped at 100 Mbit/s" \
+      sh -c "tc qdisc show dev tw${n}h${i}b | grep -q 'tbf .*rate 100Mbit'"
+  done
+  check "h1 pings h2 through the caps" "$dir/on-host" h1 ping -c 1 -W 2 -q h2
 }
 
 # What instance $1 may have owned: prints whatever is still there.
@@ -161,6 +173,8 @@ case ${1:-} in
   network) "$dir/with-hosts" 3 -- "$0" inner-network ;;
   parallel) "$dir/with-hosts" 2 -- "$0" inner-parallel ;;
   mpi) "$dir/with-hosts" 4 -- "$0" inner-mpi ;;
+  rate) "$dir/with-hosts" 2 --rate 100mbit -- "$0" inner-rate ;;
+  inner-rate) inner_rate ;;
   inner-network) inner_network ;;
   inner-mpi) inner_mpi ;;
   inner-parallel) inner_parallel ;;
@@ -171,7 +185,7 @@ case ${1:-} in
     scenario "SIGTERM to with-hosts" 143 sigterm
     scenario "SIGKILL of with-hosts" 137 sigkill
     ;;
-  *) echo "usage: hosts_test.sh network|teardown|parallel|mpi" >&2; exit 2 ;;
+  *) echo "usage: hosts_test.sh network|teardown|parallel|mpi|rate" >&2; exit 2 ;;
 esac
 status=$?
 [ $failures -eq 0 ] && [ $status -eq 0 ] || { echo "FAILED: $failures check(s), status $status"; exit 1; }
