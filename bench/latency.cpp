@@ -145,6 +145,9 @@ int print_rows(const LatencyOptions& o, const std::vector<Row>& all) {
         fmt::print("{:<10} {:>10} {:>8} {:>12.2f} {:>12.2f} {:>12.2f}\n", r.backend,
                    human_bytes(r.bytes), r.iterations, r.s.p50, r.s.p99, r.s.mean);
   print_ratio(all, "tls", "tcp");
+  print_ratio(all, "mpi", "raw-mpi");
+  print_ratio(all, "mpi-idle", "mpi");
+  print_ratio(all, "tcp-idle", "tcp");
   return 0;
 }
 

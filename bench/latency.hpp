@@ -11,6 +11,10 @@ struct LatencyOptions {
   std::size_t max_iterations = 10'000;
   double seconds_per_size = 0.4;
   double idle_seconds = 0;  ///< under mpiexec: also measure each rank's CPU while idle
+  /// Under mpiexec, for mpi and tcp: also `idle_rounds` single round trips of the first size,
+  /// each after both ranks were idle this long (rows "<backend>-idle").
+  double idle_gap_seconds = 0;
+  std::size_t idle_rounds = 10;
   std::string csv;
 };
 

@@ -88,6 +88,21 @@ std::vector<double> raw_mpi(runtime::MpiEnvironment& env, const PingPongPlan& pl
   return std::move(sampler.samples());
 }
 
+// Single round trips, each after both ranks were idle for the gap (the echoing rank's poller
+// has gone to its deepest sleep by then): what the first message after a quiet spell costs.
+LatencyRow after_idle(const comm::CommPtr& c, const LatencyOptions& o, const std::string& backend) {
+  PingPongPlan one;
+  one.bytes = o.sizes.empty() ? 8 : o.sizes.front();
+  one.warmup = 0;
+  one.min_iterations = one.max_iterations = 1;
+  LatencyRow row{backend + "-idle", one.bytes, {}};
+  for (std::size_t i = 0; i < o.idle_rounds; ++i) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(o.idle_gap_seconds));
+    for (double us : ping_pong(c, one)) row.samples.push_back(us);
+  }
+  return row;
+}
+
 }  // namespace
 
 bool launched_by_mpiexec() {
@@ -130,6 +145,7 @@ std::vector<LatencyRow> run_latency_mpi(const LatencyOptions& o, const PlanFor& 
       if (env.rank() == 0) {
         auto c = comm::connect(registry, target);
         for (auto bytes : o.sizes) rows.push_back({backend, bytes, ping_pong(c, plan_for(bytes))});
+        if (o.idle_gap_seconds > 0) rows.push_back(after_idle(c, o, backend));
         c->close();
       }
       env.barrier();

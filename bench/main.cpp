@@ -92,6 +92,11 @@ int latency_main(const std::vector<std::string>& args) {
       "csv", po::value(&o.csv), "append rows backend,bytes,iterations,p50_us,p99_us,mean_us to FILE")(
       "idle-seconds", po::value(&o.idle_seconds)->default_value(0.0),
       "under mpiexec: also measure each rank's CPU use while the runtime is up and idle")(
+      "idle-gap", po::value(&o.idle_gap_seconds)->default_value(0.0),
+      "under mpiexec, mpi and tcp: also single round trips of the first size, each after both "
+      "ranks were idle this many seconds (rows <backend>-idle)")(
+      "idle-rounds", po::value(&o.idle_rounds)->default_value(o.idle_rounds),
+      "how many of those")(
       "log-level", po::value(&level)->default_value(level), "trace .. off");
   if (!parse_options(args, desc, level)) return 0;
   o.backends = split(backends);

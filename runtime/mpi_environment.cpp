@@ -1,4 +1,5 @@
 #include <taskwire/runtime/mpi_environment.hpp>
+#include <taskwire/runtime/mpi_hosts.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -10,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <future>
+#include <arpa/inet.h>
 #include <poll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -142,7 +145,6 @@ void MpiEnvironment::init(int* argc, char*** argv) {
   lost_ = std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(size_));
   wake_board_ = std::make_shared<WakeBoard>();  // before the peers learn our pid
   exchange_identities();
-  wake_board_->attach(peer_pids_, rank_);
   barrier();  // every peer has mapped our word: its name can go
   wake_board_->unlink_own();
   {
@@ -157,35 +159,132 @@ void MpiEnvironment::init(int* argc, char*** argv) {
                 level_name(provided), tag_ub_);
 }
 
-void MpiEnvironment::exchange_identities() {
-  struct Identity {
-    std::uint64_t host;
-    std::int64_t pid;
-  };
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  const Identity me{std::hash<std::string>{}(host), static_cast<std::int64_t>(::getpid())};
-  std::vector<Identity> all(static_cast<std::size_t>(size_));
+// A polled MPI_Iallgather of one fixed-size record per rank.
+template <class Record>
+std::vector<Record> MpiEnvironment::allgather(const Record& mine) {
+  std::vector<Record> all(static_cast<std::size_t>(size_));
   MPI_Request req;
-  int rc = MPI_Iallgather(&me, sizeof me, MPI_BYTE, all.data(), sizeof me, MPI_BYTE, comm_, &req);
+  int rc = MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, comm_, &req);
   MpiBackoff backoff(options_.poll);
   for (int done = 0; rc == MPI_SUCCESS && !done;) {
     rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
     if (!done) backoff.sleep();
   }
   if (rc != MPI_SUCCESS) throw std::runtime_error("MPI_Iallgather failed: " + error_string(rc));
+  return all;
+}
+
+// MPI's node of this rank: the lowest MPI_COMM_WORLD rank that shares memory with it.
+// MPI_Comm_split_type is a blocking collective with no non-blocking form; the polled
+// barrier before it means every rank is there and it does not spin for long.
+int MpiEnvironment::mpi_node() {
+  barrier();
+  MPI_Comm node = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+    return -1;
+  MPI_Group node_group, world_group;
+  MPI_Comm_group(node, &node_group);
+  MPI_Comm_group(comm_, &world_group);
+  const int first = 0;
+  int leader = -1;
+  MPI_Group_translate_ranks(node_group, 1, &first, world_group, &leader);
+  MPI_Group_free(&node_group);
+  MPI_Group_free(&world_group);
+  MPI_Comm_free(&node);
+  return leader;
+}
+
+// Which ranks share this host (watched by pid, woken through shared memory) and, when the job
+// spans several hosts, the sockets that reach the others (mpi_hosts.hpp).
+void MpiEnvironment::exchange_identities() {
+  const auto me = HostIdentity::of_this_process(mpi_node(), wake_board_->nonce());
+  const auto all = allgather(me);
+  for (const auto& id : all) hosts_.emplace_back(id.host, ::strnlen(id.host, sizeof id.host));
+  std::vector<long> keys(static_cast<std::size_t>(size_), 0);
+  std::vector<std::uint64_t> nonces(static_cast<std::size_t>(size_), 0);
   peer_pids_.assign(static_cast<std::size_t>(size_), 0);
   peer_fds_.assign(static_cast<std::size_t>(size_), -1);
+  bool several_hosts = false;
   for (int r = 0; r < size_; ++r) {
-    const auto& id = all[static_cast<std::size_t>(r)];
-    if (r == rank_ || id.host != me.host) continue;
-    peer_pids_[static_cast<std::size_t>(r)] = id.pid;
+    const auto i = static_cast<std::size_t>(r);
+    nonces[i] = all[i].wake_nonce;
+    // Every rank sees the same records: all of them agree whether the job spans hosts.
+    several_hosts = several_hosts || !same_host(all[i], all[0]);
+    if (!same_host(all[i], me)) continue;
+    keys[i] = static_cast<long>(all[i].pid);
+    if (r == rank_) continue;
+    peer_pids_[i] = all[i].pid;
 #ifdef SYS_pidfd_open
     // A pidfd turns readable when the process ends, zombie or not (a launcher that does not
     // clean up may leave a dead rank unreaped, and kill(pid, 0) still finds those).
-    peer_fds_[static_cast<std::size_t>(r)] =
-        static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(id.pid), 0));
+    peer_fds_[i] = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(all[i].pid), 0));
 #endif
+  }
+  wake_board_->attach(keys, rank_, nonces);
+  several_hosts_ = several_hosts;
+  if (several_hosts) connect_hosts(keys);
+}
+
+// Across hosts, MPICH's MPI_Finalize over UCX's TCP transport sometimes never returns: a
+// rank waits in UCX for its endpoints to close while the peer it waits for already sits in
+// the launcher's barrier, which does not progress UCX (docs/multi-host.md). Every rank has
+// passed the shutdown barrier by then, so all the job's work is done: after a bound, the
+// rank goes on (its program ends with its own status) and leaves MPI_Finalize to its thread.
+void MpiEnvironment::finalize() {
+  if (!several_hosts_) {
+    MPI_Finalize();
+    return;
+  }
+  auto done = std::make_shared<std::promise<void>>();
+  auto finished = done->get_future();
+  std::thread([done] {
+    MPI_Finalize();
+    done->set_value();
+  }).detach();
+  if (finished.wait_for(std::chrono::seconds(5)) == std::future_status::ready) return;
+  spdlog::warn("rank {}: MPI_Finalize has not returned 5 s after every rank finished; going on "
+               "without it (UCX's TCP transport waiting on a peer already in the launcher's "
+               "barrier)", rank_);
+}
+
+// The job spans several hosts: every rank binds a UDP socket (wake-ups) and a TCP listener
+// (death watch) on the address of its MPI network, and watches the next rank if that one is
+// on another host (a rank on this host is watched by its pidfd): every rank is watched by
+// the one before it.
+void MpiEnvironment::connect_hosts(const std::vector<long>& keys) {
+  std::string rule;
+  const auto address = job_network_address(&rule);
+  NetworkContact mine;
+  if (address) {
+    mine.ipv4 = address->s_addr;
+    mine.wake_port = wake_board_->open_network(*address);
+    mine.watch_port = watch_.listen(*address);
+    char text[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &*address, text, sizeof text);
+    spdlog::debug("rank {}: ranks on other hosts reach this one at {} ({})", rank_, text, rule);
+  } else {
+    spdlog::warn("rank {}: no network address for ranks on other hosts: they cannot wake this "
+                 "rank or see it die", rank_);
+  }
+  const auto all = allgather(mine);
+  std::vector<sockaddr_in> peers(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    if (keys[i] || !all[i].ipv4) continue;  // on this host, or unreachable
+    peers[i].sin_family = AF_INET;
+    peers[i].sin_addr.s_addr = all[i].ipv4;
+    peers[i].sin_port = htons(all[i].wake_port);
+  }
+  wake_board_->attach_network(peers);
+  const int next = (rank_ + 1) % size_;
+  const auto& n = all[static_cast<std::size_t>(next)];
+  if (next != rank_ && !keys[static_cast<std::size_t>(next)] && n.ipv4 && n.watch_port) {
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = n.ipv4;
+    to.sin_port = htons(n.watch_port);
+    watch_.watch(to);
+    watched_rank_ = next;
   }
 }
 
@@ -198,24 +297,52 @@ bool MpiEnvironment::peer_process_ended(int rank) const {
   return ::kill(static_cast<pid_t>(peer_pids_[i]), 0) == -1 && errno == ESRCH;
 }
 
-std::vector<int> MpiEnvironment::check_peers() {
+std::vector<int> MpiEnvironment::check_peers(bool now_please) {
   std::vector<int> lost;
   std::unique_lock lock(check_mu_, std::try_to_lock);
   if (!lock.owns_lock()) return lost;
   const auto now = Clock::now();
-  if (now < next_check_) return lost;
+  if (!now_please && now < next_check_) return lost;
   next_check_ = now + std::chrono::milliseconds(200);
+  auto found_dead = [&](int r, const std::string& how) {
+    lost_[static_cast<std::size_t>(r)] = true;
+    lost.push_back(r);
+    spdlog::error("rank {}: rank {} ({}) died without saying GOODBYE", rank_, r, how);
+  };
   for (int r = 0; r < size_; ++r) {
     const auto i = static_cast<std::size_t>(r);
     if (!peer_pids_[i] || lost_[i] || goodbye_from_[i]) continue;
-    if (peer_process_ended(r)) {
-      lost_[i] = true;
-      lost.push_back(r);
-      spdlog::error("rank {}: rank {} (pid {}) died without saying GOODBYE", rank_, r,
-                    peer_pids_[i]);
+    if (peer_process_ended(r)) found_dead(r, fmt::format("pid {}", peer_pids_[i]));
+  }
+  if (watched_rank_ >= 0 && !lost_[static_cast<std::size_t>(watched_rank_)] &&
+      !goodbye_from_[static_cast<std::size_t>(watched_rank_)]) {
+    const auto state = watch_.poll_state();
+    if (state == PeerWatch::State::ended) {
+      found_dead(watched_rank_, fmt::format("on host {}", host_of(watched_rank_)));
+    } else if (state == PeerWatch::State::failed) {
+      spdlog::warn("rank {}: cannot watch rank {} on host {}: its death would go unnoticed here",
+                   rank_, watched_rank_, host_of(watched_rank_));
+      watched_rank_ = -1;
     }
   }
   return lost;
+}
+
+void MpiEnvironment::wait_for_peer_event(std::chrono::milliseconds timeout) {
+  std::vector<pollfd> fds;
+  // Only ranks still to watch: a pidfd stays readable once its process ended.
+  for (int r = 0; r < size_; ++r)
+    if (const int fd = peer_fds_[static_cast<std::size_t>(r)]; fd >= 0 && !is_lost(r) && !said_goodbye(r))
+      fds.push_back({fd, POLLIN, 0});
+  if (watched_rank_ >= 0 && watch_.fd() >= 0 && !is_lost(watched_rank_) && !said_goodbye(watched_rank_))
+    fds.push_back({watch_.fd(), watch_.events(), 0});
+  if (fds.empty()) std::this_thread::sleep_for(timeout);
+  else ::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
+}
+
+std::string MpiEnvironment::host_of(int rank) const {
+  const auto i = static_cast<std::size_t>(rank);
+  return i < hosts_.size() && !hosts_[i].empty() ? hosts_[i] : "?";
 }
 
 bool MpiEnvironment::is_lost(int rank) const noexcept {
@@ -321,7 +448,7 @@ void MpiEnvironment::shutdown() noexcept {
   {
     std::lock_guard lock(*mutex_);
     MPI_Comm_free(&comm_);
-    if (owns_mpi_) MPI_Finalize();
+    if (owns_mpi_) finalize();
   }
   shut_down_ = true;
   spdlog::debug("MPI environment of rank {} shut down", rank_);

@@ -20,6 +20,7 @@
 // cannot be initialised again after MPI_Finalize). Thread-safety: all members are safe to
 // call from any thread.
 #include <taskwire/runtime/config.hpp>
+#include <taskwire/runtime/mpi_hosts.hpp>
 #include <taskwire/runtime/mpi_wake.hpp>
 
 #include <mpi.h>
@@ -118,11 +119,17 @@ class MpiEnvironment {
   /// Peer death. Plain MPI cannot survive a rank that dies: launchers usually end the whole
   /// job, but some do not (mpiexec -disable-auto-cleanup, some batch systems), and then
   /// MPI_Finalize would hang. So ranks on the same host watch each other's process ids
-  /// (exchanged at start): check_peers() returns the ranks newly found dead without a
-  /// GOODBYE (at most one check per 200 ms; cheap to call every poll). shutdown() with a
-  /// lost peer ends the job with MPI_Abort and a message naming the rank.
-  std::vector<int> check_peers();
+  /// (exchanged at start), and across hosts each rank watches the next one by a TCP
+  /// connection that ends with its process (mpi_hosts.hpp): check_peers() returns the ranks
+  /// newly found dead without a GOODBYE (at most one check per 200 ms unless `now_please`;
+  /// cheap to call every poll). shutdown() with a lost peer ends the job with MPI_Abort and
+  /// a message naming the rank.
+  std::vector<int> check_peers(bool now_please = false);
+  /// Blocks until a watched peer may have ended, or `timeout` (then check_peers(true)).
+  void wait_for_peer_event(std::chrono::milliseconds timeout);
   bool is_lost(int rank) const noexcept;
+  /// The host name `rank` reported at start-up ("?" if none), for messages.
+  std::string host_of(int rank) const;
 
   /// Cross-process wake-ups for the comm layer's poller (see mpi_wake.hpp). Shared so that
   /// the poller may outlive the environment.
@@ -134,6 +141,10 @@ class MpiEnvironment {
  private:
   void init(int* argc, char*** argv);
   void exchange_identities();
+  int mpi_node();
+  void connect_hosts(const std::vector<long>& keys);
+  template <class Record>
+  std::vector<Record> allgather(const Record& mine);
   std::vector<int> lost_without_goodbye() const;
   bool peer_process_ended(int rank) const;
   void drain_and_goodbye(Clock::time_point deadline);
@@ -143,6 +154,7 @@ class MpiEnvironment {
   std::vector<MPI_Request> send_goodbyes();  ///< under mutex_
   void shutdown_barrier(Clock::time_point deadline);
   void abort_job(const std::string& why) noexcept;
+  void finalize();
 
   MpiEnvironmentOptions options_;
   std::shared_ptr<std::mutex> mutex_ = std::make_shared<std::mutex>();
@@ -155,6 +167,10 @@ class MpiEnvironment {
   std::unique_ptr<std::atomic<bool>[]> lost_;          // per rank
   std::vector<long> peer_pids_;  // pid per rank on this host, 0 on other hosts
   std::vector<int> peer_fds_;    // pidfd per rank on this host, -1 if none
+  std::vector<std::string> hosts_;  // host name per rank
+  PeerWatch watch_;                 // of watched_rank_, on another host
+  int watched_rank_ = -1;
+  bool several_hosts_ = false;
   std::shared_ptr<WakeBoard> wake_board_;
   std::mutex check_mu_;
   Clock::time_point next_check_{};

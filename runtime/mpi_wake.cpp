@@ -1,5 +1,7 @@
 #include <taskwire/runtime/mpi_wake.hpp>
 
+#include <taskwire/runtime/mpi_hosts.hpp>
+
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -13,6 +15,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <random>
 #include <string_view>
 
 namespace taskwire::runtime {
@@ -35,6 +38,7 @@ socklen_t socket_address(long key, sockaddr_un& a) {
 struct Contact {
   std::int64_t pid;
   std::int32_t event_fd;
+  std::uint64_t nonce;
 };
 constexpr std::size_t kContactOffset = 64;
 Contact* contact_of(std::atomic<std::uint32_t>* word) {
@@ -66,6 +70,12 @@ int copy_event_fd_of(std::int64_t pid, int fd) {
 #endif
 }
 
+std::int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 std::atomic<std::uint32_t>* map_word(int fd) {
   void* p = ::mmap(nullptr, kWordBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   return p == MAP_FAILED ? nullptr : static_cast<std::atomic<std::uint32_t>*>(p);
@@ -77,6 +87,7 @@ long WakeBoard::current_pid() noexcept { return ::getpid(); }
 
 WakeBoard::WakeBoard(long key, bool with_event_fd) {
   static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+  nonce_ = (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   own_name_ = shm_name(key);
   // A stale name from a dead process with the same pid is simply reused.
   const int shm = ::shm_open(own_name_.c_str(), O_CREAT | O_RDWR | O_TRUNC | O_CLOEXEC, 0600);
@@ -91,7 +102,7 @@ WakeBoard::WakeBoard(long key, bool with_event_fd) {
   if (!own_) return;
   new (own_) std::atomic<std::uint32_t>(kAwake);
   if (with_event_fd) event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  *contact_of(own_) = Contact{::getpid(), event_fd_};
+  *contact_of(own_) = Contact{::getpid(), event_fd_, nonce_};
   fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   sockaddr_un a;
   const socklen_t len = socket_address(key, a);
@@ -106,6 +117,7 @@ WakeBoard::~WakeBoard() {
   unlink_own();
   if (fd_ >= 0) ::close(fd_);
   if (event_fd_ >= 0) ::close(event_fd_);
+  if (net_fd_ >= 0) ::close(net_fd_);
   for (int fd : peer_event_fds_)
     if (fd >= 0) ::close(fd);
   for (auto* w : words_)  // peers' words only: attach() skips this rank
@@ -113,8 +125,13 @@ WakeBoard::~WakeBoard() {
   if (own_) ::munmap(own_, kWordBytes);
 }
 
-void WakeBoard::attach(const std::vector<long>& keys, int own_rank) {
+void WakeBoard::attach(const std::vector<long>& keys, int own_rank,
+                       const std::vector<std::uint64_t>& nonces) {
   keys_ = keys;
+  own_rank_ = own_rank;
+  last_message_ = std::make_unique<std::atomic<std::int64_t>[]>(keys.size());
+  last_datagram_ = std::make_unique<std::atomic<std::int64_t>[]>(keys.size());
+  for (std::size_t r = 0; r < keys.size(); ++r) last_message_[r] = last_datagram_[r] = INT64_MIN / 2;
   words_.assign(keys.size(), nullptr);
   for (int fd : peer_event_fds_)
     if (fd >= 0) ::close(fd);
@@ -129,6 +146,11 @@ void WakeBoard::attach(const std::vector<long>& keys, int own_rank) {
       if (shm >= 0) {
         words_[r] = map_word(shm);
         ::close(shm);
+        if (words_[r] && r < nonces.size() && contact_of(words_[r])->nonce != nonces[r]) {
+          spdlog::debug("wake board: the page of rank {} is not its own: not woken through it", r);
+          ::munmap(words_[r], kWordBytes);
+          words_[r] = nullptr;
+        }
         if (words_[r] && contact_of(words_[r])->event_fd >= 0)
           peer_event_fds_[r] =
               copy_event_fd_of(contact_of(words_[r])->pid, contact_of(words_[r])->event_fd);
@@ -136,6 +158,28 @@ void WakeBoard::attach(const std::vector<long>& keys, int own_rank) {
     }
     if (!words_[r]) all_attached_ = false;
   }
+}
+
+std::uint16_t WakeBoard::open_network(in_addr address) {
+  std::uint16_t port = 0;
+  net_fd_ = bound_socket(SOCK_DGRAM, address, port);
+  if (net_fd_ < 0)
+    spdlog::warn("wake board: no UDP socket for wake-ups from other hosts ({})", std::strerror(errno));
+  return port;
+}
+
+// Keys are 0 for ranks on other hosts: those need an address, the others a mapped word.
+void WakeBoard::attach_network(const std::vector<sockaddr_in>& peers) {
+  net_peers_ = peers;
+  net_peers_.resize(keys_.size());
+  bool all = usable();
+  remote_peers_ = false;
+  for (std::size_t r = 0; r < keys_.size(); ++r) {
+    if (static_cast<int>(r) == own_rank_) continue;
+    if (reaches_by_network(static_cast<int>(r))) remote_peers_ = true;
+    else if (!words_[r]) all = false;
+  }
+  all_attached_ = all;
 }
 
 void WakeBoard::unlink_own() noexcept {
@@ -155,15 +199,38 @@ void WakeBoard::drain() noexcept {
   std::uint64_t count;
   if (event_fd_ >= 0 && ::read(event_fd_, &count, sizeof count) < 0) {
   }
+  while (net_fd_ >= 0 && ::recv(net_fd_, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+  }
 }
 
 void WakeBoard::wake(int rank) noexcept {
+  if (reaches_by_network(rank)) {
+    const auto now = now_ns();
+    const auto quiet = std::chrono::nanoseconds(kRemoteSleepAfter).count() / 2;
+    const auto last = last_message_[static_cast<std::size_t>(rank)].exchange(now, std::memory_order_relaxed);
+    if (now - last >= quiet) send_datagram(rank);
+    return;
+  }
   if (!reaches(rank)) return;
   auto* w = words_[static_cast<std::size_t>(rank)];
   std::atomic_thread_fence(std::memory_order_seq_cst);  // the MPI_Isend before, the load after
   if (w->load(std::memory_order_seq_cst) == kAwake) return;
   if (w->exchange(kAwake, std::memory_order_seq_cst) == kAwake) return;  // someone else woke it
   send_wake(rank);
+}
+
+void WakeBoard::rewake(int rank) noexcept {
+  if (!reaches_by_network(rank)) return wake(rank);
+  const auto now = now_ns();
+  const auto last = last_datagram_[static_cast<std::size_t>(rank)].load(std::memory_order_relaxed);
+  if (now - last >= std::chrono::nanoseconds(kRemoteRewakeEvery).count()) send_datagram(rank);
+}
+
+void WakeBoard::send_datagram(int rank) noexcept {
+  const auto& to = net_peers_[static_cast<std::size_t>(rank)];
+  last_datagram_[static_cast<std::size_t>(rank)].store(now_ns(), std::memory_order_relaxed);
+  const char byte = 'w';
+  ::sendto(net_fd_, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL, reinterpret_cast<const sockaddr*>(&to), sizeof to);
 }
 
 void WakeBoard::wake_if_awaiting_sends(int rank) noexcept {

@@ -121,19 +121,19 @@ std::string ClusterRank::role_of(int rank) const {
 // launchers do not always end the job themselves: end it here, naming the rank.
 void ClusterRank::watch_peers() {
   while (!stop_watch_) {
-    env_.check_peers();
+    env_.check_peers(/*now_please=*/true);
     for (int r = 0; r < env_.size(); ++r) {
       if (r == env_.rank() || !env_.is_lost(r)) continue;
       const auto why = fmt::format(
-          "taskwire: rank {} ({}) died without shutting down; an MPI job cannot continue without "
-          "it, so rank {} ends the job",
-          r, role_of(r), env_.rank());
+          "taskwire: rank {} ({} on host {}) died without shutting down; an MPI job cannot "
+          "continue without it, so rank {} ends the job",
+          r, role_of(r), env_.host_of(r), env_.rank());
       spdlog::critical("{}", why);
       fmt::print(stderr, "{}\n", why);
       std::fflush(stderr);
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    std::this_thread::sleep_for(100ms);
+    env_.wait_for_peer_event(100ms);  // at once when a watched rank ends
   }
 }
 

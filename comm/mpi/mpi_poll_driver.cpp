@@ -58,6 +58,13 @@ PollDriver::PollDriver(std::shared_ptr<MpiPoller> poller, asio::any_io_executor 
     else
       wake_fd_.reset();  // peers write the eventfd nobody would wait on: no wakeable sleeps
   }
+  if (wake_fd_ && board_->network_fd() >= 0) {
+    if (const int fd = ::fcntl(board_->network_fd(), F_DUPFD_CLOEXEC, 0); fd >= 0)
+      wake_net_fd_ = std::make_unique<asio::posix::stream_descriptor>(strand_, fd);
+    else
+      wake_fd_.reset();  // ranks on other hosts would send datagrams nobody waits for
+  }
+  remote_peers_ = board_ && board_->has_remote_peers();
   // The board is attached before any driver exists: whether peers can wake this rank is fixed.
   wakeable_ = wake_fd_ && board_->all_peers_reach_me();
   policy_ = PollPolicy::from(config, wakeable_ && board_->local_ranks() > cores_);
@@ -84,6 +91,7 @@ void PollDriver::stop() noexcept {
       error_code ignored;
       if (self->wake_fd_) self->wake_fd_->close(ignored);
       if (self->wake_event_fd_) self->wake_event_fd_->close(ignored);
+      if (self->wake_net_fd_) self->wake_net_fd_->close(ignored);
     });
   } catch (...) {
   }
@@ -105,7 +113,9 @@ std::chrono::microseconds PollDriver::next_wait(const TurnResult& r) {
     backoff_.reset();
     last_progress_ = now;
   }
-  const PollView view{now - last_progress_, r.receiving, r.sending, r.sends_blocked, wakeable_};
+  const PollView view{now - last_progress_, r.receiving,      r.sending,
+                      r.sends_blocked,        wakeable_,        remote_peers_,
+                      r.sending_remote};
   const auto d = decide(policy_, view, [this] { return core_free(); }, [&] { return backoff_.next(); });
   using Action = PollDecision::Action;
   untimed_ = d.action == Action::sleep_until_woken;
@@ -203,15 +213,20 @@ void PollDriver::sleep(std::chrono::microseconds wait) {
 void PollDriver::read_wake_socket() {
   arm_wake_read(wake_event_fd_.get(), asio::buffer(&wake_count_, sizeof wake_count_), reading_event_);
   arm_wake_read(wake_fd_.get(), asio::buffer(wake_buf_), reading_);
+  // A datagram from another host may run ahead of the message it announces (an MPI
+  // connection still being set up): counted as progress, it is followed by timed sleeps.
+  arm_wake_read(wake_net_fd_.get(), asio::buffer(wake_net_buf_), reading_net_, true);
 }
 
 void PollDriver::arm_wake_read(asio::posix::stream_descriptor* fd, asio::mutable_buffer into,
-                               bool& pending) {
+                               bool& pending, bool counts_as_progress) {
   if (!fd || pending || !fd->is_open()) return;
   pending = true;
-  fd->async_read_some(into, [self = shared_from_this(), &pending](error_code ec, std::size_t) {
+  fd->async_read_some(into, [self = shared_from_this(), &pending, counts_as_progress](error_code ec, std::size_t) {
     pending = false;
-    if (!ec && !self->stopped_) self->woken(self->sleep_id_);
+    if (ec || self->stopped_) return;
+    if (counts_as_progress) self->kicked_ = true;
+    self->woken(self->sleep_id_);
   });
 }
 

@@ -27,9 +27,9 @@ PollDecision decide(const PollPolicy& policy, const PollView& view,
     return {Action::yield_then_poll};
   auto wait = backoff();
   // A receive in flight moves with this rank's own MPI calls (a rendezvous receive copies
-  // the data itself), and so does a send when its receiver cannot wake this rank: poll
-  // again soon.
-  if (view.receiving || (view.sending && !view.wakeable))
+  // the data itself), and so does a send when its receiver cannot wake this rank (over a
+  // network the sender's MPI pushes the data out as the socket drains): poll again soon.
+  if (view.receiving || view.sending_remote || (view.sending && !view.wakeable))
     return {Action::sleep, std::min(wait, policy.in_flight_sleep_cap)};
   if (view.wakeable && view.sending) {
     // A send in flight completes once its receiver took it: the receiver wakes this rank
@@ -39,8 +39,11 @@ PollDecision decide(const PollPolicy& policy, const PollView& view,
     return {Action::sleep, policy.sleep_cap,
             view.sends_blocked ? runtime::WakeBoard::kAwaitingSends : runtime::WakeBoard::kSleeping};
   }
-  // Every peer can wake this rank when it sends to it: sleep until then.
-  if (view.wakeable) return {Action::sleep_until_woken, policy.wakeable_sleep};
+  // Every peer can wake this rank when it sends to it: sleep until then. A sender on another
+  // host sends a wake-up only to a peer it has not sent to lately: until then, timed sleeps.
+  if (view.wakeable && !(view.remote_peers && view.since_progress < policy.remote_sleep_after))
+    return {Action::sleep_until_woken, policy.wakeable_sleep};
+  if (view.wakeable) return {Action::sleep, wait};
   // Without wake-ups, the backoff; after a long silence, longer sleeps (each timer wake-up
   // costs tens of microseconds of CPU).
   if (view.since_progress >= policy.deep_idle_after) wait = std::max(wait, policy.deep_sleep);

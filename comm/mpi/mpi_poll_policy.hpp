@@ -28,6 +28,9 @@ struct PollPolicy {
   std::chrono::milliseconds deep_idle_after{1000};
   /// Bound of a sleep that waits for a wake-up (it only covers a lost one).
   std::chrono::milliseconds wakeable_sleep{50};
+  /// With peers on other hosts, how long without progress before such a sleep (the promise
+  /// their senders rely on, runtime::WakeBoard).
+  std::chrono::microseconds remote_sleep_after = runtime::WakeBoard::kRemoteSleepAfter;
 
   /// From the configuration; `spin_after_progress` -1 resolves to 0 when `oversubscribed`
   /// (more ranks on this host than cores, and every peer can wake this rank), else 100 us.
@@ -41,6 +44,8 @@ struct PollView {
   bool sending = false;        ///< sends in flight
   bool sends_blocked = false;  ///< a message waits behind a send in flight
   bool wakeable = false;       ///< every peer can wake this rank (runtime::WakeBoard)
+  bool remote_peers = false;   ///< some of them only by datagram, from another host
+  bool sending_remote = false;  ///< sends in flight to another host
 };
 
 struct PollDecision {

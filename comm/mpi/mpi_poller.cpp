@@ -277,7 +277,7 @@ void MpiPoller::note_requests(TurnResult& r) {
   auto wake_for = [&](Pending& p) {
     if (!board_ || !p.conn || now < p.next_wake) return;
     if (p.turns > 2) p.next_wake = now + kRewakeEvery;
-    board_->wake(p.conn->peer);
+    board_->rewake(p.conn->peer);
   };
   for (auto& p : pending_) {
     ++p.turns;
@@ -287,6 +287,7 @@ void MpiPoller::note_requests(TurnResult& r) {
       continue;
     }
     r.sending = true;
+    if (board_ && board_->reaches_by_network(p.conn->peer)) r.sending_remote = true;
     // A message waits behind this send: another one of the queue, or the rest of this one's
     // chunks beyond the window of sends in flight.
     if (p.conn->sendq.size() > 1 || !p.conn->sendq.front().all_posted()) r.sends_blocked = true;

@@ -56,6 +56,7 @@ struct TurnResult {
   bool progress = false;  ///< something completed or arrived
   bool receiving = false;      ///< receives are in flight
   bool sending = false;        ///< sends are in flight
+  bool sending_remote = false;  ///< some to a rank on another host
   bool sends_blocked = false;  ///< a message waits behind a send in flight
   bool finished = false;  ///< shut down: the driver can stop
   bool deferred = false;  ///< a completion could not run inline: let the io_context run
@@ -253,7 +254,8 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   void woken(std::uint64_t id);
   void stay_awake();
   void read_wake_socket();
-  void arm_wake_read(asio::posix::stream_descriptor* fd, asio::mutable_buffer into, bool& pending);
+  void arm_wake_read(asio::posix::stream_descriptor* fd, asio::mutable_buffer into, bool& pending,
+                     bool counts_as_progress = false);
   void guard();
   std::chrono::microseconds next_wait(const TurnResult& r);
   bool core_free() const;
@@ -265,10 +267,13 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   std::shared_ptr<runtime::WakeBoard> board_;
   std::unique_ptr<asio::posix::stream_descriptor> wake_fd_;  ///< board's socket, when usable
   std::unique_ptr<asio::posix::stream_descriptor> wake_event_fd_;  ///< board's eventfd, if any
+  std::unique_ptr<asio::posix::stream_descriptor> wake_net_fd_;  ///< board's UDP socket, if any
   char wake_buf_[16];
+  char wake_net_buf_[16];
   std::uint64_t wake_count_ = 0;
   bool reading_ = false;   ///< a read of wake_fd_ is pending
   bool reading_event_ = false;  ///< a read of wake_event_fd_ is pending
+  bool reading_net_ = false;    ///< a read of wake_net_fd_ is pending
   bool untimed_ = false;   ///< the coming sleep waits for a wake-up, not for the timer
   bool in_sleep_ = false;  ///< a sleep is set up and not yet ended (strand-confined)
   std::uint64_t sleep_id_ = 0;  ///< the current sleep; stale wake-ups carry an older one
@@ -278,6 +283,7 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   PollPolicy policy_;
   bool yield_unchecked_;
   bool wakeable_ = false;  ///< every peer can wake this rank (and it waits on the board)
+  bool remote_peers_ = false;  ///< some peers wake it by datagram, from another host
   bool yield_next_ = false;  ///< give up the core before the next turn (see next_wait)
   int cores_;
   MpiPoller::Clock::time_point last_progress_{};

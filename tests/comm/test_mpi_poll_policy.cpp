@@ -101,3 +101,34 @@ TEST_CASE("poll policy: idle, a rank every peer can wake sleeps until woken", "[
   d = probe(p, PollView{late, false, true, false, false});  // sends in flight, no wake-ups
   CHECK(d.wait == p.in_flight_sleep_cap);
 }
+
+TEST_CASE("poll policy: with peers on other hosts, sleeps are timed until the senders' promise holds",
+          "[mpi][policy]") {
+  Probe probe;
+  const auto p = oversubscribed();
+  // {since_progress, receiving, sending, sends_blocked, wakeable, remote_peers, sending_remote}
+  const auto early = p.remote_sleep_after - 1us;
+  auto d = probe(p, PollView{early, false, false, false, true, true, false});
+  CHECK(d.action == Action::sleep);  // a sender on another host may send without a datagram
+  CHECK(d.wait == probe.next);       // the backoff's wait
+  d = probe(p, PollView{p.remote_sleep_after, false, false, false, true, true, false});
+  CHECK(d.action == Action::sleep_until_woken);  // from now on every sender sends one
+  // Without peers on other hosts the same moment already sleeps until woken.
+  CHECK(probe(p, PollView{early, false, false, false, true, false, false}).action ==
+        Action::sleep_until_woken);
+  // The senders' half: they keep quiet for less than half of it.
+  CHECK(2 * (WakeBoard::kRemoteSleepAfter / 2) <= p.remote_sleep_after);
+}
+
+TEST_CASE("poll policy: a send in flight to another host polls soon, as a receive does",
+          "[mpi][policy]") {
+  Probe probe;
+  probe.next = 5000us;
+  const auto p = oversubscribed();
+  auto d = probe(p, PollView{1s, false, true, true, true, true, true});
+  CHECK(d.action == Action::sleep);
+  CHECK(d.wait == p.in_flight_sleep_cap);
+  d = probe(p, PollView{1s, false, true, true, true, true, false});  // to this host only
+  CHECK(d.action == Action::sleep);
+  CHECK(d.wait == p.sleep_cap);
+}

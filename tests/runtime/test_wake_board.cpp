@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -133,4 +135,57 @@ TEST_CASE("a peer that is not on this host (or gone) is not reachable", "[runtim
   a.wake(1);  // harmless
   a.wake(2);
   a.wake(-1);
+}
+
+namespace {
+
+sockaddr_in loopback_port(std::uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("a rank on another host is woken by datagram, once per quiet spell", "[runtime][wake]") {
+  // Ranks 0 and 1 "on different hosts": no shared word (key 0), a UDP socket each on loopback.
+  WakeBoard a(key(11)), b(key(12));
+  REQUIRE(a.usable());
+  REQUIRE(b.usable());
+  a.attach({key(11), 0}, 0);
+  b.attach({0, key(12)}, 1);
+  in_addr loopback{htonl(INADDR_LOOPBACK)};
+  const auto port_a = a.open_network(loopback), port_b = b.open_network(loopback);
+  REQUIRE(port_a != 0);
+  REQUIRE(port_b != 0);
+  CHECK_FALSE(a.all_peers_reach_me());  // before the addresses are known
+  a.attach_network({sockaddr_in{}, loopback_port(port_b)});
+  b.attach_network({loopback_port(port_a), sockaddr_in{}});
+  CHECK(a.reaches_by_network(1));
+  CHECK_FALSE(a.reaches(1));
+  CHECK(a.has_remote_peers());
+  CHECK(a.all_peers_reach_me());
+
+  a.wake(1);  // the first message: a datagram
+  CHECK(readable(b.network_fd(), 5000));
+  b.drain();
+  // A message right after another one sends none (b cannot be in a sleep that only a wake-up
+  // ends), and a request still in flight none within kRemoteRewakeEvery of the last datagram.
+  // "Right after" is up to the machine's scheduler: of a few tries, one is quick enough.
+  bool quiet_after_message = false, quiet_after_rewake = false;
+  for (int attempt = 0; attempt < 20 && !(quiet_after_message && quiet_after_rewake); ++attempt) {
+    usleep(static_cast<useconds_t>(WakeBoard::kRemoteSleepAfter.count()));
+    a.wake(1);  // quiet for longer than half the promise: always a datagram
+    REQUIRE(readable(b.network_fd(), 5000));
+    b.drain();
+    a.wake(1);
+    quiet_after_message = quiet_after_message || !readable(b.network_fd(), 0);
+    a.rewake(1);
+    quiet_after_rewake = quiet_after_rewake || !readable(b.network_fd(), 0);
+    b.drain();
+  }
+  CHECK(quiet_after_message);
+  CHECK(quiet_after_rewake);
 }
