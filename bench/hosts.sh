@@ -56,6 +56,7 @@ if [ $quick = 2 ]; then
   tasks_args=(--independent 100 --chain 20 --fan-in 100 --roundtrips 10 --repeats 1)
   dag_args=(--repeats 1 --sizes 1K,64K --stencil-steps 2 --matmul-blocks 2 --tree-leaves 2)
 elif [ $quick = 1 ]; then
+  lat_sizes=8,64,4K,64K bw_sizes=64K,1M,4M,16M
   lat_args=(--seconds-per-size 0.05 --iterations 500)
   bw_args=(--seconds-per-size 0.1)
   tasks_args=(--repeats 3 --roundtrips 100)
