@@ -98,7 +98,7 @@ bool launched_by_mpiexec() {
   return false;
 }
 
-std::vector<LatencyRow> run_latency_mpi(const LatencyOptions& o, const PlanFor& plan_for) {
+void run_latency_mpi(const LatencyOptions& o, const PlanFor& plan_for, const LatencyReport& report) {
   runtime::MpiEnvironment env;
   if (env.size() < 2)
     throw std::runtime_error(
@@ -172,7 +172,7 @@ std::vector<LatencyRow> run_latency_mpi(const LatencyOptions& o, const PlanFor& 
   mpi_listener.reset();
   env.barrier();
   ctx.stop();
-  return rows;
+  if (env.rank() == 0) report(rows);
 }
 
 }  // namespace taskwire::bench
