@@ -153,8 +153,9 @@ Row run_one(RankPair& pair, const BackpressureOptions& o, const std::string& bac
       contact = local->contact_address();
     }
   } else {
-    contact = pair.listen_on_server(
-        backend == "mpi" ? fmt::format("mpi://1:{}", run) : "tcp://127.0.0.1:0", on_accept);
+    contact = pair.listen_on_server(backend == "mpi" ? fmt::format("mpi://1:{}", run)
+                                                     : "tcp://" + pair.tcp_host() + ":0",
+                                    on_accept);
   }
   std::string summary;
   const bool reads_here = backend == "inproc" ? pair.measures() : pair.serves();

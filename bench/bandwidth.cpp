@@ -118,7 +118,7 @@ void send_comm_window(const comm::CommPtr& c, const runtime::Message& data, std:
 
 std::vector<Row> comm_backend(RankPair& pair, const BandwidthOptions& o, const std::string& backend) {
   const std::string contact = pair.listen_on_server(
-      backend == "mpi" ? "mpi://1" : backend + "://127.0.0.1:0", [](comm::CommPtr c) {
+      backend == "mpi" ? "mpi://1" : backend + "://" + pair.tcp_host() + ":0", [](comm::CommPtr c) {
         auto sink = std::make_shared<CommSink>();
         sink->comm = std::move(c);
         sink->read_header();
@@ -140,8 +140,8 @@ std::vector<Row> comm_backend(RankPair& pair, const BandwidthOptions& o, const s
 
 std::vector<Row> raw_tcp_backend(RankPair& pair, const BandwidthOptions& o) {
   std::unique_ptr<RawTcpAcceptor> acceptor;
-  if (pair.serves()) acceptor = std::make_unique<RawTcpAcceptor>();
-  const auto port = pair.pass_string(1, 0, acceptor ? std::to_string(acceptor->port()) : "");
+  if (pair.serves()) acceptor = std::make_unique<RawTcpAcceptor>(pair.tcp_host());
+  const auto contact = pair.pass_string(1, 0, acceptor ? acceptor->contact() : "");
   std::vector<Row> rows;
   if (pair.serves()) {
     auto sock = acceptor->accept();
@@ -155,7 +155,7 @@ std::vector<Row> raw_tcp_backend(RankPair& pair, const BandwidthOptions& o) {
       sock.send_message(ack);
     }
   } else if (pair.measures()) {
-    auto sock = RawTcpSocket::connect("127.0.0.1", static_cast<std::uint16_t>(std::stoi(port)));
+    auto sock = RawTcpSocket::connect(contact);
     std::vector<char> reply;
     for (auto bytes : o.sizes) {
       const std::vector<char> data(bytes, 'x');

@@ -5,7 +5,8 @@
 // Backends in the same run, between the same two processes:
 //   mpi      the MPI backend through the Comm interface
 //   raw-mpi  MPI_Isend window / MPI_Irecv window on MPI_COMM_WORLD, then MPI_Send ack (the floor)
-//   tcp      the TCP backend through the Comm interface (rank 1 listens on 127.0.0.1)
+//   tcp      the TCP backend through the Comm interface (rank 1 listens on 127.0.0.1, or on
+//            its host's address when the ranks are on different hosts)
 //   raw-tcp  blocking sockets (the floor for tcp)
 #include <cstddef>
 #include <string>

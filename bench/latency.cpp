@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include <unistd.h>
 
 #include <chrono>
@@ -94,16 +96,19 @@ int run_latency(const LatencyOptions& o) {
   bool needs_mpi = launched_by_mpiexec();
   for (const auto& b : o.backends) needs_mpi = needs_mpi || b == "mpi" || b == "raw-mpi";
   if (needs_mpi) {
-    auto rows = run_latency_mpi(o, [&](std::size_t bytes) { return plan_for(o, bytes); });
-    if (rows.empty()) return 0;  // ranks other than 0 print nothing
-    for (auto& r : rows) {
-      if (r.backend.rfind("idle-cpu", 0) == 0) {
-        fmt::print("{}: {:.2f} % of a core while idle for {} s\n", r.backend, r.samples.at(0), o.idle_seconds);
-        continue;
+    // Only rank 0 reports; the others print nothing.
+    run_latency_mpi(o, [&](std::size_t bytes) { return plan_for(o, bytes); }, [&](const std::vector<LatencyRow>& rows) {
+      for (auto& r : rows) {
+        if (r.backend.rfind("idle-cpu", 0) == 0) {
+          fmt::print("{}: {:.2f} % of a core while idle for {} s\n", r.backend, r.samples.at(0), o.idle_seconds);
+          continue;
+        }
+        all.push_back({r.backend, r.bytes, r.samples.size(), summarize(r.samples)});
       }
-      all.push_back({r.backend, r.bytes, r.samples.size(), summarize(r.samples)});
-    }
-    return print_rows(o, all);
+      print_rows(o, all);
+      std::fflush(stdout);
+    });
+    return 0;
   }
   std::unique_ptr<BenchTlsFiles> tls_files;
   for (const auto& b : o.backends) {

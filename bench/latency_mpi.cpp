@@ -3,7 +3,8 @@
 // Every backend runs between the same two processes in the same launch:
 //   mpi      the MPI backend through the Comm interface (mpi://1)
 //   raw-mpi  plain blocking MPI_Send/MPI_Recv on MPI_COMM_WORLD (the floor)
-//   tcp      the TCP backend through the Comm interface (rank 1 listens on 127.0.0.1)
+//   tcp      the TCP backend through the Comm interface (rank 1 listens on 127.0.0.1, or on
+//            its host's address when the ranks are on different hosts)
 //   raw-tcp  blocking sockets (the floor for tcp)
 #include "bench/latency_mpi.hpp"
 
@@ -12,6 +13,7 @@
 
 #include <taskwire/comm/backends.hpp>
 #include <taskwire/comm/core/connect.hpp>
+#include <taskwire/runtime/mpi_broadcast.hpp>
 #include <taskwire/runtime/mpi_environment.hpp>
 
 #include <fmt/format.h>
@@ -111,7 +113,7 @@ bool launched_by_mpiexec() {
   return false;
 }
 
-std::vector<LatencyRow> run_latency_mpi(const LatencyOptions& o, const PlanFor& plan_for) {
+void run_latency_mpi(const LatencyOptions& o, const PlanFor& plan_for, const LatencyReport& report) {
   runtime::MpiEnvironment env;
   if (env.size() < 2)
     throw std::runtime_error(
@@ -122,6 +124,7 @@ std::vector<LatencyRow> run_latency_mpi(const LatencyOptions& o, const PlanFor& 
   comm::Registry registry(ctx);
   comm::register_builtin_backends(registry);
   ctx.start();
+  const auto tcp_host = runtime::default_tcp_host(env);
   std::vector<LatencyRow> rows;
   std::unique_ptr<comm::Listener> mpi_listener;
   if (env.rank() == 1)
@@ -139,7 +142,7 @@ std::vector<LatencyRow> run_latency_mpi(const LatencyOptions& o, const PlanFor& 
       std::string target = "mpi://1";
       if (backend == "tcp") {
         if (env.rank() == 1)
-          tcp_listener = comm::listen(registry, "tcp://127.0.0.1:0", [](comm::CommPtr c) { echo_forever(c); });
+          tcp_listener = comm::listen(registry, "tcp://" + tcp_host + ":0", [](comm::CommPtr c) { echo_forever(c); });
         target = exchange_string(env, 1, 0, tcp_listener ? tcp_listener->contact_address() : "");
       }
       if (env.rank() == 0) {
@@ -151,12 +154,12 @@ std::vector<LatencyRow> run_latency_mpi(const LatencyOptions& o, const PlanFor& 
       env.barrier();
     } else if (backend == "raw-tcp") {
       std::unique_ptr<RawTcpAcceptor> acceptor;
-      if (env.rank() == 1) acceptor = std::make_unique<RawTcpAcceptor>();
-      auto port = exchange_string(env, 1, 0, acceptor ? std::to_string(acceptor->port()) : "");
+      if (env.rank() == 1) acceptor = std::make_unique<RawTcpAcceptor>(tcp_host);
+      auto contact = exchange_string(env, 1, 0, acceptor ? acceptor->contact() : "");
       if (env.rank() == 1) {
         acceptor->accept().echo_until_closed();
       } else if (env.rank() == 0) {
-        auto sock = RawTcpSocket::connect("127.0.0.1", static_cast<std::uint16_t>(std::stoi(port)));
+        auto sock = RawTcpSocket::connect(contact);
         for (auto bytes : o.sizes)
           rows.push_back({backend, bytes, raw_tcp_ping_pong(sock, plan_for(bytes))});
       }
@@ -185,7 +188,7 @@ std::vector<LatencyRow> run_latency_mpi(const LatencyOptions& o, const PlanFor& 
   mpi_listener.reset();
   env.barrier();
   ctx.stop();
-  return rows;
+  if (env.rank() == 0) report(rows);
 }
 
 }  // namespace taskwire::bench

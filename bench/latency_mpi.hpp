@@ -16,7 +16,10 @@ struct LatencyRow {
 using PlanFor = std::function<PingPongPlan(std::size_t)>;
 
 bool launched_by_mpiexec();
-/// The latency comparison between ranks 0 and 1 of an mpiexec launch; rows on rank 0 only.
-std::vector<LatencyRow> run_latency_mpi(const LatencyOptions& options, const PlanFor& plan_for);
+using LatencyReport = std::function<void(const std::vector<LatencyRow>&)>;
+/// The latency comparison between ranks 0 and 1 of an mpiexec launch. Rank 0 hands its rows to
+/// `report` before MPI is finalised: MPICH with UCX over TCP may hang in MPI_Finalize, and the
+/// figures are kept even then.
+void run_latency_mpi(const LatencyOptions& options, const PlanFor& plan_for, const LatencyReport& report);
 
 }  // namespace taskwire::bench

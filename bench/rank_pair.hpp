@@ -40,6 +40,10 @@ class RankPair {
   /// ranks 0 and 1. The listener lives until finish() or destruction.
   std::string listen_on_server(const std::string& where, std::function<void(comm::CommPtr)> on_accept);
 
+  /// Where this rank's TCP listeners bind: 127.0.0.1 when both ranks share a host, else its
+  /// host's address (runtime::default_tcp_host, found once at construction).
+  const std::string& tcp_host() const noexcept { return tcp_host_; }
+
   /// Collective polled barrier over every rank.
   void barrier() { env_.barrier(); }
 
@@ -48,6 +52,7 @@ class RankPair {
 
  private:
   runtime::MpiEnvironment env_;
+  std::string tcp_host_;
   std::unique_ptr<runtime::Context> ctx_;
   std::unique_ptr<comm::Registry> registry_;
   std::vector<std::unique_ptr<comm::Listener>> listeners_;

@@ -56,13 +56,20 @@ RawTcpSocket RawTcpSocket::connect(const std::string& host, std::uint16_t port) 
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
-  ::inet_pton(AF_INET, host.c_str(), &a.sin_addr);
+  if (::inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1)
+    throw std::invalid_argument("raw-tcp: not an IPv4 address: " + host);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) {
     ::close(fd);
     fail("connect");
   }
   set_nodelay(fd);
   return RawTcpSocket(fd);
+}
+
+RawTcpSocket RawTcpSocket::connect(const std::string& contact) {
+  const auto colon = contact.rfind(':');
+  if (colon == std::string::npos) throw std::invalid_argument("raw-tcp: not HOST:PORT: " + contact);
+  return connect(contact.substr(0, colon), static_cast<std::uint16_t>(std::stoi(contact.substr(colon + 1))));
 }
 
 RawTcpSocket::~RawTcpSocket() {
@@ -93,14 +100,17 @@ void RawTcpSocket::echo_until_closed() {
   while (recv_message(buf)) send_message(buf);
 }
 
-RawTcpAcceptor::RawTcpAcceptor() {
+RawTcpAcceptor::RawTcpAcceptor(const std::string& host) : host_(host) {
   fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd_ < 0) fail("socket");
   int one = 1;
   ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) {
+    ::close(fd_);
+    throw std::invalid_argument("raw-tcp: not an IPv4 address: " + host);
+  }
   if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0 || ::listen(fd_, 16) < 0) fail("bind/listen");
   socklen_t len = sizeof a;
   ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);

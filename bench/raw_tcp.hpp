@@ -10,6 +10,8 @@ namespace taskwire::bench {
 class RawTcpSocket {
  public:
   static RawTcpSocket connect(const std::string& host, std::uint16_t port);
+  /// Connects to "HOST:PORT" (an IPv4 address), as RawTcpAcceptor::contact() gives it.
+  static RawTcpSocket connect(const std::string& contact);
   explicit RawTcpSocket(int fd) : fd_(fd) {}
   RawTcpSocket(RawTcpSocket&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
   RawTcpSocket& operator=(RawTcpSocket&&) = delete;
@@ -24,15 +26,18 @@ class RawTcpSocket {
   int fd_;
 };
 
-/// A listening socket on 127.0.0.1 with an ephemeral port.
+/// A listening socket on `host` (an IPv4 address) with an ephemeral port.
 class RawTcpAcceptor {
  public:
-  RawTcpAcceptor();
+  explicit RawTcpAcceptor(const std::string& host = "127.0.0.1");
   ~RawTcpAcceptor();
   std::uint16_t port() const { return port_; }
+  /// "HOST:PORT", for RawTcpSocket::connect(contact).
+  std::string contact() const { return host_ + ":" + std::to_string(port_); }
   RawTcpSocket accept();
 
  private:
+  std::string host_;
   int fd_;
   std::uint16_t port_;
 };

@@ -5,10 +5,13 @@
 # data: time per graph against payload size), and TaskBench's METG(50%) (bench/metg.sh) when
 # taskwire-taskbench was built next to taskwire-bench.
 #
-#   bench/report.sh [--quick|--smoke] [--bench PATH] [OUTDIR]   (OUTDIR: ./benchmark-report)
+#   bench/report.sh [--quick|--smoke] [--hosts] [--bench PATH] [OUTDIR]
+#                                                           (OUTDIR: ./benchmark-report)
 #
 # --quick: short time budgets and a smaller array (N = 4000), about a minute in all.
 # --smoke: tiny sizes, only to prove the pipeline works (the `bench` ctest label runs it).
+# --hosts: also the same benchmarks across 4 emulated hosts (bench/hosts.sh into OUTDIR/hosts,
+#   a section of report.md); needs root and iproute2 (tests/hosts/README.md).
 # --bench: the taskwire-bench binary (default: $TASKWIRE_BENCH, build/release/bench/, then PATH).
 # Every MPI run goes through mpiexec.mpich with MPIEXEC_TIMEOUT (default 900 s, 240 s quick).
 # Exits non-zero when a benchmark fails or leaves no CSV rows. Needs gnuplot for the plots
@@ -16,14 +19,16 @@
 set -euo pipefail
 
 quick=0
+hosts=0
 bench=""
 out=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --smoke) quick=2 ;;
+    --hosts) hosts=1 ;;
     --bench) bench="$2"; shift ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "report.sh: unknown option $1" >&2; exit 2 ;;
     *) out="$1" ;;
   esac
@@ -314,4 +319,10 @@ img() { [ $plots -gt 0 ] && printf '![%s](%s.png)\n\n' "$1" "$1" || true; }
   echo
   echo "Raw outputs: the \`.txt\` and \`.csv\` files next to this report."
 } > "$out/report.md"
+if [ $hosts = 1 ]; then
+  quick_flag=$( [ $quick = 2 ] && echo --smoke || { [ $quick = 1 ] && echo --quick; } || true)
+  "$here/bench/hosts.sh" $quick_flag --bench "$bench" "$out/hosts"
+  { echo; echo "## Across emulated hosts (bench/hosts.sh)"; echo
+    sed -e '1d' -e 's|(hosts-|(hosts/hosts-|' "$out/hosts/hosts.md"; } >> "$out/report.md"
+fi
 echo "report.sh: wrote $out/report.md, $plots plots"

@@ -1,19 +1,18 @@
 #include <taskwire/runtime/mpi_broadcast.hpp>
 
+#include <taskwire/comm/core/host_address.hpp>
+
+#include <unistd.h>
+
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 
 namespace taskwire::runtime {
 namespace {
 
-// One polled MPI_Ibcast, sleeping with the idle backoff between tests.
-void polled_bcast(MpiEnvironment& env, void* data, int count, MPI_Datatype type, int root) {
-  MPI_Request req;
-  int rc;
-  {
-    std::lock_guard lock(*env.mutex());
-    rc = MPI_Ibcast(data, count, type, root, env.comm(), &req);
-  }
+// Waits for `req` (started with result `rc`), sleeping with the idle backoff between tests.
+void wait_polled(MpiEnvironment& env, MPI_Request req, int rc, const char* what) {
   MpiBackoff backoff(Config::from_env().mpi);
   for (int done = 0; rc == MPI_SUCCESS && !done;) {
     {
@@ -23,7 +22,17 @@ void polled_bcast(MpiEnvironment& env, void* data, int count, MPI_Datatype type,
     if (!done) backoff.sleep();
   }
   if (rc != MPI_SUCCESS)
-    throw std::runtime_error("MPI_Ibcast failed: " + MpiEnvironment::error_string(rc));
+    throw std::runtime_error(std::string(what) + " failed: " + MpiEnvironment::error_string(rc));
+}
+
+void polled_bcast(MpiEnvironment& env, void* data, int count, MPI_Datatype type, int root) {
+  MPI_Request req = MPI_REQUEST_NULL;
+  int rc;
+  {
+    std::lock_guard lock(*env.mutex());
+    rc = MPI_Ibcast(data, count, type, root, env.comm(), &req);
+  }
+  wait_polled(env, req, rc, "MPI_Ibcast");
 }
 
 }  // namespace
@@ -37,6 +46,26 @@ std::string broadcast(MpiEnvironment& env, const std::string& value, int root) {
   std::string out = env.rank() == root ? value : std::string(n, '\0');
   if (n > 0) polled_bcast(env, out.data(), static_cast<int>(n), MPI_CHAR, root);
   return out;
+}
+
+bool all_on_one_host(MpiEnvironment& env) {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) throw std::runtime_error("cannot read the host name");
+  // The maximum of h and of ~h: every hash is equal exactly when max(h) == ~max(~h).
+  const std::uint64_t h = std::hash<std::string>{}(name);
+  std::uint64_t mine[2] = {h, ~h}, most[2] = {0, 0};
+  MPI_Request req = MPI_REQUEST_NULL;
+  int rc;
+  {
+    std::lock_guard lock(*env.mutex());
+    rc = MPI_Iallreduce(mine, most, 2, MPI_UINT64_T, MPI_MAX, env.comm(), &req);
+  }
+  wait_polled(env, req, rc, "MPI_Iallreduce");
+  return most[0] == ~most[1];
+}
+
+std::string default_tcp_host(MpiEnvironment& env) {
+  return all_on_one_host(env) ? "127.0.0.1" : comm::host_name_address();
 }
 
 }  // namespace taskwire::runtime

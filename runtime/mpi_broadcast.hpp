@@ -12,4 +12,13 @@ namespace taskwire::runtime {
 /// Throws std::runtime_error on an MPI error or after env.shutdown().
 std::string broadcast(MpiEnvironment& env, const std::string& value, int root);
 
+/// Collective over env.comm(): true on every rank when every rank has the same host name.
+/// Compares 64-bit hashes of the names (one polled allreduce).
+bool all_on_one_host(MpiEnvironment& env);
+
+/// Collective: the host a rank's TCP transport listens on and advertises when none is given:
+/// 127.0.0.1 when every rank is on one host (all_on_one_host), else this rank's host name's
+/// address (comm::host_name_address(), which throws when there is none).
+std::string default_tcp_host(MpiEnvironment& env);
+
 }  // namespace taskwire::runtime

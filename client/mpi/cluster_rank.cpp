@@ -148,6 +148,9 @@ std::string ClusterRank::listen_address() const {
 }
 
 void ClusterRank::start() {
+  // Collective, and every rank has the same options: all of them take this branch or none.
+  if (options_.transport != Transport::mpi && options_.tcp_host.empty())
+    options_.tcp_host = runtime::default_tcp_host(env_);
   if (is_scheduler()) start_scheduler();
   scheduler_address_ = runtime::broadcast(env_, scheduler_address_, layout_.scheduler_rank);
   if (!is_scheduler() && !is_client()) {

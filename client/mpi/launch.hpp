@@ -44,9 +44,10 @@ struct LaunchOptions {
   std::string log_level = "warn";
   /// One log file per rank when set: "{rank}" is replaced, e.g. "taskwire-{rank}.log".
   std::string log_file;
-  /// Host (interface address) the TCP transport listens on and advertises. The default
-  /// suits a single node; set the node's address for jobs over several nodes.
-  std::string tcp_host = "127.0.0.1";
+  /// Host (interface address) the TCP transport listens on and advertises. Empty: 127.0.0.1
+  /// when every rank runs on one host, else the address the rank's host name resolves to
+  /// (runtime::default_tcp_host); set it when that is not the address other nodes reach.
+  std::string tcp_host;
   /// TLS files (runtime::Config's tls_ca_file, tls_cert_file, tls_key_file) for every rank;
   /// empty: TASKWIRE_TLS_CA_FILE, TASKWIRE_TLS_CERT, TASKWIRE_TLS_KEY's. Transport::tls needs
   /// a certificate and key (each rank listens), and with a CA file is mutual TLS.

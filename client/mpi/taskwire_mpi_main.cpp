@@ -48,8 +48,9 @@ po::options_description describe(MainOptions& o) {
       "threads running tasks on each worker rank")(
       "transport", po::value(&o.transport)->default_value(o.transport),
       "how workers reach the scheduler and each other: mpi, tcp or tls")(
-      "tcp-host", po::value(&options.tcp_host)->default_value(options.tcp_host),
-      "interface address for --transport tcp or tls")(
+      "tcp-host", po::value(&options.tcp_host),
+      "interface address for --transport tcp or tls (default 127.0.0.1 when every rank is "
+      "on one host, else the address of each rank's host name)")(
       "connect-timeout", po::value(&o.connect_timeout)->default_value(o.connect_timeout),
       "how long workers try to reach the scheduler: 30, 30s, 500ms, 2m or 1h")(
       "log-level", po::value(&options.log_level)->default_value("info"),

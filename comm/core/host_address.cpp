@@ -5,6 +5,8 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <netdb.h>
+#include <unistd.h>
 #include <netinet/in.h>
 
 #include <fmt/format.h>
@@ -68,6 +70,28 @@ std::string interface_address(const std::string& name) {
                   fmt::format("network interface '{}' has no IP address or does not exist "
                               "(interfaces with one: {})",
                               name, fmt::join(names, ", ")));
+}
+
+std::string host_name_address() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0)
+    throw CommError(make_error_code(errc::io), "cannot read this machine's host name");
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(name, nullptr, &hints, &found);
+  const std::unique_ptr<addrinfo, void (*)(addrinfo*)> list(rc == 0 ? found : nullptr, freeaddrinfo);
+  for (const addrinfo* a = list.get(); a; a = a->ai_next) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+    if ((ntohl(v4->sin_addr.s_addr) >> 24) == 127) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    if (inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text)) return text;
+  }
+  throw CommError(make_error_code(errc::bad_address),
+                  fmt::format("host name '{}' resolves to no IPv4 address other than loopback; "
+                              "give the address to listen on explicitly",
+                              name));
 }
 
 std::string with_host(const std::string& address, const std::string& host) {

@@ -14,6 +14,12 @@ bool is_wildcard_host(std::string_view host);
 /// no address or does not exist.
 std::string interface_address(const std::string& name);
 
+/// The IPv4 address this machine's host name resolves to, loopback addresses skipped: where
+/// processes on other hosts reach this one when nothing more is known. Throws
+/// CommError(bad_address) naming the host when it resolves to no such address (e.g. only to
+/// Debian's 127.0.1.1).
+std::string host_name_address();
+
 /// `address` (SCHEME://HOST:PORT) with HOST replaced by `host`: the scheme and port stay.
 std::string with_host(const std::string& address, const std::string& host);
 
