@@ -235,6 +235,9 @@ void MpiEnvironment::finalize() {
     MPI_Finalize();
     return;
   }
+  // A peer that went on without finishing MPI_Finalize closes its sockets while this rank's
+  // MPI may still write to them: that must not end this rank with SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   auto done = std::make_shared<std::promise<void>>();
   auto finished = done->get_future();
   std::thread([done] {
