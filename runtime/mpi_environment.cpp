@@ -221,6 +221,7 @@ void MpiEnvironment::exchange_identities() {
 #endif
   }
   wake_board_->attach(keys, rank_, nonces);
+  wake_board_->set_crowded(crowded_ranks(all));
   several_hosts_ = several_hosts;
   if (several_hosts) connect_hosts(keys);
 }

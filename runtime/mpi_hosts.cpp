@@ -5,17 +5,20 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace taskwire::runtime {
 namespace {
@@ -84,6 +87,7 @@ HostIdentity HostIdentity::of_this_process(int node, std::uint64_t wake_nonce) {
   HostIdentity id;
   id.node = node;
   id.pid = ::getpid();
+  id.cores = available_cores();
   id.wake_nonce = wake_nonce;
   id.pid_ns = namespace_inode("pid");
   id.net_ns = namespace_inode("net");
@@ -93,6 +97,26 @@ HostIdentity HostIdentity::of_this_process(int node, std::uint64_t wake_nonce) {
   if (boot >> text) std::strncpy(id.boot_id, text.c_str(), sizeof id.boot_id - 1);
   ::gethostname(id.host, sizeof id.host - 1);
   return id;
+}
+
+bool same_kernel(const HostIdentity& a, const HostIdentity& b) noexcept {
+  return a.boot_id[0] && std::strncmp(a.boot_id, b.boot_id, sizeof a.boot_id) == 0;
+}
+
+std::vector<bool> crowded_ranks(const std::vector<HostIdentity>& all) {
+  std::vector<bool> crowded(all.size(), false);
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    int sharing = 0;
+    for (const auto& other : all) sharing += &other == &all[r] || same_kernel(all[r], other);
+    crowded[r] = sharing > std::max(1, all[r].cores);
+  }
+  return crowded;
+}
+
+int available_cores() noexcept {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 bool same_host(const HostIdentity& a, const HostIdentity& b) noexcept {

@@ -18,13 +18,14 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace taskwire::runtime {
 
 /// What a rank tells every other at start-up (one fixed-size record of an MPI_Allgather).
 struct HostIdentity {
   std::int32_t node = -1;  ///< lowest MPI_COMM_WORLD rank of its MPI_COMM_TYPE_SHARED group
-  std::int32_t reserved = 0;
+  std::int32_t cores = 0;  ///< the cores it may run on (available_cores())
   std::int64_t pid = 0;
   std::uint64_t wake_nonce = 0;  ///< written on its wake-board page: proves the page is its
   std::uint64_t pid_ns = 0, net_ns = 0, mnt_ns = 0;  ///< inode numbers of /proc/self/ns/*
@@ -38,6 +39,18 @@ struct HostIdentity {
 
 /// Whether two ranks can watch each other by pid and share memory (see above).
 bool same_host(const HostIdentity& a, const HostIdentity& b) noexcept;
+
+/// Whether two ranks run on one kernel, and so share its cores, whatever namespaces they
+/// live in (emulated hosts, containers): the same boot id.
+bool same_kernel(const HostIdentity& a, const HostIdentity& b) noexcept;
+
+/// For each rank: whether more ranks of the job run on its kernel than it has cores. Such a
+/// rank's polling takes the core another rank needs, including a rank "on another host"
+/// that is only another network namespace of the same machine.
+std::vector<bool> crowded_ranks(const std::vector<HostIdentity>& all);
+
+/// The cores this process may run on (its CPU affinity), at least 1.
+int available_cores() noexcept;
 
 /// The second record, exchanged only when the job spans several hosts.
 struct NetworkContact {

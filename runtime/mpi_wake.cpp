@@ -182,6 +182,12 @@ void WakeBoard::attach_network(const std::vector<sockaddr_in>& peers) {
   all_attached_ = all;
 }
 
+void WakeBoard::set_crowded(std::vector<bool> crowded) {
+  crowded.resize(keys_.size(), false);
+  own_crowded_ = static_cast<std::size_t>(own_rank_) < crowded.size() && crowded[own_rank_];
+  crowded_ = std::move(crowded);
+}
+
 void WakeBoard::unlink_own() noexcept {
   if (!own_name_.empty()) ::shm_unlink(own_name_.c_str());
   own_name_.clear();
@@ -206,7 +212,8 @@ void WakeBoard::drain() noexcept {
 void WakeBoard::wake(int rank) noexcept {
   if (reaches_by_network(rank)) {
     const auto now = now_ns();
-    const auto quiet = std::chrono::nanoseconds(kRemoteSleepAfter).count() / 2;
+    const bool at_once = static_cast<std::size_t>(rank) < crowded_.size() && crowded_[rank];
+    const auto quiet = at_once ? 0 : std::chrono::nanoseconds(kRemoteSleepAfter).count() / 2;
     const auto last = last_message_[static_cast<std::size_t>(rank)].exchange(now, std::memory_order_relaxed);
     if (now - last >= quiet) send_datagram(rank);
     return;

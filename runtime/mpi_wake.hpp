@@ -34,6 +34,9 @@
 // progress there, so the peer cannot be in such a sleep yet). Busy pairs send none; a rank
 // woken by a datagram counts it as progress, so a message that trails its datagram (an MPI
 // connection still being set up) is still found by the timed sleeps that follow.
+// A rank whose kernel runs more of the job's ranks than it has cores (set_crowded(): emulated
+// hosts, containers) sleeps until woken at once instead, as polling would take the core its
+// peers need, and its senders send it a datagram with every message.
 // Where shm or sockets are unavailable, peers are simply not woken: their pollers fall back
 // to the timed sleep.
 #include <netinet/in.h>
@@ -88,6 +91,13 @@ class WakeBoard {
   }
   /// Whether some peer wakes this rank only by datagram (see kRemoteSleepAfter).
   bool has_remote_peers() const noexcept { return remote_peers_; }
+  /// Per rank, whether its kernel runs more ranks of the job than it has cores
+  /// (runtime::crowded_ranks): such a peer on another host gets a datagram with every
+  /// message, and this rank, if crowded, sleeps until woken without waiting
+  /// kRemoteSleepAfter. After attach().
+  void set_crowded(std::vector<bool> crowded);
+  /// Whether this rank shares its cores with more ranks than it has (see set_crowded()).
+  bool crowded() const noexcept { return own_crowded_; }
   /// Removes this process's shm name once every peer mapped it (the mapping stays).
   void unlink_own() noexcept;
 
@@ -141,6 +151,8 @@ class WakeBoard {
   int net_fd_ = -1;
   std::vector<sockaddr_in> net_peers_;  // per rank: port 0 for none
   bool remote_peers_ = false;
+  std::vector<bool> crowded_;  // per rank (set_crowded())
+  bool own_crowded_ = false;
   // Per rank, steady-clock nanoseconds of the last message (wake) and datagram sent to it.
   std::unique_ptr<std::atomic<std::int64_t>[]> last_message_, last_datagram_;
 };

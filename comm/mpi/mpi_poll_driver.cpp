@@ -2,6 +2,7 @@
 #include <taskwire/comm/mpi/mpi_poller.hpp>
 #include <taskwire/comm/mpi/mpi_poll_policy.hpp>
 #include <taskwire/runtime/context.hpp>
+#include <taskwire/runtime/mpi_hosts.hpp>
 
 #include <fcntl.h>
 #include <sched.h>
@@ -13,12 +14,6 @@
 
 namespace taskwire::comm::mpi {
 namespace {
-
-int available_cores() {
-  cpu_set_t set;
-  if (::sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
 
 // Runnable tasks on the host now: the first number of /proc/loadavg's fourth field
 // ("running/total"); -1 if it cannot be read. One pread of a file kept open.
@@ -45,7 +40,7 @@ PollDriver::PollDriver(std::shared_ptr<MpiPoller> poller, asio::any_io_executor 
       guard_timer_(strand_), board_(poller_->board()),
       context_(&asio::query(executor, asio::execution::context)),
       urgent_(&runtime::UrgentWork::of(asio::query(executor, asio::execution::context))),
-      backoff_(config), yield_unchecked_(config.yield_unchecked), cores_(available_cores()) {
+      backoff_(config), yield_unchecked_(config.yield_unchecked), cores_(runtime::available_cores()) {
   // Each driver waits on its own duplicate of the board's socket (drivers may run on
   // different io_contexts); whichever reads a datagram wakes, and its turn serves every
   // connection of the process.
@@ -67,7 +62,8 @@ PollDriver::PollDriver(std::shared_ptr<MpiPoller> poller, asio::any_io_executor 
   remote_peers_ = board_ && board_->has_remote_peers();
   // The board is attached before any driver exists: whether peers can wake this rank is fixed.
   wakeable_ = wake_fd_ && board_->all_peers_reach_me();
-  policy_ = PollPolicy::from(config, wakeable_ && board_->local_ranks() > cores_);
+  // Crowded: more ranks on this kernel than cores, wherever their namespaces say they are.
+  policy_ = PollPolicy::from(config, wakeable_ && board_->crowded(), remote_peers_);
 }
 
 PollDriver::~PollDriver() { stopped_ = true; }

@@ -4,7 +4,8 @@
 
 namespace taskwire::comm::mpi {
 
-PollPolicy PollPolicy::from(const runtime::MpiPollConfig& config, bool oversubscribed) {
+PollPolicy PollPolicy::from(const runtime::MpiPollConfig& config, bool oversubscribed,
+                            bool remote_peers) {
   PollPolicy p;
   p.spin_after_progress = config.spin_after_progress.count() >= 0
                               ? config.spin_after_progress
@@ -12,6 +13,10 @@ PollPolicy PollPolicy::from(const runtime::MpiPollConfig& config, bool oversubsc
   p.yield_after_progress = config.yield_after_progress;
   p.sleep_cap = std::max(config.sleep_cap, std::chrono::microseconds(1));
   p.deep_sleep = 3 * p.sleep_cap;
+  if (oversubscribed && remote_peers) {
+    p.yield_after_progress = {};
+    p.remote_sleep_after = {};
+  }
   return p;
 }
 

@@ -33,8 +33,12 @@ struct PollPolicy {
   std::chrono::microseconds remote_sleep_after = runtime::WakeBoard::kRemoteSleepAfter;
 
   /// From the configuration; `spin_after_progress` -1 resolves to 0 when `oversubscribed`
-  /// (more ranks on this host than cores, and every peer can wake this rank), else 100 us.
-  static PollPolicy from(const runtime::MpiPollConfig& config, bool oversubscribed);
+  /// (more ranks on this machine's kernel than cores, and every peer can wake this rank),
+  /// else 100 us. Oversubscribed with `remote_peers` (emulated hosts, containers), its
+  /// senders on other hosts send a datagram with every message (runtime::WakeBoard): it
+  /// sleeps until woken right after progress, without a yield window.
+  static PollPolicy from(const runtime::MpiPollConfig& config, bool oversubscribed,
+                         bool remote_peers = false);
 };
 
 /// What the driver knows after a turn.

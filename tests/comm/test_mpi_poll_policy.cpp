@@ -132,3 +132,22 @@ TEST_CASE("poll policy: a send in flight to another host polls soon, as a receiv
   CHECK(d.action == Action::sleep);
   CHECK(d.wait == p.sleep_cap);
 }
+
+TEST_CASE("poll policy: oversubscribed with peers on other hosts, sleep until woken at once",
+          "[mpi][policy]") {
+  const taskwire::runtime::MpiPollConfig c;
+  const auto p = PollPolicy::from(c, true, true);
+  CHECK(p.spin_after_progress == 0us);
+  CHECK(p.yield_after_progress == 0us);
+  CHECK(p.remote_sleep_after == 0us);
+  Probe probe;
+  probe.free_core = true;  // a free core does not matter: its peers wake it by datagram
+  // {since_progress, receiving, sending, sends_blocked, wakeable, remote_peers, sending_remote}
+  CHECK(probe(p, PollView{1us, false, false, false, true, true, false}).action ==
+        Action::sleep_until_woken);
+  // Data in flight still moves only with its own MPI calls: timed sleeps then.
+  CHECK(probe(p, PollView{1us, true, false, false, true, true, false}).action == Action::sleep);
+  // With a core per rank, or no peer on another host, the windows stay.
+  CHECK(PollPolicy::from(c, false, true).remote_sleep_after == WakeBoard::kRemoteSleepAfter);
+  CHECK(PollPolicy::from(c, true, false).yield_after_progress == c.yield_after_progress);
+}

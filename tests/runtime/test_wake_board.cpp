@@ -147,22 +147,36 @@ sockaddr_in loopback_port(std::uint16_t port) {
   return a;
 }
 
+// Two boards standing for ranks 0 and 1 on different hosts: no shared word (key 0), a UDP
+// socket each on loopback.
+struct RemoteRanks {
+  explicit RemoteRanks(int n) : a(key(n)), b(key(n + 1)) {
+    REQUIRE(a.usable());
+    REQUIRE(b.usable());
+    a.attach({key(n), 0}, 0);
+    b.attach({0, key(n + 1)}, 1);
+    in_addr loopback{htonl(INADDR_LOOPBACK)};
+    port_a = a.open_network(loopback);
+    port_b = b.open_network(loopback);
+    REQUIRE(port_a != 0);
+    REQUIRE(port_b != 0);
+  }
+  void connect() {
+    a.attach_network({sockaddr_in{}, loopback_port(port_b)});
+    b.attach_network({loopback_port(port_a), sockaddr_in{}});
+  }
+  WakeBoard a, b;
+  std::uint16_t port_a = 0, port_b = 0;
+};
+
 }  // namespace
 
 TEST_CASE("a rank on another host is woken by datagram, once per quiet spell", "[runtime][wake]") {
-  // Ranks 0 and 1 "on different hosts": no shared word (key 0), a UDP socket each on loopback.
-  WakeBoard a(key(11)), b(key(12));
-  REQUIRE(a.usable());
-  REQUIRE(b.usable());
-  a.attach({key(11), 0}, 0);
-  b.attach({0, key(12)}, 1);
-  in_addr loopback{htonl(INADDR_LOOPBACK)};
-  const auto port_a = a.open_network(loopback), port_b = b.open_network(loopback);
-  REQUIRE(port_a != 0);
-  REQUIRE(port_b != 0);
+  RemoteRanks ranks(11);
+  auto& a = ranks.a;
+  auto& b = ranks.b;
   CHECK_FALSE(a.all_peers_reach_me());  // before the addresses are known
-  a.attach_network({sockaddr_in{}, loopback_port(port_b)});
-  b.attach_network({loopback_port(port_a), sockaddr_in{}});
+  ranks.connect();
   CHECK(a.reaches_by_network(1));
   CHECK_FALSE(a.reaches(1));
   CHECK(a.has_remote_peers());
@@ -188,4 +202,22 @@ TEST_CASE("a rank on another host is woken by datagram, once per quiet spell", "
   }
   CHECK(quiet_after_message);
   CHECK(quiet_after_rewake);
+}
+
+TEST_CASE("a crowded rank on another host is sent a datagram with every message", "[runtime][wake]") {
+  // Rank 1's kernel runs more ranks than it has cores (set_crowded): it sleeps until woken
+  // right after progress, so no message to it may go without a datagram.
+  RemoteRanks ranks(13);
+  auto& a = ranks.a;
+  auto& b = ranks.b;
+  ranks.connect();
+  a.set_crowded({false, true});
+  b.set_crowded({false, true});
+  CHECK_FALSE(a.crowded());
+  CHECK(b.crowded());
+  for (int message = 0; message < 5; ++message) {
+    a.wake(1);  // back to back: each one sends its datagram
+    REQUIRE(readable(b.network_fd(), 5000));
+    b.drain();
+  }
 }
