@@ -2,6 +2,8 @@
 //   taskwire-scheduler --listen tcp://0.0.0.0:8786 [--listen ADDR2 ...] --scheduler-file F
 // Exits 0 after SIGINT/SIGTERM or a client's shutdown(), 1 with a message on a fatal error,
 // 2 on a bad command line (runtime/daemon_bootstrap.hpp).
+#include <taskwire/comm/core/address.hpp>
+#include <taskwire/comm/core/host_address.hpp>
 #include <taskwire/runtime/daemon_bootstrap.hpp>
 #include <taskwire/runtime/log.hpp>
 #include <taskwire/runtime/scheduler_file.hpp>
@@ -22,7 +24,7 @@ constexpr const char* kProgram = "taskwire-scheduler";
 
 struct MainOptions {
   std::vector<std::string> listen;
-  std::string scheduler_file;
+  std::string scheduler_file, host, interface;
   runtime::DaemonCommonOptions common;
   double heartbeat_timeout = 10, saturation = 1.1;
   int allowed_failures = scheduler::SchedulerOptions{}.allowed_failures;
@@ -36,8 +38,15 @@ po::options_description describe(MainOptions& o) {
       "usage: taskwire-scheduler [--listen ADDR ...] [--scheduler-file F] [options]\n\nOptions");
   desc.add_options()("help,h", "show this help")(
       "listen", po::value(&o.listen)->composing(),
-      "address to listen on, repeatable (default tcp://127.0.0.1:8786; tcp://0.0.0.0:PORT for "
-      "every interface, port 0 for any free port)")(
+      "address to listen on, repeatable (default tcp://HOST:8786 with HOST as --host says, "
+      "else tcp://127.0.0.1:8786; tcp://0.0.0.0:PORT for every interface, port 0 for any "
+      "free port)")(
+      "host", po::value(&o.host),
+      "the address (or a name the others resolve) workers and clients are told to reach this "
+      "scheduler at, in its output and --scheduler-file, and listened on unless --listen says "
+      "otherwise")(
+      "interface", po::value(&o.interface),
+      "as --host, with the address of this network interface (e.g. eth0, ib0)")(
       "scheduler-file", po::value(&o.scheduler_file),
       "write the contact addresses to this JSON file for workers and clients")(
       "heartbeat-timeout", po::value(&o.heartbeat_timeout)->default_value(o.heartbeat_timeout),
@@ -54,13 +63,49 @@ po::options_description describe(MainOptions& o) {
 }
 
 void check(const MainOptions& o) {
+  if (!o.host.empty() && !o.interface.empty())
+    throw po::error("give --host or --interface, not both");
   if (o.allowed_failures < 1) throw po::error("--allowed-failures must be at least 1");
   if (!(o.no_workers_timeout >= 0)) throw po::error("--no-workers-timeout must not be negative");
 }
 
+bool advertises_host(const std::string& address) {
+  const auto scheme = comm::Address::parse(address).scheme;
+  return scheme == "tcp" || scheme == "tls";
+}
+
+std::string host_of(const std::string& address) {
+  return comm::HostPort::parse(comm::Address::parse(address).location).host;
+}
+
+// What workers and clients are told, per listener: its contact address, with the host of
+// --host / --interface on tcp:// and tls://. A listener bound to every interface whose host
+// name gave only loopback is reachable from this machine only: said once, with the remedy.
+std::vector<std::string> advertised(const MainOptions& o, const std::string& host,
+                                    const std::vector<std::string>& contacts) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < contacts.size(); ++i) {
+    const auto& contact = contacts[i];
+    if (!advertises_host(contact)) {
+      out.push_back(contact);
+      continue;
+    }
+    out.push_back(host.empty() ? contact : comm::with_host(contact, host));
+    const bool wildcard = i < o.listen.size() && comm::is_wildcard_host(host_of(o.listen[i]));
+    if (host.empty() && wildcard && host_of(contact).rfind("127.", 0) == 0)
+      spdlog::warn("scheduler: {} listens on every interface, but this machine's host name "
+                   "resolves only to loopback: workers and clients on other hosts cannot use "
+                   "{}; give --host or --interface",
+                   o.listen[i], contact);
+  }
+  return out;
+}
+
 int run_scheduler(MainOptions& o) {
   runtime::init_logging({o.common.log_level, o.common.log_file, -1});
-  if (o.listen.empty()) o.listen.push_back("tcp://127.0.0.1:8786");
+  const std::string host = o.interface.empty() ? o.host : comm::interface_address(o.interface);
+  if (o.listen.empty())
+    o.listen.push_back("tcp://" + comm::HostPort{host.empty() ? "127.0.0.1" : host, 8786}.str());
   runtime::DaemonRuntime rt(runtime::daemon_config("scheduler", "scheduler", o.common));
 
   scheduler::SchedulerServerOptions options;
@@ -72,10 +117,10 @@ int run_scheduler(MainOptions& o) {
   options.state.no_workers_timeout = o.no_workers_timeout;
   scheduler::SchedulerServer server(rt.registry(), options);
   server.start();
-  for (const auto& a : server.addresses()) fmt::print("taskwire-scheduler listening at {}\n", a);
+  const auto addresses = advertised(o, host, server.addresses());
+  for (const auto& a : addresses) fmt::print("taskwire-scheduler listening at {}\n", a);
   std::fflush(stdout);
-  if (!o.scheduler_file.empty())
-    runtime::SchedulerFile{server.addresses()}.write(o.scheduler_file);
+  if (!o.scheduler_file.empty()) runtime::SchedulerFile{addresses}.write(o.scheduler_file);
 
   runtime::StopSignals stops(rt.context());
   auto finished = server.finished();

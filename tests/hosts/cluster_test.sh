@@ -35,10 +35,15 @@ connections() { "$on" "$1" ss -Htn state established | awk '{print $3, $4}'; }
 
 start_daemons() {
   local scheduler=$2 worker=$3
-  timeout 110 "$on" h1 "$scheduler" --listen tcp://0.0.0.0:0 --scheduler-file "$dir/s.json" \
+  # h1's host name resolves to nothing either: without --interface the scheduler file would
+  # name loopback, which no other host can reach.
+  timeout 110 "$on" h1 sh -c 'hostname unresolvable-s && exec "$@"' sh \
+    "$scheduler" --listen tcp://0.0.0.0:0 --interface eth0 --scheduler-file "$dir/s.json" \
     >"$dir/scheduler.log" 2>&1 &
   pids=($!)
   wait_for tcp:// "$dir/s.json"
+  grep -q "tcp://198.18.$n.1:" "$dir/s.json" ||
+    fail "the scheduler (--interface eth0) does not advertise h1's address: $(cat "$dir/s.json")"
   # w2's host name resolves to nothing (a node missing from DNS): a guess from it would be
   # loopback, the address that reaches the scheduler is right.
   timeout 110 "$on" h2 sh -c 'hostname unresolvable-w2 && exec "$@"' sh \
