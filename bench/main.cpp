@@ -120,16 +120,23 @@ int tasks_main(const std::vector<std::string>& args) {
       "backend,b", po::value(&backends),
       "comma-separated: tcp, inproc alone (default tcp); mpi, tcp under mpiexec (default both)")(
       "workers", po::value(&o.workers)->default_value(o.workers), "single-thread workers (alone)")(
-      "independent", po::value(&o.independent)->default_value(o.independent), "tasks in the map workload")(
-      "chain", po::value(&o.chain)->default_value(o.chain), "links in the chain workload")(
+      "independent", po::value(&o.independent)->default_value(o.independent),
+      "tasks in the map workload (0 skips it)")(
+      "chain", po::value(&o.chain)->default_value(o.chain), "links in the chain workload (0 skips it)")(
       "fan-in", po::value(&o.fan_in)->default_value(o.fan_in),
       "leaves of the fan-in workload (then a binary tree of adds; 0 skips it)")(
-      "roundtrips", po::value(&o.roundtrips)->default_value(o.roundtrips), "submit().get() repetitions")(
+      "roundtrips", po::value(&o.roundtrips)->default_value(o.roundtrips),
+      "submit().get() repetitions (0 skips them)")(
       "repeats", po::value(&o.repeats)->default_value(o.repeats), "runs per workload (median reported)")(
       "pool", po::bool_switch(&o.pool), "under mpiexec: the scheduler runs in the client's rank")(
       "csv", po::value(&o.csv), "append rows backend,workload,tasks,seconds,tasks_per_s,per_task_us")(
       "log-level", po::value(&level)->default_value(level), "trace .. off");
   if (!parse_options(args, desc, level)) return 0;
+  if (o.independent < 0 || o.chain < 0 || o.fan_in < 0 || o.roundtrips < 0 || o.repeats < 1) {
+    fmt::print(stderr, "taskwire-bench tasks: workload sizes must not be negative and --repeats "
+                       "must be at least 1\n");
+    return 2;
+  }
   if (backends.empty()) backends = bench::launched_on_several_ranks() ? "mpi,tcp" : "tcp";
   o.backends = split(backends);
   return bench::run_tasks(o);

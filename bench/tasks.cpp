@@ -123,23 +123,23 @@ std::vector<Result> run_workloads(Client& client, const TasksOptions& o) {
 
   std::vector<Result> results;
   std::vector<double> runs;
-  for (int r = 0; r < o.repeats; ++r) {
+  for (int r = 0; r < o.repeats && o.independent > 0; ++r) {
     auto t0 = Clock::now();
     auto fs = client.map(noop, inputs);
     auto out = client.gather(fs);
     runs.push_back(seconds_since(t0));
     if (out.back() != o.independent - 1) throw std::runtime_error("independent: wrong result");
   }
-  results.push_back({"independent", o.independent, median(runs)});
+  if (o.independent > 0) results.push_back({"independent", o.independent, median(runs)});
   runs.clear();
-  for (int r = 0; r < o.repeats; ++r) {
+  for (int r = 0; r < o.repeats && o.chain > 0; ++r) {
     auto t0 = Clock::now();
     auto f = client.submit(noop, 0);
     for (int i = 1; i < o.chain; ++i) f = client.submit(noop, f);
     f.get();
     runs.push_back(seconds_since(t0));
   }
-  results.push_back({"chain", o.chain, median(runs)});
+  if (o.chain > 0) results.push_back({"chain", o.chain, median(runs)});
   runs.clear();
   if (o.fan_in > 0) {
     const long long expected = static_cast<long long>(o.fan_in) * (o.fan_in - 1) / 2;
@@ -157,7 +157,7 @@ std::vector<Result> run_workloads(Client& client, const TasksOptions& o) {
     client.submit(noop, i).get();
     rts.push_back(seconds_since(t0));
   }
-  results.push_back({"roundtrip", 1, median(rts)});
+  if (o.roundtrips > 0) results.push_back({"roundtrip", 1, median(rts)});
   return results;
 }
 
