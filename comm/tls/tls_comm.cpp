@@ -7,6 +7,8 @@
 #include <openssl/err.h>
 #include <spdlog/spdlog.h>
 
+#include <utility>
+
 namespace taskwire::comm::tls {
 namespace {
 
@@ -24,6 +26,7 @@ std::string format_endpoint(const asio::ip::tcp::endpoint& endpoint) {
 TlsComm::TlsComm(std::unique_ptr<TlsStream> stream, const runtime::Limits& limits)
     : limits_(limits), read_limits_(limits), strand_(stream->socket.get_executor()),
       stream_(std::move(stream)) {
+  read_through_buffer(ssl());
   auto& socket = stream_->socket;
   error_code ec;
   socket.set_option(asio::ip::tcp::no_delay(true), ec);
@@ -122,18 +125,50 @@ void TlsComm::abort() noexcept {
 
 // ---- waiting for the socket ----
 
+bool& TlsComm::waiting(Waiter who) {
+  return who == Waiter::read ? read_waiting_ : who == Waiter::write ? write_waiting_ : close_waiting_;
+}
+
+// Input is waited for with a socket read into the session's buffer (tls_io.hpp,
+// read_through_buffer), shared by whoever needs it; writability with an async_wait.
 void TlsComm::wait(SslOutcome outcome, Waiter who) {
-  (who == Waiter::read ? read_waiting_ : who == Waiter::write ? write_waiting_ : close_waiting_) =
-      true;
+  waiting(who) = true;
+  if (outcome.kind == SslOutcome::want_read) {
+    input_waiters_ |= 1u << static_cast<unsigned>(who);
+    return read_socket();
+  }
   stream_->socket.async_wait(wait_for(outcome),
                              [self = shared_from_this(), who](const error_code& ec) {
                                self->turn([&] { self->on_ready(who, ec); });
                              });
 }
 
+void TlsComm::read_socket() {
+  if (socket_reading_) return;
+  socket_reading_ = true;
+  const auto space = input_space(ssl());
+  stream_->socket.async_read_some(
+      asio::buffer(space.data(), space.size()),
+      [self = shared_from_this()](const error_code& ec, std::size_t n) {
+        self->turn([&] { self->on_input(ec, n); });
+      });
+}
+
+// What the socket read brought (or how it ended) goes to the session; then everyone who
+// waited for input goes on: close and the writer before the reader, whose delivery may
+// start more work.
+void TlsComm::on_input(const error_code& ec, std::size_t n) {
+  socket_reading_ = false;
+  if (failed_ || socket_closed_) return;
+  if (ec) input_failed(ssl(), ec);
+  else input_received(ssl(), n);
+  const unsigned waiters = std::exchange(input_waiters_, 0u);
+  for (Waiter who : {Waiter::close, Waiter::write, Waiter::read})
+    if (waiters & (1u << static_cast<unsigned>(who))) on_ready(who, {});
+}
+
 void TlsComm::on_ready(Waiter who, const error_code& ec) {
-  (who == Waiter::read ? read_waiting_ : who == Waiter::write ? write_waiting_ : close_waiting_) =
-      false;
+  waiting(who) = false;
   if (failed_ || socket_closed_) return;
   if (ec) {
     const auto code = tcp::translate_error(ec, peer_addr_);

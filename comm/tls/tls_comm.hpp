@@ -1,19 +1,21 @@
 #pragma once
 // One end of a TLS connection speaking the framing of comm/core/framing.hpp; the TLS
-// handshake is done before (see tls_handshake.hpp). OpenSSL reads and writes the
-// non-blocking socket itself (tls_io.hpp), as TcpComm reads and writes its socket.
+// handshake is done before (see tls_handshake.hpp). OpenSSL writes the non-blocking socket
+// itself, as TcpComm writes its socket; reads go through the comm's own socket reads
+// (tls_io.hpp).
 //
 // The model is TcpComm's: all state on the strand, every handler holding the comm, a public
 // call from elsewhere posted to the strand, user handlers never run inside the call, reads
 // decoded by the shared comm::FrameDecoder. A message is offered to SSL_write at once;
 // when the socket takes it whole its handler runs at the end of the current turn, without a
 // trip through the reactor (what keeps a small round trip near tcp's). What the socket does
-// not take is finished after an async_wait for it to become writable (or readable: OpenSSL
-// may need to read first). The prefix and small frames are copied into one buffer, so a
+// not take is finished after an async_wait for it to become writable (or after a socket
+// read: OpenSSL may need to read first). The prefix and small frames are copied into one buffer, so a
 // small message is one TLS record and one send; frames of kLargeFrameBytes and more are
 // encrypted from their own memory. Reads call SSL_read until OpenSSL says it must wait,
-// then wait for the socket; a whole message found while async_read is still running is
-// delivered by a post.
+// then read the socket into the session's input buffer (async_read_some, as TcpComm reads:
+// after a short read Asio waits for the next without a syscall of its own); a whole message
+// found while async_read is still running is delivered by a post.
 //
 // close() sends TLS's close_notify once the queued writes are out, then discards input until
 // the peer's close_notify or end of stream, then closes the socket. A peer closing the TCP
@@ -78,6 +80,9 @@ class TlsComm final : public Comm, public std::enable_shared_from_this<TlsComm> 
   void gather(const Message& message);  // fills pieces_ (and staged_) for one message
   void complete_write(WriteHandler h);  // success, message handed to the transport
   void wait(SslOutcome outcome, Waiter who);
+  bool& waiting(Waiter who);
+  void read_socket();  // one socket read into the session's input buffer, if none runs
+  void on_input(const error_code& ec, std::size_t n);
   void on_ready(Waiter who, const error_code& ec);
   void finish_close();  // writes flushed: close_notify, then drain
   void drain();         // discards input until the peer's close_notify or end of stream
@@ -109,6 +114,8 @@ class TlsComm final : public Comm, public std::enable_shared_from_this<TlsComm> 
   std::size_t large_filled_ = 0;
   bool reading_large_ = false;
   bool read_waiting_ = false;    // the reader waits for the socket or a posted continuation
+  bool socket_reading_ = false;  // a socket read into the session's input buffer runs
+  unsigned input_waiters_ = 0;   // bit per Waiter: who goes on once that read completes
   bool starting_read_ = false;   // inside start_read: a message found now is posted
   std::atomic<std::uint64_t> bytes_received_{0};  // plaintext bytes, counted as they come
 
