@@ -228,6 +228,10 @@ void TlsComm::advance() {
 
 // One SSL_read into what the decoder asked for (a large frame's span is kept across waits).
 bool TlsComm::read_into(std::span<char> into) {
+  if (nothing_to_read(ssl())) {
+    wait({SslOutcome::want_read, {}}, Waiter::read);
+    return false;
+  }
   std::size_t n = 0;
   clear_ssl_errors();
   const int ret = SSL_read_ex(ssl(), into.data(), into.size(), &n);

@@ -220,6 +220,12 @@ void input_failed(SSL* ssl, const error_code& ec) {
   else s->input_errno = ec.category() == boost::system::system_category() ? ec.value() : EIO;
 }
 
+bool nothing_to_read(SSL* ssl) {
+  const auto* s = state_of(SSL_get_rbio(ssl));
+  return s->buffered_reads && s->in_begin == s->in_end && !s->eof && s->input_errno == 0 &&
+         SSL_has_pending(ssl) == 0 && SSL_want(ssl) != SSL_WRITING;
+}
+
 void cork(SSL* ssl, bool on) { state_of(SSL_get_wbio(ssl))->corked = on; }
 
 SslOutcome flush(SSL* ssl) {

@@ -70,6 +70,11 @@ void input_received(SSL* ssl, std::size_t n);
 /// that met it would have.
 void input_failed(SSL* ssl, const error_code& ec);
 
+/// True when an SSL_read could only say want_read: nothing in the input buffer, nothing
+/// buffered inside OpenSSL, and no write of its own (an alert, a key update) left to finish.
+/// Saves the failing SSL_read each message would otherwise end with.
+bool nothing_to_read(SSL* ssl);
+
 /// While corked, the records OpenSSL writes collect in the session's own bounded buffer
 /// instead of going to the socket one send each; a writer corks while it hands OpenSSL its
 /// queued messages, then uncorks and flushes, so a large message goes out in large sends.
