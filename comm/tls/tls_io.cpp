@@ -39,6 +39,7 @@ struct SocketBio {
   std::vector<char> in;
   std::size_t in_begin = 0, in_end = 0;
   int input_errno = 0;
+  bool socket_may_have_more = false;  // the last socket read filled all it was given
 };
 
 SocketBio* state_of(BIO* bio) { return static_cast<SocketBio*>(BIO_get_data(bio)); }
@@ -99,8 +100,25 @@ int bio_write(BIO* bio, const char* data, std::size_t n, std::size_t* written) {
   return 1;
 }
 
+// One recv into `data`; false with last_errno set when it failed (eof set at the end of
+// stream).
+bool recv_some(SocketBio* s, char* data, std::size_t n, std::size_t* read) {
+  ssize_t r;
+  do r = ::recv(s->fd, data, n, 0);
+  while (r < 0 && errno == EINTR);
+  if (r > 0) {
+    *read = static_cast<std::size_t>(r);
+    return true;
+  }
+  if (r == 0) s->eof = true;
+  else s->last_errno = errno;
+  return false;
+}
+
 // With buffered reads, what the comm's socket reads brought; once that is taken, a retry
-// (the comm reads the socket again) or the end the socket read met.
+// (the comm reads the socket again) or the end the socket read met. While the socket had
+// more than the last read took (a stream of records), OpenSSL reads it directly instead,
+// into its own buffer, sparing a copy, until a read comes back short.
 int bio_read_buffered(BIO* bio, SocketBio* s, char* data, std::size_t n, std::size_t* read) {
   if (s->in_begin < s->in_end) {
     n = std::min(n, s->in_end - s->in_begin);
@@ -108,6 +126,14 @@ int bio_read_buffered(BIO* bio, SocketBio* s, char* data, std::size_t n, std::si
     s->in_begin += n;
     *read = n;
     return 1;
+  }
+  if (s->socket_may_have_more && s->input_errno == 0 && !s->eof) {
+    if (recv_some(s, data, n, read)) {
+      s->socket_may_have_more = *read == n;
+      return 1;
+    }
+    s->socket_may_have_more = false;
+    if (!would_block(s->last_errno)) s->input_errno = s->last_errno;
   }
   s->last_errno = s->input_errno;
   if (!s->eof && s->input_errno == 0) BIO_set_retry_read(bio);
@@ -119,18 +145,7 @@ int bio_read(BIO* bio, char* data, std::size_t n, std::size_t* read) {
   BIO_clear_retry_flags(bio);
   s->last_errno = 0;
   if (s->buffered_reads) return bio_read_buffered(bio, s, data, n, read);
-  ssize_t r;
-  do r = ::recv(s->fd, data, n, 0);
-  while (r < 0 && errno == EINTR);
-  if (r > 0) {
-    *read = static_cast<std::size_t>(r);
-    return 1;
-  }
-  if (r == 0) {
-    s->eof = true;
-    return 0;
-  }
-  s->last_errno = errno;
+  if (recv_some(s, data, n, read)) return 1;
   if (would_block(s->last_errno)) BIO_set_retry_read(bio);
   return 0;
 }
@@ -212,7 +227,11 @@ std::span<char> input_space(SSL* ssl) {
   return {s->in.data() + s->in_end, s->in.size() - s->in_end};
 }
 
-void input_received(SSL* ssl, std::size_t n) { state_of(SSL_get_rbio(ssl))->in_end += n; }
+void input_received(SSL* ssl, std::size_t n) {
+  auto* s = state_of(SSL_get_rbio(ssl));
+  s->in_end += n;
+  s->socket_may_have_more = s->in_end == s->in.size();
+}
 
 void input_failed(SSL* ssl, const error_code& ec) {
   auto* s = state_of(SSL_get_rbio(ssl));
@@ -223,7 +242,7 @@ void input_failed(SSL* ssl, const error_code& ec) {
 bool nothing_to_read(SSL* ssl) {
   const auto* s = state_of(SSL_get_rbio(ssl));
   return s->buffered_reads && s->in_begin == s->in_end && !s->eof && s->input_errno == 0 &&
-         SSL_has_pending(ssl) == 0 && SSL_want(ssl) != SSL_WRITING;
+         !s->socket_may_have_more && SSL_has_pending(ssl) == 0 && SSL_want(ssl) != SSL_WRITING;
 }
 
 void cork(SSL* ssl, bool on) { state_of(SSL_get_wbio(ssl))->corked = on; }
