@@ -40,26 +40,16 @@ namespace taskwire::comm::tls {
 /// "tls://HOST:PORT" for an endpoint (IPv6 hosts bracketed).
 std::string format_endpoint(const asio::ip::tcp::endpoint& endpoint);
 
-class TlsComm final : public Comm, public std::enable_shared_from_this<TlsComm> {
+class TlsComm final : public tcp::StrandComm<TlsComm> {
  public:
   /// Takes a stream whose TLS handshake has completed. `limits` bound what this
   /// end accepts and what it agrees to send.
   TlsComm(std::unique_ptr<TlsStream> stream, const runtime::Limits& limits);
   ~TlsComm() override;
 
-  void async_read(ReadHandler handler) override;
-  void async_write(Message message, WriteHandler handler) override;
-  void close() override;
-  void abort() noexcept override;
-  bool closed() const noexcept override { return closed_flag_.load(); }
-  std::uint64_t bytes_received() const noexcept override { return bytes_received_.load(); }
-  void set_read_limits(const runtime::Limits& limits) override;
-  std::string local_address() const override { return local_; }
-  std::string peer_address() const override { return peer_addr_; }
-  asio::any_io_executor executor() const override { return strand_; }
-
  private:
-  enum class Side { read, write };
+  friend class tcp::StrandComm<TlsComm>;
+  using Side = tcp::Side;
   // Who waits for the socket: the reader, the writer, or close() (close_notify, then drain).
   enum class Waiter { read, write, close };
   struct PendingWrite {
@@ -78,7 +68,6 @@ class TlsComm final : public Comm, public std::enable_shared_from_this<TlsComm> 
   void send_queued();
   bool write_front();  // true once the front message is wholly taken
   void gather(const Message& message);  // fills pieces_ (and staged_) for one message
-  void complete_write(WriteHandler h);  // success, message handed to the transport
   void wait(SslOutcome outcome, Waiter who);
   bool& waiting(Waiter who);
   void read_socket();  // one socket read into the session's input buffer, if none runs
@@ -87,28 +76,12 @@ class TlsComm final : public Comm, public std::enable_shared_from_this<TlsComm> 
   void finish_close();  // writes flushed: close_notify, then drain
   void drain();         // discards input until the peer's close_notify or end of stream
   void close_socket();
-  void protocol_violation(const std::string& text);
   void fail(error_code cause, Side side);
-  error_code later_error() const;
   SSL* ssl() const noexcept { return stream_->ssl.get(); }
-  template <class F>
-  void run_on_strand(F&& f);
-  template <class F>
-  void turn(F&& body);  // runs body, then the write handlers it deferred
-  void run_deferred();
-  void schedule_flush();
-  void post_handler(ReadHandler h, error_code ec);
-  void post_handler(WriteHandler h, error_code ec);
 
-  const runtime::Limits limits_;  // what this end agrees to send
-  runtime::Limits read_limits_;   // what it accepts (strand only)
-  tcp::Strand strand_;
   std::unique_ptr<TlsStream> stream_;
-  std::string local_, peer_addr_;
-  std::atomic<bool> closed_flag_{false};
 
   // Read side.
-  ReadHandler pending_read_;
   FrameDecoder decoder_;
   std::span<char> large_into_;   // a large frame being filled (read_all), across waits
   std::size_t large_filled_ = 0;
@@ -117,7 +90,7 @@ class TlsComm final : public Comm, public std::enable_shared_from_this<TlsComm> 
   bool socket_reading_ = false;  // a socket read into the session's input buffer runs
   unsigned input_waiters_ = 0;   // bit per Waiter: who goes on once that read completes
   bool starting_read_ = false;   // inside start_read: a message found now is posted
-  std::atomic<std::uint64_t> bytes_received_{0};  // plaintext bytes, counted as they come
+                                 // (bytes_received_ counts plaintext bytes as they come)
 
   // Write side.
   std::deque<PendingWrite> writes_;
@@ -126,17 +99,13 @@ class TlsComm final : public Comm, public std::enable_shared_from_this<TlsComm> 
   bool write_waiting_ = false;
   std::vector<char> prefix_;  // reused for every message
   std::vector<char> staged_;  // the prefix and small frames, copied together
-  std::deque<WriteHandler> deferred_;  // to run at the end of the current turn
-  bool in_turn_ = false;               // one of this comm's handlers is running
 
   // Lifecycle.
-  bool close_requested_ = false;  // close(): no new operations, flush, then close_notify
   bool shutdown_started_ = false;
   bool notify_sent_ = false;      // close_notify handed to the socket
   bool close_waiting_ = false;
   bool socket_closed_ = false;    // the session must not be used again
   bool peer_eof_ = false;         // the peer closed its side (seen on a read)
-  error_code failed_;             // set once the comm is dead: what later operations fail with
 };
 
 }  // namespace taskwire::comm::tls
