@@ -4,18 +4,18 @@
 // itself, as TcpComm writes its socket; reads go through the comm's own socket reads
 // (tls_io.hpp).
 //
-// The model is TcpComm's: all state on the strand, every handler holding the comm, a public
-// call from elsewhere posted to the strand, user handlers never run inside the call, reads
-// decoded by the shared comm::FrameDecoder. A message is offered to SSL_write at once;
-// when the socket takes it whole its handler runs at the end of the current turn, without a
-// trip through the reactor (what keeps a small round trip near tcp's). What the socket does
-// not take is finished after an async_wait for it to become writable (or after a socket
-// read: OpenSSL may need to read first). The prefix and small frames are copied into one buffer, so a
-// small message is one TLS record and one send; frames of kLargeFrameBytes and more are
-// encrypted from their own memory. Reads call SSL_read until OpenSSL says it must wait,
-// then read the socket into the session's input buffer (async_read_some, as TcpComm reads:
-// after a short read Asio waits for the next without a syscall of its own); a whole message
-// found while async_read is still running is delivered by a post.
+// The model is TcpComm's (the part they share is tcp::StrandComm): all state on the strand,
+// every handler holding the comm, a public call from elsewhere posted to the strand, user
+// handlers never run inside the call, reads decoded by the shared comm::FrameDecoder. A message
+// is offered to SSL_write at once; when the socket takes it whole its handler runs at the end
+// of the current turn, without a trip through the reactor (what keeps a small round trip near
+// tcp's). What the socket does not take is finished after an async_wait for it to become
+// writable (or after a socket read: OpenSSL may need to read first). The prefix and small
+// frames are copied into one buffer, so a small message is one TLS record and one send; frames
+// of kLargeFrameBytes and more are encrypted from their own memory. Reads call SSL_read until
+// OpenSSL says it must wait, then read the socket into the session's input buffer
+// (async_read_some, as TcpComm reads: Asio tries one recv, then waits without re-arming the
+// descriptor); a whole message found while async_read is still running is delivered by a post.
 //
 // close() sends TLS's close_notify once the queued writes are out, then discards input until
 // the peer's close_notify or end of stream, then closes the socket. A peer closing the TCP

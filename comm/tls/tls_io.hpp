@@ -56,12 +56,13 @@ void clear_ssl_errors() noexcept;
 /// Call clear_ssl_errors() before the SSL_* call, then this right after it (same thread).
 SslOutcome ssl_outcome(SSL* ssl, int ret);
 
-/// From now on the session's reads no longer touch the socket: they take what the caller's
-/// own socket reads (Asio's async_read_some, which after a short read waits without a
-/// syscall, where an async_wait re-arms the descriptor with an epoll_ctl) brought into the
-/// session's input buffer, and say want_read once that is taken. The caller then reads the
-/// socket into input_space() and reports with input_received() or input_failed(). For a
-/// session whose handshake has completed.
+/// From now on the session's reads take what the caller's own socket reads brought into the
+/// session's input buffer (Asio's async_read_some waits without re-arming the descriptor, where
+/// an async_wait costs an epoll_ctl), and say want_read once that is taken. The caller then
+/// reads the socket into input_space() and reports with input_received() or input_failed().
+/// While the last socket read filled all it was given, OpenSSL reads the socket directly
+/// instead (a stream of records, no copy through the buffer) until a read comes back short. For
+/// a session whose handshake has completed.
 void read_through_buffer(SSL* ssl);
 /// Where the next socket read goes; non-empty whenever a call has said want_read.
 std::span<char> input_space(SSL* ssl);
