@@ -35,7 +35,7 @@ error_code translate_error(const error_code& ec, std::string_view where) {
 }
 
 TcpComm::TcpComm(Socket socket, const runtime::Limits& limits)
-    : limits_(limits), read_limits_(limits), strand_(socket.get_executor()), socket_(std::move(socket)),
+    : StrandComm("tcp", socket.get_executor(), limits), socket_(std::move(socket)),
       rbuf_(kReadBufferBytes) {
   error_code ec;
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
@@ -51,88 +51,6 @@ TcpComm::TcpComm(Socket socket, const runtime::Limits& limits)
 }
 
 TcpComm::~TcpComm() = default;
-
-// A call made on the strand runs at once (its handlers are still deferred or posted); from
-// elsewhere it is posted, holding the comm, and runs as a turn of its own.
-template <class F>
-void TcpComm::run_on_strand(F&& f) {
-  if (strand_.running_in_this_thread()) return f();
-  asio::post(strand_, [self = shared_from_this(), f = std::forward<F>(f)]() mutable {
-    self->turn(f);
-  });
-}
-
-// Every handler of this comm runs as a turn: write handlers whose message went out at once are
-// run when the turn's body returns, so they never run inside async_write, yet cost no post.
-template <class F>
-void TcpComm::turn(F&& body) {
-  if (in_turn_) return body();
-  in_turn_ = true;
-  try {
-    body();
-    run_deferred();
-  } catch (...) {
-    in_turn_ = false;
-    if (!deferred_.empty()) schedule_flush();
-    throw;
-  }
-  in_turn_ = false;
-}
-
-void TcpComm::run_deferred() {
-  while (!deferred_.empty()) {
-    auto h = std::move(deferred_.front());
-    deferred_.pop_front();
-    h({});
-  }
-}
-
-void TcpComm::schedule_flush() {
-  asio::post(strand_, [self = shared_from_this()] { self->turn([] {}); });
-}
-
-void TcpComm::post_handler(ReadHandler h, error_code ec) {
-  asio::post(strand_, [h = std::move(h), ec] { h(ec, Message{}); });
-}
-
-void TcpComm::post_handler(WriteHandler h, error_code ec) {
-  if (h) asio::post(strand_, [h = std::move(h), ec] { h(ec); });
-}
-
-error_code TcpComm::later_error() const {
-  if (failed_) return failed_;
-  return make_error_code(errc::closed);
-}
-
-// ---- public entry points: each runs its start_* on the strand ----
-
-void TcpComm::async_read(ReadHandler handler) {
-  run_on_strand([this, h = std::move(handler)]() mutable { start_read(std::move(h)); });
-}
-
-void TcpComm::async_write(Message message, WriteHandler handler) {
-  run_on_strand([this, m = std::move(message), h = std::move(handler)]() mutable {
-    start_write(std::move(m), std::move(h));
-  });
-}
-
-void TcpComm::set_read_limits(const runtime::Limits& limits) {
-  run_on_strand([this, limits] { read_limits_ = limits; });
-}
-
-void TcpComm::close() {
-  closed_flag_ = true;
-  run_on_strand([this] { start_close(); });
-}
-
-void TcpComm::abort() noexcept {
-  closed_flag_ = true;
-  try {
-    run_on_strand([this] { fail(make_error_code(errc::aborted), Side::read); });
-  } catch (...) {
-    // No owner left (called from a destructor) or no memory: the socket closes with us.
-  }
-}
 
 // ---- read side ----
 
@@ -260,19 +178,10 @@ bool TcpComm::partial_message() const noexcept {
   return phase_ == Phase::frames || rend_ > rbegin_;
 }
 
-void TcpComm::protocol_violation(const std::string& text) {
-  spdlog::warn("tcp: protocol error from {}: {}; aborting this comm", peer_addr_, text);
-  fail(make_error_code(errc::protocol), Side::read);
-}
-
 // ---- write side ----
 
 void TcpComm::start_write(Message message, WriteHandler h) {
-  if (failed_ || close_requested_ || peer_eof_) return post_handler(std::move(h), later_error());
-  if (auto why = check_limits(message, limits_); !why.empty()) {
-    spdlog::warn("tcp: not sending a message to {}: {}", peer_addr_, why);
-    return post_handler(std::move(h), make_error_code(errc::protocol));
-  }
+  if (!may_queue_write(message, h, close_requested_ || peer_eof_)) return;
   writes_.push_back(PendingWrite{std::move(message), std::move(h)});
   if (!writing_) send_queued();
 }
@@ -325,12 +234,6 @@ void TcpComm::send_queued() {
     finish_close();
 }
 
-void TcpComm::complete_write(WriteHandler h) {
-  if (!h) return;
-  if (in_turn_) deferred_.push_back(std::move(h));
-  else post_handler(std::move(h), {});  // called on the strand from outside this comm's turns
-}
-
 void TcpComm::on_write(const error_code& ec) {
   writing_ = false;
   PendingWrite done = std::move(writes_.front());
@@ -352,13 +255,7 @@ void TcpComm::on_write(const error_code& ec) {
 // ---- closing ----
 
 void TcpComm::start_close() {
-  if (failed_ || close_requested_) return;
-  close_requested_ = true;
-  closed_flag_ = true;
-  if (pending_read_) {
-    post_handler(std::move(pending_read_), make_error_code(errc::closed));
-    pending_read_ = nullptr;
-  }
+  if (!begin_close()) return;
   frames_.clear();
   if (writes_.empty() && !writing_) finish_close();
 }
@@ -398,19 +295,12 @@ void TcpComm::drain_step(const error_code& ec) {
 // The op that hit `cause` (the pending read when side is read; a failed write reports its own)
 // gets `cause`; everything else pending fails with closed if the peer is gone, else aborted.
 void TcpComm::fail(error_code cause, Side side) {
-  if (failed_) return;
-  const auto other = make_error_code(cause == errc::closed ? errc::closed : errc::aborted);
-  failed_ = other;
-  closed_flag_ = true;
+  if (!begin_fail(cause, side)) return;
   error_code ignored;
   socket_.close(ignored);  // completes the socket's pending operations with operation_aborted
-  if (pending_read_) {
-    post_handler(std::move(pending_read_), side == Side::read ? cause : other);
-    pending_read_ = nullptr;
-  }
   // The write in flight (front, when writing_) is completed by on_write; the rest fail now.
   const auto first = writes_.begin() + (writing_ ? 1 : 0);
-  for (auto it = first; it != writes_.end(); ++it) post_handler(std::move(it->handler), other);
+  for (auto it = first; it != writes_.end(); ++it) post_handler(std::move(it->handler), failed_);
   writes_.erase(first, writes_.end());
   frames_.clear();
 }

@@ -18,6 +18,7 @@
 // are checked before anything is allocated for an announced size; a violation is logged with
 // the peer's address and aborts this comm only.
 #include <taskwire/comm/core/comm.hpp>
+#include <taskwire/comm/tcp/strand_comm.hpp>
 #include <taskwire/runtime/config.hpp>
 
 #include <atomic>
@@ -30,7 +31,6 @@
 
 namespace taskwire::comm::tcp {
 
-using Strand = asio::strand<asio::io_context::executor_type>;
 /// A TCP socket whose handlers run on its own strand.
 using Socket = asio::basic_stream_socket<asio::ip::tcp, Strand>;
 
@@ -42,27 +42,16 @@ std::string format_endpoint(const asio::ip::tcp::endpoint& endpoint);
 /// logged at debug level with `where`).
 error_code translate_error(const error_code& ec, std::string_view where);
 
-class TcpComm final : public Comm, public std::enable_shared_from_this<TcpComm> {
+class TcpComm final : public StrandComm<TcpComm> {
  public:
   /// Takes a connected socket; sets TCP_NODELAY and SO_KEEPALIVE. `limits` bound what this
   /// end accepts and what it agrees to send.
   TcpComm(Socket socket, const runtime::Limits& limits);
   ~TcpComm() override;
 
-  void async_read(ReadHandler handler) override;
-  void async_write(Message message, WriteHandler handler) override;
-  void close() override;
-  void abort() noexcept override;
-  bool closed() const noexcept override { return closed_flag_.load(); }
-  std::uint64_t bytes_received() const noexcept override { return bytes_received_.load(); }
-  void set_read_limits(const runtime::Limits& limits) override;
-  std::string local_address() const override { return local_; }
-  std::string peer_address() const override { return peer_addr_; }
-  asio::any_io_executor executor() const override { return strand_; }
-
  private:
+  friend class StrandComm<TcpComm>;
   enum class Phase { prefix, frames };
-  enum class Side { read, write };
   struct PendingWrite {
     Message message;
     WriteHandler handler;
@@ -80,32 +69,15 @@ class TcpComm final : public Comm, public std::enable_shared_from_this<TcpComm> 
   void on_read_error(const error_code& ec);
   void send_queued();
   void on_write(const error_code& ec);
-  void complete_write(WriteHandler h);  // success, message handed to the transport
   void finish_close();  // writes flushed: shut down the send side, then drain
   void drain();                              // after close(): discard input until the peer closes
   void drain_step(const error_code& ec);
-  void protocol_violation(const std::string& text);
   void fail(error_code cause, Side side);
   bool partial_message() const noexcept;
-  error_code later_error() const;
-  template <class F>
-  void run_on_strand(F&& f);
-  template <class F>
-  void turn(F&& body);  // runs body, then the write handlers it deferred
-  void run_deferred();
-  void schedule_flush();
-  void post_handler(ReadHandler h, error_code ec);
-  void post_handler(WriteHandler h, error_code ec);
 
-  const runtime::Limits limits_;  // what this end agrees to send
-  runtime::Limits read_limits_;   // what it accepts (strand only)
-  Strand strand_;
   Socket socket_;
-  std::string local_, peer_addr_;
-  std::atomic<bool> closed_flag_{false};
 
   // Read side.
-  ReadHandler pending_read_;
   std::vector<char> rbuf_;
   std::size_t rbegin_ = 0, rend_ = 0;  // unconsumed bytes are rbuf_[rbegin_, rend_)
   Phase phase_ = Phase::prefix;
@@ -113,22 +85,17 @@ class TcpComm final : public Comm, public std::enable_shared_from_this<TcpComm> 
   std::vector<Frame> frames_;           // its frames read so far
   Frame large_;                         // a large frame being read straight into
   std::size_t large_filled_ = 0;
-  bool socket_reading_ = false;
-  std::atomic<std::uint64_t> bytes_received_{0};  // by every socket read, large frames' too
+  bool socket_reading_ = false;  // bytes_received_ counts every socket read, large frames' too
 
   // Write side.
   std::deque<PendingWrite> writes_;
   bool writing_ = false;
   std::vector<char> prefix_;             // reused for every message
   std::vector<asio::const_buffer> wbufs_;  // reused for every message
-  std::deque<WriteHandler> deferred_;      // to run at the end of the current turn
-  bool in_turn_ = false;                   // one of this comm's handlers is running
 
   // Lifecycle.
-  bool close_requested_ = false;  // close(): no new operations, flush, then shut down sending
   bool send_shut_ = false;
   bool peer_eof_ = false;  // the peer closed its side (seen on a read)
-  error_code failed_;      // set once the comm is dead: what later operations fail with
 };
 
 }  // namespace taskwire::comm::tcp

@@ -7,6 +7,8 @@
 #include <openssl/err.h>
 #include <spdlog/spdlog.h>
 
+#include <utility>
+
 namespace taskwire::comm::tls {
 namespace {
 
@@ -22,8 +24,8 @@ std::string format_endpoint(const asio::ip::tcp::endpoint& endpoint) {
 }
 
 TlsComm::TlsComm(std::unique_ptr<TlsStream> stream, const runtime::Limits& limits)
-    : limits_(limits), read_limits_(limits), strand_(stream->socket.get_executor()),
-      stream_(std::move(stream)) {
+    : StrandComm("tls", stream->socket.get_executor(), limits), stream_(std::move(stream)) {
+  read_through_buffer(ssl());
   auto& socket = stream_->socket;
   error_code ec;
   socket.set_option(asio::ip::tcp::no_delay(true), ec);
@@ -38,102 +40,53 @@ TlsComm::TlsComm(std::unique_ptr<TlsStream> stream, const runtime::Limits& limit
 
 TlsComm::~TlsComm() = default;
 
-// As TcpComm's: a call made on the strand runs at once (its handlers are still deferred or
-// posted); from elsewhere it is posted, holding the comm, and runs as a turn of its own.
-template <class F>
-void TlsComm::run_on_strand(F&& f) {
-  if (strand_.running_in_this_thread()) return f();
-  asio::post(strand_, [self = shared_from_this(), f = std::forward<F>(f)]() mutable {
-    self->turn(f);
-  });
-}
-
-// Every handler of this comm runs as a turn: write handlers whose message went out at once
-// run when the turn's body returns, so they never run inside async_write, yet cost no post.
-template <class F>
-void TlsComm::turn(F&& body) {
-  if (in_turn_) return body();
-  in_turn_ = true;
-  try {
-    body();
-    run_deferred();
-  } catch (...) {
-    in_turn_ = false;
-    if (!deferred_.empty()) schedule_flush();
-    throw;
-  }
-  in_turn_ = false;
-}
-
-void TlsComm::run_deferred() {
-  while (!deferred_.empty()) {
-    auto h = std::move(deferred_.front());
-    deferred_.pop_front();
-    h({});
-  }
-}
-
-void TlsComm::schedule_flush() {
-  asio::post(strand_, [self = shared_from_this()] { self->turn([] {}); });
-}
-
-void TlsComm::post_handler(ReadHandler h, error_code ec) {
-  asio::post(strand_, [h = std::move(h), ec] { h(ec, Message{}); });
-}
-
-void TlsComm::post_handler(WriteHandler h, error_code ec) {
-  if (h) asio::post(strand_, [h = std::move(h), ec] { h(ec); });
-}
-
-error_code TlsComm::later_error() const {
-  if (failed_) return failed_;
-  return make_error_code(errc::closed);
-}
-
-// ---- public entry points: each runs its start_* on the strand ----
-
-void TlsComm::async_read(ReadHandler handler) {
-  run_on_strand([this, h = std::move(handler)]() mutable { start_read(std::move(h)); });
-}
-
-void TlsComm::async_write(Message message, WriteHandler handler) {
-  run_on_strand([this, m = std::move(message), h = std::move(handler)]() mutable {
-    start_write(std::move(m), std::move(h));
-  });
-}
-
-void TlsComm::set_read_limits(const runtime::Limits& limits) {
-  run_on_strand([this, limits] { read_limits_ = limits; });
-}
-
-void TlsComm::close() {
-  closed_flag_ = true;
-  run_on_strand([this] { start_close(); });
-}
-
-void TlsComm::abort() noexcept {
-  closed_flag_ = true;
-  try {
-    run_on_strand([this] { fail(make_error_code(errc::aborted), Side::read); });
-  } catch (...) {
-    // No owner left (called from a destructor) or no memory: the socket closes with us.
-  }
-}
-
 // ---- waiting for the socket ----
 
+bool& TlsComm::waiting(Waiter who) {
+  if (who == Waiter::read) return read_waiting_;
+  return who == Waiter::write ? write_waiting_ : close_waiting_;
+}
+
+// Input is waited for with a socket read into the session's buffer (tls_io.hpp,
+// read_through_buffer), shared by whoever needs it; writability with an async_wait.
 void TlsComm::wait(SslOutcome outcome, Waiter who) {
-  (who == Waiter::read ? read_waiting_ : who == Waiter::write ? write_waiting_ : close_waiting_) =
-      true;
+  waiting(who) = true;
+  if (outcome.kind == SslOutcome::want_read) {
+    input_waiters_ |= 1u << static_cast<unsigned>(who);
+    return read_socket();
+  }
   stream_->socket.async_wait(wait_for(outcome),
                              [self = shared_from_this(), who](const error_code& ec) {
                                self->turn([&] { self->on_ready(who, ec); });
                              });
 }
 
+void TlsComm::read_socket() {
+  if (socket_reading_) return;
+  socket_reading_ = true;
+  const auto space = input_space(ssl());
+  stream_->socket.async_read_some(
+      asio::buffer(space.data(), space.size()),
+      [self = shared_from_this()](const error_code& ec, std::size_t n) {
+        self->turn([&] { self->on_input(ec, n); });
+      });
+}
+
+// What the socket read brought (or how it ended) goes to the session; then everyone who
+// waited for input goes on: close and the writer before the reader, whose delivery may
+// start more work.
+void TlsComm::on_input(const error_code& ec, std::size_t n) {
+  socket_reading_ = false;
+  if (failed_ || socket_closed_) return;
+  if (ec) input_failed(ssl(), ec);
+  else input_received(ssl(), n);
+  const unsigned waiters = std::exchange(input_waiters_, 0u);
+  for (Waiter who : {Waiter::close, Waiter::write, Waiter::read})
+    if (waiters & (1u << static_cast<unsigned>(who))) on_ready(who, {});
+}
+
 void TlsComm::on_ready(Waiter who, const error_code& ec) {
-  (who == Waiter::read ? read_waiting_ : who == Waiter::write ? write_waiting_ : close_waiting_) =
-      false;
+  waiting(who) = false;
   if (failed_ || socket_closed_) return;
   if (ec) {
     const auto code = tcp::translate_error(ec, peer_addr_);
@@ -193,6 +146,10 @@ void TlsComm::advance() {
 
 // One SSL_read into what the decoder asked for (a large frame's span is kept across waits).
 bool TlsComm::read_into(std::span<char> into) {
+  if (nothing_to_read(ssl())) {
+    wait({SslOutcome::want_read, {}}, Waiter::read);
+    return false;
+  }
   std::size_t n = 0;
   clear_ssl_errors();
   const int ret = SSL_read_ex(ssl(), into.data(), into.size(), &n);
@@ -250,19 +207,10 @@ void TlsComm::on_read_error(const error_code& ec) {
   }
 }
 
-void TlsComm::protocol_violation(const std::string& text) {
-  spdlog::warn("tls: protocol error from {}: {}; aborting this comm", peer_addr_, text);
-  fail(make_error_code(errc::protocol), Side::read);
-}
-
 // ---- write side ----
 
 void TlsComm::start_write(Message message, WriteHandler h) {
-  if (failed_ || close_requested_ || peer_eof_) return post_handler(std::move(h), later_error());
-  if (auto why = check_limits(message, limits_); !why.empty()) {
-    spdlog::warn("tls: not sending a message to {}: {}", peer_addr_, why);
-    return post_handler(std::move(h), make_error_code(errc::protocol));
-  }
+  if (!may_queue_write(message, h, close_requested_ || peer_eof_)) return;
   writes_.push_back(PendingWrite{std::move(message), std::move(h)});
   if (!write_waiting_) send_queued();
 }
@@ -357,22 +305,10 @@ void TlsComm::gather(const Message& message) {
   end_run();
 }
 
-void TlsComm::complete_write(WriteHandler h) {
-  if (!h) return;
-  if (in_turn_) deferred_.push_back(std::move(h));
-  else post_handler(std::move(h), {});  // called on the strand from outside this comm's turns
-}
-
 // ---- closing ----
 
 void TlsComm::start_close() {
-  if (failed_ || close_requested_) return;
-  close_requested_ = true;
-  closed_flag_ = true;
-  if (pending_read_) {
-    post_handler(std::move(pending_read_), make_error_code(errc::closed));
-    pending_read_ = nullptr;
-  }
+  if (!begin_close()) return;
   decoder_.discard();
   reading_large_ = false;
   if (!write_waiting_) send_queued();
@@ -420,16 +356,9 @@ void TlsComm::close_socket() {
 // The op that hit `cause` (the pending read when side is read; a failed write reports its own)
 // gets `cause`; everything else pending fails with closed if the peer is gone, else aborted.
 void TlsComm::fail(error_code cause, Side side) {
-  if (failed_) return;
-  const auto other = make_error_code(cause == errc::closed ? errc::closed : errc::aborted);
-  failed_ = other;
-  closed_flag_ = true;
+  if (!begin_fail(cause, side)) return;
   close_socket();
-  if (pending_read_) {
-    post_handler(std::move(pending_read_), side == Side::read ? cause : other);
-    pending_read_ = nullptr;
-  }
-  for (auto& w : writes_) post_handler(std::move(w.handler), other);
+  for (auto& w : writes_) post_handler(std::move(w.handler), failed_);
   writes_.clear();
   pieces_.clear();
   decoder_.discard();

@@ -1,19 +1,21 @@
 #pragma once
 // One end of a TLS connection speaking the framing of comm/core/framing.hpp; the TLS
-// handshake is done before (see tls_handshake.hpp). OpenSSL reads and writes the
-// non-blocking socket itself (tls_io.hpp), as TcpComm reads and writes its socket.
+// handshake is done before (see tls_handshake.hpp). OpenSSL writes the non-blocking socket
+// itself, as TcpComm writes its socket; reads go through the comm's own socket reads
+// (tls_io.hpp).
 //
-// The model is TcpComm's: all state on the strand, every handler holding the comm, a public
-// call from elsewhere posted to the strand, user handlers never run inside the call, reads
-// decoded by the shared comm::FrameDecoder. A message is offered to SSL_write at once;
-// when the socket takes it whole its handler runs at the end of the current turn, without a
-// trip through the reactor (what keeps a small round trip near tcp's). What the socket does
-// not take is finished after an async_wait for it to become writable (or readable: OpenSSL
-// may need to read first). The prefix and small frames are copied into one buffer, so a
-// small message is one TLS record and one send; frames of kLargeFrameBytes and more are
-// encrypted from their own memory. Reads call SSL_read until OpenSSL says it must wait,
-// then wait for the socket; a whole message found while async_read is still running is
-// delivered by a post.
+// The model is TcpComm's (the part they share is tcp::StrandComm): all state on the strand,
+// every handler holding the comm, a public call from elsewhere posted to the strand, user
+// handlers never run inside the call, reads decoded by the shared comm::FrameDecoder. A message
+// is offered to SSL_write at once; when the socket takes it whole its handler runs at the end
+// of the current turn, without a trip through the reactor (what keeps a small round trip near
+// tcp's). What the socket does not take is finished after an async_wait for it to become
+// writable (or after a socket read: OpenSSL may need to read first). The prefix and small
+// frames are copied into one buffer, so a small message is one TLS record and one send; frames
+// of kLargeFrameBytes and more are encrypted from their own memory. Reads call SSL_read until
+// OpenSSL says it must wait, then read the socket into the session's input buffer
+// (async_read_some, as TcpComm reads: Asio tries one recv, then waits without re-arming the
+// descriptor); a whole message found while async_read is still running is delivered by a post.
 //
 // close() sends TLS's close_notify once the queued writes are out, then discards input until
 // the peer's close_notify or end of stream, then closes the socket. A peer closing the TCP
@@ -38,26 +40,16 @@ namespace taskwire::comm::tls {
 /// "tls://HOST:PORT" for an endpoint (IPv6 hosts bracketed).
 std::string format_endpoint(const asio::ip::tcp::endpoint& endpoint);
 
-class TlsComm final : public Comm, public std::enable_shared_from_this<TlsComm> {
+class TlsComm final : public tcp::StrandComm<TlsComm> {
  public:
   /// Takes a stream whose TLS handshake has completed. `limits` bound what this
   /// end accepts and what it agrees to send.
   TlsComm(std::unique_ptr<TlsStream> stream, const runtime::Limits& limits);
   ~TlsComm() override;
 
-  void async_read(ReadHandler handler) override;
-  void async_write(Message message, WriteHandler handler) override;
-  void close() override;
-  void abort() noexcept override;
-  bool closed() const noexcept override { return closed_flag_.load(); }
-  std::uint64_t bytes_received() const noexcept override { return bytes_received_.load(); }
-  void set_read_limits(const runtime::Limits& limits) override;
-  std::string local_address() const override { return local_; }
-  std::string peer_address() const override { return peer_addr_; }
-  asio::any_io_executor executor() const override { return strand_; }
-
  private:
-  enum class Side { read, write };
+  friend class tcp::StrandComm<TlsComm>;
+  using Side = tcp::Side;
   // Who waits for the socket: the reader, the writer, or close() (close_notify, then drain).
   enum class Waiter { read, write, close };
   struct PendingWrite {
@@ -76,41 +68,29 @@ class TlsComm final : public Comm, public std::enable_shared_from_this<TlsComm> 
   void send_queued();
   bool write_front();  // true once the front message is wholly taken
   void gather(const Message& message);  // fills pieces_ (and staged_) for one message
-  void complete_write(WriteHandler h);  // success, message handed to the transport
   void wait(SslOutcome outcome, Waiter who);
+  bool& waiting(Waiter who);
+  void read_socket();  // one socket read into the session's input buffer, if none runs
+  void on_input(const error_code& ec, std::size_t n);
   void on_ready(Waiter who, const error_code& ec);
   void finish_close();  // writes flushed: close_notify, then drain
   void drain();         // discards input until the peer's close_notify or end of stream
   void close_socket();
-  void protocol_violation(const std::string& text);
   void fail(error_code cause, Side side);
-  error_code later_error() const;
   SSL* ssl() const noexcept { return stream_->ssl.get(); }
-  template <class F>
-  void run_on_strand(F&& f);
-  template <class F>
-  void turn(F&& body);  // runs body, then the write handlers it deferred
-  void run_deferred();
-  void schedule_flush();
-  void post_handler(ReadHandler h, error_code ec);
-  void post_handler(WriteHandler h, error_code ec);
 
-  const runtime::Limits limits_;  // what this end agrees to send
-  runtime::Limits read_limits_;   // what it accepts (strand only)
-  tcp::Strand strand_;
   std::unique_ptr<TlsStream> stream_;
-  std::string local_, peer_addr_;
-  std::atomic<bool> closed_flag_{false};
 
   // Read side.
-  ReadHandler pending_read_;
   FrameDecoder decoder_;
   std::span<char> large_into_;   // a large frame being filled (read_all), across waits
   std::size_t large_filled_ = 0;
   bool reading_large_ = false;
   bool read_waiting_ = false;    // the reader waits for the socket or a posted continuation
+  bool socket_reading_ = false;  // a socket read into the session's input buffer runs
+  unsigned input_waiters_ = 0;   // bit per Waiter: who goes on once that read completes
   bool starting_read_ = false;   // inside start_read: a message found now is posted
-  std::atomic<std::uint64_t> bytes_received_{0};  // plaintext bytes, counted as they come
+                                 // (bytes_received_ counts plaintext bytes as they come)
 
   // Write side.
   std::deque<PendingWrite> writes_;
@@ -119,17 +99,13 @@ class TlsComm final : public Comm, public std::enable_shared_from_this<TlsComm> 
   bool write_waiting_ = false;
   std::vector<char> prefix_;  // reused for every message
   std::vector<char> staged_;  // the prefix and small frames, copied together
-  std::deque<WriteHandler> deferred_;  // to run at the end of the current turn
-  bool in_turn_ = false;               // one of this comm's handlers is running
 
   // Lifecycle.
-  bool close_requested_ = false;  // close(): no new operations, flush, then close_notify
   bool shutdown_started_ = false;
   bool notify_sent_ = false;      // close_notify handed to the socket
   bool close_waiting_ = false;
   bool socket_closed_ = false;    // the session must not be used again
   bool peer_eof_ = false;         // the peer closed its side (seen on a read)
-  error_code failed_;             // set once the comm is dead: what later operations fail with
 };
 
 }  // namespace taskwire::comm::tls

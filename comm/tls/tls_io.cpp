@@ -6,7 +6,9 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <climits>
 #include <vector>
 
@@ -20,10 +22,12 @@ constexpr std::size_t kReadAheadBytes = 64 * 1024;
 // While corked, records collect up to this many bytes before they are sent together.
 constexpr std::size_t kCorkBytes = 256 * 1024;
 
-// The socket BIO's state: the descriptor (not owned), whether recv saw the end of stream
-// (BIO_eof, which OpenSSL asks to tell an end of stream from an error), the errno of the
-// last failed call (for ssl_outcome's SSL_ERROR_SYSCALL), and the records collected while
-// corked, out[sent, size) not yet sent.
+// The socket BIO's state: the descriptor (not owned), whether the input saw the end of
+// stream (BIO_eof, which OpenSSL asks to tell an end of stream from an error), the errno of
+// the last failed call (for ssl_outcome's SSL_ERROR_SYSCALL), the records collected while
+// corked, out[sent, size) not yet sent, and once reads go through the comm's socket reads
+// (read_through_buffer), what they brought, in[in_begin, in_end) not yet taken by OpenSSL,
+// and the errno that ended them.
 struct SocketBio {
   int fd = -1;
   bool eof = false;
@@ -31,6 +35,11 @@ struct SocketBio {
   bool corked = false;
   std::vector<char> out;
   std::size_t sent = 0;
+  bool buffered_reads = false;
+  std::vector<char> in;
+  std::size_t in_begin = 0, in_end = 0;
+  int input_errno = 0;
+  bool socket_may_have_more = false;  // the last socket read filled all it was given
 };
 
 SocketBio* state_of(BIO* bio) { return static_cast<SocketBio*>(BIO_get_data(bio)); }
@@ -91,22 +100,52 @@ int bio_write(BIO* bio, const char* data, std::size_t n, std::size_t* written) {
   return 1;
 }
 
-int bio_read(BIO* bio, char* data, std::size_t n, std::size_t* read) {
-  auto* s = state_of(bio);
-  BIO_clear_retry_flags(bio);
-  s->last_errno = 0;
+// One recv into `data`; false with last_errno set when it failed (eof set at the end of
+// stream).
+bool recv_some(SocketBio* s, char* data, std::size_t n, std::size_t* read) {
   ssize_t r;
   do r = ::recv(s->fd, data, n, 0);
   while (r < 0 && errno == EINTR);
   if (r > 0) {
     *read = static_cast<std::size_t>(r);
+    return true;
+  }
+  if (r == 0) s->eof = true;
+  else s->last_errno = errno;
+  return false;
+}
+
+// With buffered reads, what the comm's socket reads brought; once that is taken, a retry
+// (the comm reads the socket again) or the end the socket read met. While the socket had
+// more than the last read took (a stream of records), OpenSSL reads it directly instead,
+// into its own buffer, sparing a copy, until a read comes back short.
+int bio_read_buffered(BIO* bio, SocketBio* s, char* data, std::size_t n, std::size_t* read) {
+  if (s->in_begin < s->in_end) {
+    n = std::min(n, s->in_end - s->in_begin);
+    std::memcpy(data, s->in.data() + s->in_begin, n);
+    s->in_begin += n;
+    *read = n;
     return 1;
   }
-  if (r == 0) {
-    s->eof = true;
-    return 0;
+  if (s->socket_may_have_more && s->input_errno == 0 && !s->eof) {
+    if (recv_some(s, data, n, read)) {
+      s->socket_may_have_more = *read == n;
+      return 1;
+    }
+    s->socket_may_have_more = false;
+    if (!would_block(s->last_errno)) s->input_errno = s->last_errno;
   }
-  s->last_errno = errno;
+  s->last_errno = s->input_errno;
+  if (!s->eof && s->input_errno == 0) BIO_set_retry_read(bio);
+  return 0;
+}
+
+int bio_read(BIO* bio, char* data, std::size_t n, std::size_t* read) {
+  auto* s = state_of(bio);
+  BIO_clear_retry_flags(bio);
+  s->last_errno = 0;
+  if (s->buffered_reads) return bio_read_buffered(bio, s, data, n, read);
+  if (recv_some(s, data, n, read)) return 1;
   if (would_block(s->last_errno)) BIO_set_retry_read(bio);
   return 0;
 }
@@ -174,6 +213,36 @@ std::unique_ptr<TlsStream> make_tls_stream(tcp::Socket socket, asio::ssl::contex
 
 void clear_ssl_errors() noexcept {
   if (ERR_peek_error() != 0) ERR_clear_error();
+}
+
+void read_through_buffer(SSL* ssl) {
+  auto* s = state_of(SSL_get_rbio(ssl));
+  s->buffered_reads = true;
+  s->in.resize(kReadAheadBytes);
+}
+
+std::span<char> input_space(SSL* ssl) {
+  auto* s = state_of(SSL_get_rbio(ssl));
+  if (s->in_begin == s->in_end) s->in_begin = s->in_end = 0;
+  return {s->in.data() + s->in_end, s->in.size() - s->in_end};
+}
+
+void input_received(SSL* ssl, std::size_t n) {
+  auto* s = state_of(SSL_get_rbio(ssl));
+  s->in_end += n;
+  s->socket_may_have_more = s->in_end == s->in.size();
+}
+
+void input_failed(SSL* ssl, const error_code& ec) {
+  auto* s = state_of(SSL_get_rbio(ssl));
+  if (ec == asio::error::eof) s->eof = true;
+  else s->input_errno = ec.category() == boost::system::system_category() ? ec.value() : EIO;
+}
+
+bool nothing_to_read(SSL* ssl) {
+  const auto* s = state_of(SSL_get_rbio(ssl));
+  return s->buffered_reads && s->in_begin == s->in_end && !s->eof && s->input_errno == 0 &&
+         !s->socket_may_have_more && SSL_has_pending(ssl) == 0 && SSL_want(ssl) != SSL_WRITING;
 }
 
 void cork(SSL* ssl, bool on) { state_of(SSL_get_wbio(ssl))->corked = on; }

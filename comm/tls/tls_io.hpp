@@ -1,10 +1,12 @@
 #pragma once
-// The OpenSSL session of a tls:// connection, driven directly on the TCP socket's file
-// descriptor (no Asio ssl::stream and no BIO pair): SSL_read / SSL_write / SSL_do_handshake
-// read and write the non-blocking socket themselves, and when one says it must wait
-// (SSL_ERROR_WANT_READ / WANT_WRITE) the caller waits with the socket's async_wait. So a
-// small message is encrypted and sent inside the write call, as TcpComm sends its own, and a
-// large one goes out record after record without a handler per record.
+// The OpenSSL session of a tls:// connection over the TCP socket (no Asio ssl::stream and
+// no BIO pair). Writes: SSL_write / SSL_do_handshake send on the non-blocking socket
+// themselves, so a small message is encrypted and sent inside the write call, as TcpComm
+// sends its own, and a large one goes out record after record without a handler per record.
+// Reads: during the handshake OpenSSL reads the socket itself too; after it
+// (read_through_buffer) the comm reads the socket with Asio and OpenSSL decrypts from that
+// buffer. When a call says it must wait (SSL_ERROR_WANT_READ / WANT_WRITE) the caller reads
+// the socket, or waits for it to become writable.
 //
 // The socket's BIO is this file's own: it sends with MSG_NOSIGNAL (a peer gone away must
 // not raise SIGPIPE, as OpenSSL's socket BIO's write() would) and never closes the socket,
@@ -15,6 +17,7 @@
 #include <openssl/ssl.h>
 
 #include <memory>
+#include <span>
 
 namespace taskwire::comm::tls {
 
@@ -52,6 +55,26 @@ void clear_ssl_errors() noexcept;
 
 /// Call clear_ssl_errors() before the SSL_* call, then this right after it (same thread).
 SslOutcome ssl_outcome(SSL* ssl, int ret);
+
+/// From now on the session's reads take what the caller's own socket reads brought into the
+/// session's input buffer (Asio's async_read_some waits without re-arming the descriptor, where
+/// an async_wait costs an epoll_ctl), and say want_read once that is taken. The caller then
+/// reads the socket into input_space() and reports with input_received() or input_failed().
+/// While the last socket read filled all it was given, OpenSSL reads the socket directly
+/// instead (a stream of records, no copy through the buffer) until a read comes back short. For
+/// a session whose handshake has completed.
+void read_through_buffer(SSL* ssl);
+/// Where the next socket read goes; non-empty whenever a call has said want_read.
+std::span<char> input_space(SSL* ssl);
+void input_received(SSL* ssl, std::size_t n);
+/// The socket read ended (asio::error::eof) or failed; later reads report it, as a recv
+/// that met it would have.
+void input_failed(SSL* ssl, const error_code& ec);
+
+/// True when an SSL_read could only say want_read: nothing in the input buffer, nothing
+/// buffered inside OpenSSL, and no write of its own (an alert, a key update) left to finish.
+/// Saves the failing SSL_read each message would otherwise end with.
+bool nothing_to_read(SSL* ssl);
 
 /// While corked, the records OpenSSL writes collect in the session's own bounded buffer
 /// instead of going to the socket one send each; a writer corks while it hands OpenSSL its
