@@ -2,6 +2,7 @@
 //   taskwire-scheduler --listen tcp://0.0.0.0:8786 [--listen ADDR2 ...] --scheduler-file F
 // Exits 0 after SIGINT/SIGTERM or a client's shutdown(), 1 with a message on a fatal error,
 // 2 on a bad command line (runtime/daemon_bootstrap.hpp).
+#include <taskwire/http/http_server.hpp>
 #include <taskwire/runtime/daemon_bootstrap.hpp>
 #include <taskwire/runtime/log.hpp>
 #include <taskwire/runtime/scheduler_file.hpp>
@@ -27,6 +28,8 @@ struct MainOptions {
   double heartbeat_timeout = 10, saturation = 1.1;
   int allowed_failures = scheduler::SchedulerOptions{}.allowed_failures;
   double no_workers_timeout = 0;
+  std::string dashboard_address = scheduler::DashboardOptions{}.address;
+  bool no_dashboard = false;
 };
 
 po::options_description describe(MainOptions& o) {
@@ -47,7 +50,11 @@ po::options_description describe(MainOptions& o) {
       "allowed-failures", po::value(&o.allowed_failures)->default_value(o.allowed_failures),
       "a task errs once this many workers died while running it")(
       "no-workers-timeout", po::value(&o.no_workers_timeout)->default_value(o.no_workers_timeout),
-      "seconds without any worker after which the tasks waiting for one err (0: wait)");
+      "seconds without any worker after which the tasks waiting for one err (0: wait)")(
+      "dashboard-address", po::value(&o.dashboard_address)->default_value(o.dashboard_address),
+      "where the dashboard, /metrics and /json are served: :PORT (127.0.0.1 only), "
+      "HOST:PORT, 0.0.0.0:PORT (every interface); a port in use falls back to a free one")(
+      "no-dashboard", po::bool_switch(&o.no_dashboard), "serve no dashboard (no HTTP at all)");
   runtime::add_daemon_common_options(desc, o.common,
                                      "also log to this file ({rank} and {pid} are replaced)");
   return desc;
@@ -56,6 +63,11 @@ po::options_description describe(MainOptions& o) {
 void check(const MainOptions& o) {
   if (o.allowed_failures < 1) throw po::error("--allowed-failures must be at least 1");
   if (!(o.no_workers_timeout >= 0)) throw po::error("--no-workers-timeout must not be negative");
+  try {
+    http::parse_listen_address(o.dashboard_address);
+  } catch (const std::invalid_argument& e) {
+    throw po::error(std::string("--dashboard-address: ") + e.what());
+  }
 }
 
 int run_scheduler(MainOptions& o) {
@@ -70,9 +82,12 @@ int run_scheduler(MainOptions& o) {
   options.state.worker_saturation = o.saturation;
   options.state.allowed_failures = o.allowed_failures;
   options.state.no_workers_timeout = o.no_workers_timeout;
+  options.dashboard.enabled = !o.no_dashboard;
+  options.dashboard.address = o.dashboard_address;
   scheduler::SchedulerServer server(rt.registry(), options);
   server.start();
   for (const auto& a : server.addresses()) fmt::print("taskwire-scheduler listening at {}\n", a);
+  if (!o.no_dashboard) fmt::print("taskwire-scheduler dashboard at {}\n", server.dashboard_url());
   std::fflush(stdout);
   if (!o.scheduler_file.empty())
     runtime::SchedulerFile{server.addresses()}.write(o.scheduler_file);
