@@ -29,9 +29,10 @@ stats() {  # stats PATH: median and max of R curl time_total, in ms
   done | sort -n | awk -v p="$1" '{ v[NR] = $1 * 1000 } END {
     printf "%-16s median %.2f ms, max %.2f ms over %d requests\n", p, v[int((NR + 1) / 2)], v[NR], NR }'
 }
-stats /metrics
 stats /health
+stats /metrics
 stats "/json/dashboard"
+stats /metrics
 curl -sf "$url/metrics" | grep -E '^taskwire_scheduler_tasks\{' || true
 touch "$dir/s.json.go"
 wait "${pids[1]}" || true
