@@ -19,6 +19,7 @@ td:first-child,th:first-child{text-align:left}
 .bar{display:inline-block;height:12px;vertical-align:middle}
 #summary span{margin-right:16px}.err{color:#b00}
 svg{border:1px solid #ccc;background:#fafafa}
+td.track{text-align:left;width:300px;background:#eee;padding:0;white-space:nowrap;font-size:0}
 </style></head><body>
 <h1>taskwire <span id="role"></span></h1>
 <div id="summary"><span>workers: <b id="nworkers">0</b></span><span>threads: <b id="nthreads">0</b></span>
@@ -57,8 +58,8 @@ function progress(d) {
     const t = f.tasks, total = Math.max(1, f.completed + (t.processing || 0) + (t.waiting || 0) +
       (t.queued || 0) + (t["no-worker"] || 0) + (t.released || 0) + (t.erred || 0));
     const w = n => (300 * n / total).toFixed(1);
-    return `<tr><td>${esc(f.name)}</td><td><span class="bar" style="width:${w(f.completed)}px;background:${colour(f.name)}"></span>` +
-      `<span class="bar" style="width:${w(t.processing || 0)}px;background:#ccc"></span>` +
+    return `<tr><td>${esc(f.name)}</td><td class="track"><span class="bar" style="width:${w(f.completed)}px;background:${colour(f.name)}"></span>` +
+      `<span class="bar" style="width:${w(t.processing || 0)}px;background:#999"></span>` +
       `<span class="bar" style="width:${w(t.erred || 0)}px;background:#b00"></span></td>` +
       `<td>${f.completed} done</td><td>${t.processing || 0} running</td><td class="err">${f.erred} erred</td></tr>`;
   }).join("");
@@ -67,9 +68,9 @@ function drawStream(d) {
   const svg = $("stream"), lanes = new Map();
   for (const w of d.workers) for (let i = 0; i < w.nthreads; i++) lanes.set(w.address + "#" + i, lanes.size);
   for (const e of stream) if (!e.transfer && !lanes.has(e.worker + "#" + e.thread)) lanes.set(e.worker + "#" + e.thread, lanes.size);
-  const end = stream.reduce((m, e) => Math.max(m, e.stop), d.uptime), begin = end - 20, lh = 14;
+  const end = stream.reduce((m, e) => Math.max(m, e.stop), d.uptime), begin = end - 10, lh = 14;
   svg.setAttribute("height", Math.max(40, lanes.size * lh + 20));
-  const x = t => (1200 * (t - begin) / 20).toFixed(1);
+  const x = t => (1200 * (t - begin) / 10).toFixed(1);
   let s = "";
   for (const [name, i] of lanes) s += `<text x="2" y="${i * lh + 11}" font-size="9" fill="#999">${esc(name)}</text>`;
   for (const e of stream) {

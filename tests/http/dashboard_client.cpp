@@ -3,6 +3,8 @@
 //   dashboard_client graph FILE      a map of short tasks, blobs that move between workers,
 //                                    and one task that fails; checks the results
 //   dashboard_client slow FILE N     N tasks of 50 ms each (the page watches them run)
+//   dashboard_client demo FILE       slow tasks with `graph` run meanwhile, three times (for
+//                                    the README's screenshot)
 //   dashboard_client hold FILE N     N tasks submitted to a scheduler without workers; waits
 //                                    until FILE.go exists (the caller scrapes meanwhile)
 //   dashboard_client shutdown FILE   shuts the cluster down
@@ -55,6 +57,16 @@ void slow(Client& client, int n) {
         fmt::format("{} slow tasks", n));
 }
 
+void demo(Client& client) {
+  std::vector<int> xs(120);
+  std::iota(xs.begin(), xs.end(), 0);
+  for (int round = 0; round < 3; ++round) {
+    auto slow = client.map(cluster_fns::slow_inc, xs);
+    graph(client);
+    client.gather(slow);
+  }
+}
+
 void hold(Client& client, const std::string& file, int n) {
   std::vector<int> xs(static_cast<std::size_t>(n));
   std::iota(xs.begin(), xs.end(), 0);
@@ -69,7 +81,7 @@ void hold(Client& client, const std::string& file, int n) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fmt::print(stderr, "usage: dashboard_client graph|slow|hold|shutdown SCHEDULER_FILE [N]\n");
+    fmt::print(stderr, "usage: dashboard_client graph|slow|demo|hold|shutdown SCHEDULER_FILE [N]\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -78,6 +90,7 @@ int main(int argc, char** argv) {
     auto client = Client::from_scheduler_file(argv[2]);
     if (mode == "graph") graph(client);
     else if (mode == "slow") slow(client, n);
+    else if (mode == "demo") demo(client);
     else if (mode == "hold") hold(client, argv[2], n);
     else if (mode == "shutdown") client.shutdown();
     else return 2;

@@ -42,7 +42,7 @@ scrape() {  # scrape URL OUT: /metrics, checked by promtool
 }
 
 nthreads=2
-[ "$mode" = page ] || [ "$mode" = screenshot ] && nthreads=1
+[ "$mode" = page ] && nthreads=1
 "$scheduler" --listen tcp://127.0.0.1:0 --dashboard-address 127.0.0.1:0 \
   --scheduler-file "$dir/s.json" >"$dir/scheduler.log" 2>&1 &
 pids+=($!)
@@ -135,7 +135,9 @@ bad-requests)
   ;;
 page|screenshot)
   command -v chromium >/dev/null || fail "chromium is missing (third_party/install-deps.sh)"
-  timeout 120 "$client" slow "$dir/s.json" 600 >"$dir/client.log" 2>&1 &
+  work=(slow "$dir/s.json" 600)
+  [ "$mode" = screenshot ] && work=(demo "$dir/s.json")
+  timeout 120 "$client" "${work[@]}" >"$dir/client.log" 2>&1 &
   slow=$!
   dump() {
     timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
@@ -145,6 +147,9 @@ page|screenshot)
     curl -sf "$surl/metrics" | grep -qE '^taskwire_scheduler_tasks_completed_total [1-9]' && break; sleep 0.1
   done
   dump --dump-dom >"$dir/dom1.html" || fail "chromium --dump-dom"
+  if [ "$mode" = screenshot ]; then
+    dump --screenshot="$shot" --window-size=1280,800 || fail "screenshot"
+  fi
   dump --dump-dom >"$dir/dom2.html" || fail "chromium --dump-dom (2)"
   for i in 1 2; do
     address=$(grep -oE 'at tcp://127.0.0.1:[0-9]+' "$dir/worker$i.log" | head -n 1 | sed 's/^at //')
@@ -155,9 +160,6 @@ page|screenshot)
   n2=$(grep -oE 'id="completed">[0-9]+' "$dir/dom2.html" | grep -oE '[0-9]+$')
   [ -n "$n1" ] && [ -n "$n2" ] && [ "$n2" -gt "$n1" ] || fail "completed tasks in the page: '$n1' then '$n2'"
   ok "the page lists both workers; completed tasks $n1 -> $n2"
-  if [ "$mode" = screenshot ]; then
-    dump --screenshot="$shot" --window-size=1280,800 || fail "screenshot"
-  fi
   wait "$slow" || fail "the slow graph"
   ;;
 *) fail "unknown mode $mode" ;;
