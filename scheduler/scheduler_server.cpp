@@ -2,9 +2,9 @@
 
 #include <taskwire/comm/core/address.hpp>
 #include <taskwire/http/loop_lag.hpp>
-#include <taskwire/scheduler/scheduler_dashboard.hpp>
 #include <taskwire/runtime/batch.hpp>
 #include <taskwire/scheduler/compute_task_wire.hpp>
+#include <taskwire/scheduler/scheduler_dashboard.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
