@@ -129,6 +129,9 @@ int tasks_main(const std::vector<std::string>& args) {
       "submit().get() repetitions (0 skips them)")(
       "repeats", po::value(&o.repeats)->default_value(o.repeats), "runs per workload (median reported)")(
       "pool", po::bool_switch(&o.pool), "under mpiexec: the scheduler runs in the client's rank")(
+      "dashboard", po::value(&o.dashboard)->default_value(o.dashboard),
+      "alone: off, on (HTTP dashboards, /metrics scraped every second) or compare (fresh "
+      "clusters without and with them, alternating, medians and ratio)")(
       "csv", po::value(&o.csv), "append rows backend,workload,tasks,seconds,tasks_per_s,per_task_us")(
       "log-level", po::value(&level)->default_value(level), "trace .. off");
   if (!parse_options(args, desc, level)) return 0;
@@ -139,6 +142,10 @@ int tasks_main(const std::vector<std::string>& args) {
   }
   if (backends.empty()) backends = bench::launched_on_several_ranks() ? "mpi,tcp" : "tcp";
   o.backends = split(backends);
+  if (o.dashboard != "off" && o.dashboard != "on" && o.dashboard != "compare") {
+    fmt::print(stderr, "taskwire-bench tasks: --dashboard is off, on or compare\n");
+    return 2;
+  }
   return bench::run_tasks(o);
 }
 

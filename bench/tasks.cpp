@@ -1,6 +1,7 @@
 #include "bench/tasks.hpp"
 
 #include "bench/cluster_ranks.hpp"
+#include "bench/scrape.hpp"
 #include "bench/stats.hpp"
 
 #include <taskwire/client/mpi/launch.hpp>
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <stdexcept>
 
@@ -62,9 +64,11 @@ struct LocalCluster {
     return *registries.back();
   }
 
-  LocalCluster(const std::string& backend, int nworkers) {
+  LocalCluster(const std::string& backend, int nworkers, bool dashboard = false) {
     scheduler::SchedulerServerOptions so;
     so.listen = {backend == "tcp" ? "tcp://127.0.0.1:0" : "inproc://auto"};
+    so.dashboard.enabled = dashboard;
+    so.dashboard.address = "127.0.0.1:0";
     scheduler = std::make_unique<scheduler::SchedulerServer>(make_registry("scheduler"), so);
     scheduler->start();
     address = scheduler->addresses().at(0);
@@ -73,6 +77,7 @@ struct LocalCluster {
       wo.scheduler_address = address;
       wo.nthreads = 1;
       wo.name = fmt::format("bench-worker-{}", i);
+      wo.dashboard = dashboard;
       auto& reg = make_registry("worker");
       workers.push_back(std::make_unique<worker::Worker>(reg.context(), reg, wo));
       workers.back()->start();
@@ -83,6 +88,14 @@ struct LocalCluster {
       if (static_cast<int>(n) == nworkers) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
+  }
+  /// The dashboards' URLs (none when off).
+  std::vector<std::string> dashboard_urls() const {
+    std::vector<std::string> urls;
+    if (!scheduler->dashboard_url().empty()) urls.push_back(scheduler->dashboard_url());
+    for (const auto& w : workers)
+      if (!w->dashboard_url().empty()) urls.push_back(w->dashboard_url());
+    return urls;
   }
   ~LocalCluster() {
     for (auto& w : workers) w->stop();
@@ -205,6 +218,42 @@ int run_tasks_on_ranks(const TasksOptions& o) {
   return rc;
 }
 
+// One fresh cluster per run, with or without dashboards (each scraped once a second).
+std::vector<Result> run_on_fresh_cluster(const std::string& backend, const TasksOptions& o,
+                                         bool dashboard) {
+  LocalCluster cluster(backend, o.workers, dashboard);
+  MetricsScraper scraper(cluster.dashboard_urls(), std::chrono::seconds(1));
+  auto& client_reg = cluster.make_registry("client");
+  Client client(client_reg, cluster.address);
+  auto results = run_workloads(client, o);
+  if (dashboard && (scraper.scrapes() == 0 || scraper.failures() > 0))
+    fmt::print(stderr, "tasks: {} scrapes answered, {} failed\n", scraper.scrapes(), scraper.failures());
+  return results;
+}
+
+// --dashboard compare: repeats of (off, on) pairs, the order alternating, medians of each.
+void compare_dashboard(const std::string& backend, const TasksOptions& o) {
+  TasksOptions once = o;
+  once.repeats = 1;
+  std::map<std::string, std::vector<double>> off, on;
+  std::vector<Result> shape;
+  for (int r = 0; r < o.repeats; ++r) {
+    for (int half = 0; half < 2; ++half) {
+      const bool with = (half == 0) == (r % 2 == 1);
+      shape = run_on_fresh_cluster(backend, once, with);
+      for (const auto& res : shape) (with ? on : off)[res.workload].push_back(res.seconds);
+    }
+  }
+  fmt::print("{:<8} {:<12} {:>7} {:>12} {:>12} {:>8}\n", "backend", "workload", "tasks",
+             "off s (med)", "on s (med)", "on/off");
+  for (const auto& res : shape) {
+    const double a = median(off[res.workload]), b = median(on[res.workload]);
+    fmt::print("{:<8} {:<12} {:>7} {:>12.4f} {:>12.4f} {:>8.3f}\n", backend, res.workload,
+               res.tasks, a, b, b / a);
+  }
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int run_tasks(const TasksOptions& o) {
@@ -215,10 +264,15 @@ int run_tasks(const TasksOptions& o) {
                        "`mpiexec.mpich -n 3 taskwire-bench tasks --pool`\n");
     return 2;
   }
+  if (o.dashboard == "compare") {
+    for (const auto& backend : o.backends) compare_dashboard(backend, o);
+    return 0;
+  }
   CsvWriter csv(o.csv, "backend,workload,tasks,seconds,tasks_per_s,per_task_us");
   print_header();
   for (const auto& backend : o.backends) {
-    LocalCluster cluster(backend, o.workers);
+    LocalCluster cluster(backend, o.workers, o.dashboard == "on");
+    MetricsScraper scraper(cluster.dashboard_urls(), std::chrono::seconds(1));
     auto& client_reg = cluster.make_registry("client");
     Client client(client_reg, cluster.address);
     print_results(backend, run_workloads(client, o), csv);

@@ -13,6 +13,8 @@ find_package(MPI REQUIRED COMPONENTS C)
 find_package(Boost 1.74 REQUIRED COMPONENTS serialization program_options)
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
+# nlohmann-json (Debian's nlohmann-json3-dev, header-only): the dashboard's /json answers.
+find_package(nlohmann_json 3 REQUIRED)
 # OpenSSL (Debian's libssl-dev), linked privately (no public header includes it): libcrypto
 # for the handshake's HMAC-SHA256, nonces and constant-time comparison; libssl for tls://.
 find_package(OpenSSL 1.1.1 REQUIRED)

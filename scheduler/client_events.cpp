@@ -150,6 +150,8 @@ std::vector<TaskState*> SchedulerState::add_tasks(const std::vector<const TaskSp
       if (dep->dependents.insert(ts)) ts->dependencies.push_back(dep);
     }
     tasks_.emplace(ts->key, std::move(owned));
+    ++counts_.by_state[static_cast<std::size_t>(TaskStatus::released)];
+    ++metrics_of(ts).tasks.by_state[static_cast<std::size_t>(TaskStatus::released)];
     added.push_back(ts);
   }
   return added;

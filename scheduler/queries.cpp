@@ -112,6 +112,7 @@ std::string SchedulerState::validate() const {
     if (!problem.empty()) return fmt::format("task '{}' ({}): {}", key, ts->state, problem);
   }
   if (dependency_edges != dependent_edges) return "dependency and dependent edges differ";
+  if (std::string problem = validate_counts(); !problem.empty()) return problem;
   if (std::string problem = validate_workers(); !problem.empty()) return problem;
   for (const auto& [id, cs] : clients_) {
     for (const TaskState* ts : cs->wants_what) {
@@ -120,6 +121,45 @@ std::string SchedulerState::validate() const {
   }
   if (!unrunnable_.empty() && !workers_.empty()) return "tasks in no-worker while workers exist";
   return {};
+}
+
+std::string SchedulerState::validate_counts() const {
+  std::array<std::size_t, kTaskStatusCount> by_state{};
+  std::unordered_map<const std::string*, std::array<std::size_t, kTaskStatusCount>> by_function;
+  for (const auto& [key, ts] : tasks_) {
+    ++by_state[static_cast<std::size_t>(ts->state)];
+    ++by_function[&static_cast<const std::string&>(ts->function)][static_cast<std::size_t>(ts->state)];
+  }
+  for (std::size_t s = 0; s + 1 < kTaskStatusCount; ++s) {
+    if (by_state[s] != counts_.by_state[s])
+      return fmt::format("{} tasks are {}, counted {}", by_state[s], static_cast<TaskStatus>(s),
+                         counts_.by_state[s]);
+    for (const auto& [function, metrics] : function_metrics_) {
+      const auto it = by_function.find(function);
+      const std::size_t live = it == by_function.end() ? 0 : it->second[s];
+      if (live != metrics.tasks.by_state[s])
+        return fmt::format("{} tasks of {} are {}, counted {}", live, *function,
+                           static_cast<TaskStatus>(s), metrics.tasks.by_state[s]);
+    }
+  }
+  return {};
+}
+
+std::vector<std::pair<std::string, FunctionMetrics>> SchedulerState::function_metrics() const {
+  std::vector<std::pair<std::string, FunctionMetrics>> out;
+  out.reserve(function_metrics_.size());
+  for (const auto& [function, metrics] : function_metrics_) out.emplace_back(*function, metrics);
+  return out;
+}
+
+int SchedulerState::nthreads_of(std::string_view address) const {
+  const WorkerState* ws = find_worker(address);
+  return ws ? ws->nthreads : 1;
+}
+
+std::string_view SchedulerState::function_of(std::string_view key) const {
+  const TaskState* ts = find_task(key);
+  return ts ? std::string_view(ts->function) : std::string_view();
 }
 
 std::string SchedulerState::validate_edges(TaskState* ts) const {

@@ -4,6 +4,7 @@
 // 2 on a bad command line (runtime/daemon_bootstrap.hpp).
 #include <taskwire/comm/core/address.hpp>
 #include <taskwire/comm/core/host_address.hpp>
+#include <taskwire/http/http_server.hpp>
 #include <taskwire/runtime/daemon_bootstrap.hpp>
 #include <taskwire/runtime/log.hpp>
 #include <taskwire/runtime/scheduler_file.hpp>
@@ -29,6 +30,8 @@ struct MainOptions {
   double heartbeat_timeout = 10, saturation = 1.1;
   int allowed_failures = scheduler::SchedulerOptions{}.allowed_failures;
   double no_workers_timeout = 0;
+  std::string dashboard_address = scheduler::DashboardOptions{}.address;
+  bool no_dashboard = false;
 };
 
 po::options_description describe(MainOptions& o) {
@@ -56,7 +59,11 @@ po::options_description describe(MainOptions& o) {
       "allowed-failures", po::value(&o.allowed_failures)->default_value(o.allowed_failures),
       "a task errs once this many workers died while running it")(
       "no-workers-timeout", po::value(&o.no_workers_timeout)->default_value(o.no_workers_timeout),
-      "seconds without any worker after which the tasks waiting for one err (0: wait)");
+      "seconds without any worker after which the tasks waiting for one err (0: wait)")(
+      "dashboard-address", po::value(&o.dashboard_address)->default_value(o.dashboard_address),
+      "where the dashboard, /metrics and /json are served: :PORT (127.0.0.1 only), "
+      "HOST:PORT, 0.0.0.0:PORT (every interface); a port in use falls back to a free one")(
+      "no-dashboard", po::bool_switch(&o.no_dashboard), "serve no dashboard (no HTTP at all)");
   runtime::add_daemon_common_options(desc, o.common,
                                      "also log to this file ({rank} and {pid} are replaced)");
   return desc;
@@ -67,6 +74,11 @@ void check(const MainOptions& o) {
     throw po::error("give --host or --interface, not both");
   if (o.allowed_failures < 1) throw po::error("--allowed-failures must be at least 1");
   if (!(o.no_workers_timeout >= 0)) throw po::error("--no-workers-timeout must not be negative");
+  try {
+    http::parse_listen_address(o.dashboard_address);
+  } catch (const std::invalid_argument& e) {
+    throw po::error(std::string("--dashboard-address: ") + e.what());
+  }
 }
 
 bool advertises_host(const std::string& address) {
@@ -115,10 +127,13 @@ int run_scheduler(MainOptions& o) {
   options.state.worker_saturation = o.saturation;
   options.state.allowed_failures = o.allowed_failures;
   options.state.no_workers_timeout = o.no_workers_timeout;
+  options.dashboard.enabled = !o.no_dashboard;
+  options.dashboard.address = o.dashboard_address;
   scheduler::SchedulerServer server(rt.registry(), options);
   server.start();
   const auto addresses = advertised(o, host, server.addresses());
   for (const auto& a : addresses) fmt::print("taskwire-scheduler listening at {}\n", a);
+  if (!o.no_dashboard) fmt::print("taskwire-scheduler dashboard at {}\n", server.dashboard_url());
   std::fflush(stdout);
   if (!o.scheduler_file.empty()) runtime::SchedulerFile{addresses}.write(o.scheduler_file);
 

@@ -6,6 +6,7 @@
 // (which it never deserializes) and hands them to workers with ComputeTask.
 #include <taskwire/comm/core/connect.hpp>
 #include <taskwire/runtime/context.hpp>
+#include <taskwire/scheduler/dashboard_options.hpp>
 #include <taskwire/scheduler/scheduler_state.hpp>
 
 #include <chrono>
@@ -26,6 +27,8 @@ struct SchedulerServerOptions {
   /// shutdown still happens when the strand gets to it.
   std::chrono::milliseconds stop_timeout{5'000};
   SchedulerOptions state;
+  /// The HTTP dashboard, /metrics and /json (off unless enabled).
+  DashboardOptions dashboard;
 };
 
 class SchedulerServer {
@@ -36,10 +39,13 @@ class SchedulerServer {
   SchedulerServer(const SchedulerServer&) = delete;
   SchedulerServer& operator=(const SchedulerServer&) = delete;
 
-  /// Starts listening; throws comm::CommError if an address cannot be listened on.
+  /// Starts listening; throws comm::CommError if an address cannot be listened on, or
+  /// boost::system::system_error if the dashboard cannot (not even on a free port).
   void start();
   /// Contact addresses, one per listen address, in order.
   std::vector<std::string> addresses() const;
+  /// "http://HOST:PORT" of the dashboard once started; "" when it is off.
+  std::string dashboard_url() const;
   /// Stops: closes every worker (close_worker), every client and the listeners. Idempotent.
   /// Not from the context's own threads. Waits at most options.stop_timeout for the strand
   /// to begin it; what it posted keeps the server's state alive until it ran, so the

@@ -15,6 +15,9 @@
 #include <taskwire/scheduler/events.hpp>
 #include <taskwire/scheduler/instructions.hpp>
 #include <taskwire/scheduler/records.hpp>
+#include <taskwire/runtime/histogram.hpp>
+
+#include <array>
 
 #include <cstddef>
 #include <cstdint>
@@ -80,6 +83,22 @@ struct WorkerInfo {
   double last_seen = 0;
 };
 
+inline constexpr std::size_t kTaskStatusCount = static_cast<std::size_t>(TaskStatus::forgotten) + 1;
+
+/// What the dashboard and /metrics report, kept up to date by the transitions themselves
+/// (a scrape must not walk every task). Counters only grow.
+struct TaskCounts {
+  std::array<std::size_t, kTaskStatusCount> by_state{};  ///< live tasks; forgotten unused
+  std::uint64_t completed = 0;  ///< processing -> memory
+  std::uint64_t erred = 0;      ///< transitions into erred (dependents of a failure too)
+  std::uint64_t retried = 0;    ///< a worker's error answered by running the task again
+  std::size_t count(TaskStatus s) const { return by_state[static_cast<std::size_t>(s)]; }
+};
+struct FunctionMetrics {
+  TaskCounts tasks;
+  runtime::DurationHistogram durations;  ///< as the workers reported them
+};
+
 struct TransitionRecord {
   std::string key;
   TaskStatus start;
@@ -126,6 +145,14 @@ class SchedulerState {
   /// violation. Linear in the size of the state: for tests.
   std::string validate() const;
   const SchedulerOptions& options() const { return options_; }
+  const TaskCounts& task_counts() const { return counts_; }
+  /// Per function name, in no particular order.
+  std::vector<std::pair<std::string, FunctionMetrics>> function_metrics() const;
+  std::size_t client_count() const { return clients_.size(); }
+  /// A connected worker's threads (1 if unknown): cheaper than worker().
+  int nthreads_of(std::string_view address) const;
+  /// The function of a live task ("" if unknown).
+  std::string_view function_of(std::string_view key) const;
 
  private:
   // stimuli (client_events.cpp, worker_events.cpp)
@@ -170,6 +197,7 @@ class SchedulerState {
   std::string validate_edges(TaskState* ts) const;  ///< its dependencies, waiters, waiting_on
   std::string validate_task(TaskState* ts) const;   ///< its state against its records
   std::string validate_workers() const;
+  std::string validate_counts() const;  ///< task_counts() and function_metrics() by state
   void client_releases(ClientState* cs, const std::vector<TaskState*>& tasks);
   void add_want(TaskState* ts, ClientState* cs);
   void drop_want(TaskState* ts, ClientState* cs);
@@ -196,6 +224,8 @@ class SchedulerState {
   void add_replica(TaskState* ts, WorkerState* ws);
   void remove_replica(TaskState* ts, WorkerState* ws);
   void log_transition(const TaskState* ts, TaskStatus start);
+  void count_transition(const TaskState* ts, TaskStatus start);
+  FunctionMetrics& metrics_of(const TaskState* ts);
 
   // placement (placement.cpp)
   bool queuing_enabled() const;
@@ -242,6 +272,9 @@ class SchedulerState {
   // A ring of the last transition_log_length transitions; once full, a record's strings are
   // overwritten in place (their capacity reused), so logging allocates nothing (it was 7 % of
   // the scheduler's thread as a deque of fresh strings).
+  TaskCounts counts_;
+  // Keyed by the interned name's address (see FunctionName): a pointer hash per transition.
+  std::unordered_map<const std::string*, FunctionMetrics> function_metrics_;
   std::vector<TransitionRecord> transition_log_;
   std::size_t transition_log_next_ = 0;  ///< the oldest record once the ring is full
   std::uint64_t generation_ = 0;

@@ -391,8 +391,25 @@ void SchedulerState::remove_replica(TaskState* ts, WorkerState* ws) {
   ws->nbytes -= size_of(ts);
 }
 
+FunctionMetrics& SchedulerState::metrics_of(const TaskState* ts) {
+  return function_metrics_[&static_cast<const std::string&>(ts->function)];
+}
+
+void SchedulerState::count_transition(const TaskState* ts, TaskStatus start) {
+  const auto from = static_cast<std::size_t>(start), to = static_cast<std::size_t>(ts->state);
+  TaskCounts& f = metrics_of(ts).tasks;
+  --counts_.by_state[from];
+  --f.by_state[from];
+  ++counts_.by_state[to];
+  ++f.by_state[to];
+  if (ts->state == S::erred) ++counts_.erred, ++f.erred;
+  if (start == S::processing && ts->state == S::memory) ++counts_.completed, ++f.completed;
+}
+
 void SchedulerState::log_transition(const TaskState* ts, TaskStatus start) {
-  if (options_.transition_log_length == 0 || start == ts->state) return;
+  if (start == ts->state) return;
+  count_transition(ts, start);
+  if (options_.transition_log_length == 0) return;
   if (transition_log_.size() < options_.transition_log_length) {
     transition_log_.push_back(TransitionRecord{ts->key, start, ts->state, stimulus_id_});
     return;

@@ -239,6 +239,7 @@ void SchedulerState::on(const TaskFinished& e) {
     return free_keys(ws, e.key);
   }
   record_duration(ts->function, e.duration);
+  metrics_of(ts).durations.observe(e.duration);
   processing_to_memory(ts, ws, e.nbytes);
   log_transition(ts, S::processing);
 }
@@ -250,6 +251,8 @@ void SchedulerState::on(const TaskErred& e) {
   }
   if (ts->retries > 0) {
     --ts->retries;
+    ++counts_.retried;
+    ++metrics_of(ts).tasks.retried;
     log(LogLevel::info, fmt::format("'{}' erred on {}, retrying ({} retries left): {}", e.key,
                                     e.worker, ts->retries, e.message));
     return transition(ts, S::waiting);

@@ -12,6 +12,8 @@ PACKAGES=(
   libssl-dev openssl
   iproute2 iputils-ping
   gnuplot-nox
+  nlohmann-json3-dev
+  prometheus curl chromium
   clang libclang-rt-14-dev
 )
 

@@ -59,6 +59,7 @@ void Worker::Impl::send_request(const std::shared_ptr<PeerLink>& link, std::uint
   // The peer's silence counts from the first request it owes a reply to.
   if (link->outstanding.empty()) note_fetch_progress(*link);
   link->outstanding.emplace(id, std::move(keys));
+  if (recorder_) link->sent_at[id] = recorder_->now();
   // A failed write aborts the comm; the pending read reports it.
   link->comm->async_write(w.take(), [](error_code) {});
   watch_fetches(link);
@@ -136,6 +137,7 @@ void Worker::Impl::on_peer_message(const std::shared_ptr<PeerLink>& link,
         throw runtime::SerializationError(
             fmt::format("data_reply to unknown request {}", reply.request_id));
       note_fetch_progress(*link);
+      if (recorder_) record_transfer(*link, reply.request_id, reply.keys, r.frames());
       GatherDepDone done;
       done.worker = link->address;
       for (std::size_t i = 0; i < reply.keys.size(); ++i)
@@ -161,6 +163,7 @@ void Worker::Impl::fail_link(PeerLink& link, const std::string& reason) {
   const bool asked = !link.pending.empty() || !link.outstanding.empty();
   link.pending.clear();
   link.outstanding.clear();
+  link.sent_at.clear();
   if (!asked) return;
   spdlog::warn("worker {}: cannot fetch from {}: {}", name_, link.address, reason);
   std::vector<Event> events;

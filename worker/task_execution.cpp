@@ -93,6 +93,7 @@ double thread_cpu_seconds() noexcept {
 void Worker::Impl::record_duration(const std::string& function, const Event& result,
                                    bool ran_inline) {
   const double seconds = duration_of(result);
+  if (recorder_) record_task_done(function, result);
   auto& t = timings_[function];
   t.mean_seconds = t.runs == 0 ? seconds : 0.8 * t.mean_seconds + 0.2 * seconds;
   ++t.runs;

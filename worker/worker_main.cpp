@@ -8,6 +8,7 @@
 // By default the process is a nanny (nanny.hpp) that runs the worker in a child process and
 // restarts it when it dies of a signal; a child waiting for its scheduler is not dying.
 #include <taskwire/comm/core/connect.hpp>
+#include <taskwire/http/http_server.hpp>
 #include <taskwire/runtime/daemon_bootstrap.hpp>
 #include <taskwire/runtime/log.hpp>
 #include <taskwire/runtime/preload.hpp>
@@ -47,6 +48,8 @@ struct MainOptions {
   double inline_task_us = 20;
   bool no_nanny = false;
   int restart_limit = 10;
+  std::string dashboard_address = worker::WorkerOptions{}.dashboard_address;
+  bool no_dashboard = false;
 };
 
 po::options_description describe(MainOptions& o) {
@@ -89,7 +92,11 @@ po::options_description describe(MainOptions& o) {
       "run the worker in this process: no restart when it dies, and the scheduler learns "
       "only that its connection closed")(
       "restart-limit", po::value(&o.restart_limit)->default_value(o.restart_limit),
-      "the nanny gives up (exit 1) when the worker died this many times within a minute");
+      "the nanny gives up (exit 1) when the worker died this many times within a minute")(
+      "dashboard-address", po::value(&o.dashboard_address)->default_value(o.dashboard_address),
+      "where this worker's dashboard, /metrics and /json are served: :PORT (127.0.0.1 only), "
+      "HOST:PORT, 0.0.0.0:PORT (every interface); port 0: a free one, printed in the log")(
+      "no-dashboard", po::bool_switch(&o.no_dashboard), "serve no dashboard (no HTTP at all)");
   runtime::add_daemon_common_options(
       desc, o.common,
       "also log to this file ({rank} and {pid} are replaced); the nanny and its worker share it");
@@ -109,6 +116,11 @@ void check(const MainOptions& o) {
   runtime::parse_timeout(o.connect_timeout, "--connect-timeout");
   if (o.fetch_timeout_ms < 0) throw po::error("--fetch-timeout-ms must not be negative");
   if (o.restart_limit < 0) throw po::error("--restart-limit must not be negative");
+  try {
+    http::parse_listen_address(o.dashboard_address);
+  } catch (const std::invalid_argument& e) {
+    throw po::error(std::string("--dashboard-address: ") + e.what());
+  }
 }
 
 int run_as_nanny(int argc, char* argv[], const MainOptions& o) {
@@ -160,6 +172,8 @@ worker::WorkerOptions worker_options(const MainOptions& o, const std::string& sc
   options.heartbeat_interval = std::chrono::milliseconds(o.heartbeat_ms);
   options.connect_timeout = connect_timeout;
   options.fetch_timeout = std::chrono::milliseconds(o.fetch_timeout_ms);
+  options.dashboard = !o.no_dashboard;
+  options.dashboard_address = o.dashboard_address;
   return options;
 }
 

@@ -102,6 +102,7 @@ void Worker::wait_closed() { impl_->wait_closed(std::chrono::milliseconds::max()
 CloseStatus Worker::close_status() const { return impl_->close_status(); }
 std::string Worker::address() const { return impl_->address(); }
 std::string Worker::name() const { return impl_->name(); }
+std::string Worker::dashboard_url() const { return impl_->dashboard_url(); }
 const DataStore& Worker::data() const { return impl_->data(); }
 
 // ---- lifecycle ----
@@ -166,6 +167,7 @@ void Worker::Impl::start() {
   so.max_gather_peers = options_.max_gather_peers;
   state_ = std::make_unique<WorkerState>(std::move(so), data_);
   executor_.start();
+  start_dashboard();
   spdlog::info("worker {}: listening at {}, {} thread{}, scheduler {}", name_, address_,
                options_.nthreads, options_.nthreads == 1 ? "" : "s", options_.scheduler_address);
   asio::post(strand_, [self = shared_from_this()] { self->on_started(); });
@@ -267,6 +269,7 @@ void Worker::Impl::begin_close(std::string reason, bool clean) {
   if (clean) spdlog::info("worker {}: closing: {}", name_, reason);
   else spdlog::error("worker {}: closing: {}", name_, reason);
   heartbeat_.cancel();
+  stop_dashboard();
   if (listener_) listener_->stop();
   for (auto& extra : extra_listeners_) extra->stop();
   for (auto& [address, link] : peers_) {

@@ -80,6 +80,12 @@ struct WorkerOptions {
   /// loop instead of a pool thread (while a thread slot is free), saving two thread
   /// hand-overs per task; 0 always uses the pool. See worker/task_execution.cpp.
   double inline_task_seconds = 20e-6;
+  /// Serve a dashboard page, /metrics, /json/... and /health over HTTP (the taskwire-worker
+  /// daemon does unless --no-dashboard). Off for workers made in-process.
+  bool dashboard = false;
+  /// Where: HOST:PORT, ":PORT" (127.0.0.1), port 0 for a free port (the default; the log
+  /// says "dashboard at http://...").
+  std::string dashboard_address = ":0";
 };
 
 /// How the worker ended.
@@ -122,6 +128,8 @@ class Worker {
   /// The contact address peers fetch from (after start()).
   std::string address() const;
   std::string name() const;
+  /// "http://HOST:PORT" of the dashboard (after start()); "" when it is off.
+  std::string dashboard_url() const;
   /// The worker's data (results and fetched dependencies); thread-safe.
   const DataStore& data() const;
 

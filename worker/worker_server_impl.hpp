@@ -3,8 +3,11 @@
 // task_execution.cpp (running tasks) and peer_transfers.cpp (fetching from peers, serving
 // get_data). Not installed API: include worker_server.hpp.
 #include <taskwire/comm/core/connect.hpp>
+#include <taskwire/http/http_server.hpp>
+#include <taskwire/http/loop_lag.hpp>
 #include <taskwire/runtime/batch.hpp>
 #include <taskwire/worker/executor.hpp>
+#include <taskwire/worker/worker_dashboard.hpp>
 #include <taskwire/worker/worker_server.hpp>
 #include <taskwire/worker/worker_state.hpp>
 
@@ -40,6 +43,9 @@ struct PeerLink {
   bool watching = false;
   std::uint64_t bytes_seen = 0;  ///< comm->bytes_received() when progress was last seen
   std::chrono::steady_clock::time_point quiet_since{};  ///< when progress was last seen
+  /// When each outstanding request was sent (WorkerDashboardRecorder::now()), for the
+  /// dashboard's transfers; empty when the dashboard is off.
+  std::map<std::uint64_t, double> sent_at;
 };
 
 inline constexpr std::chrono::milliseconds kGoodbyeTimeout{5000};
@@ -67,6 +73,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   std::string address() const;
   std::string name() const;
   const DataStore& data() const { return *data_; }
+  std::string dashboard_url() const { return http_ ? http_->url() : std::string(); }
 
  private:
   // worker_server.cpp
@@ -90,6 +97,14 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   void begin_close(std::string reason, bool clean);
   void finish_close(std::string reason, bool clean);
 
+  // worker_http.cpp
+  void start_dashboard();
+  void stop_dashboard();
+  void record_task_done(const std::string& function, const Event& result);
+  static void serve_http(const std::weak_ptr<Impl>& weak, const http::HttpRequest& request,
+                         http::HttpRespond respond);
+  WorkerFacts collect_facts(const http::RoutedRequest& request) const;
+
   // peer_transfers.cpp
   void gather(GatherDep request);
   void connect_peer(const std::shared_ptr<PeerLink>& link);
@@ -102,6 +117,8 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   void on_peer_message(const std::shared_ptr<PeerLink>& link, const comm::CommPtr& comm,
                        error_code ec, runtime::Message message);
   void fail_link(PeerLink& link, const std::string& reason);
+  void record_transfer(PeerLink& link, std::uint64_t request_id, const std::vector<Key>& keys,
+                       std::span<const runtime::Frame> frames);  // worker_http.cpp
   void on_accept(comm::CommPtr comm);
   void serve(comm::CommPtr comm);
   /// Answers `request`, then serves the comm's next one once the reply is handed over; false
@@ -172,6 +189,11 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   std::mutex served_mu_;
   std::set<comm::CommPtr> served_;
   bool serving_stopped_ = false;
+
+  // The dashboard (WorkerOptions::dashboard): recorder on the strand, server on its own.
+  std::unique_ptr<WorkerDashboardRecorder> recorder_;
+  std::unique_ptr<http::HttpServer> http_;
+  std::shared_ptr<http::LoopLagProbe> lag_;
 
   mutable std::mutex status_mu_;
   std::condition_variable status_cv_;

@@ -219,8 +219,12 @@ void ClusterRank::start_scheduler() {
   for (const auto& a : options_.extra_scheduler_listen) o.listen.push_back(a);
   const bool embedded_client = layout_.client_rank == layout_.scheduler_rank;
   if (embedded_client) o.listen.push_back("inproc://auto");
+  o.dashboard.enabled = !options_.dashboard_address.empty();
+  o.dashboard.address = options_.dashboard_address;
   scheduler_ = std::make_unique<scheduler::SchedulerServer>(*registry_, o);
   scheduler_->start();
+  if (o.dashboard.enabled)
+    spdlog::info("rank {}: dashboard at {}", env_.rank(), scheduler_->dashboard_url());
   auto addresses = scheduler_->addresses();
   scheduler_address_ = addresses.front();
   if (embedded_client) inproc_address_ = addresses.back();

@@ -59,6 +59,11 @@ struct LaunchOptions {
   std::vector<std::string> extra_scheduler_listen;
   /// When set, the scheduler rank writes its contact addresses there (the TCP door first).
   std::string scheduler_file;
+  /// Where the scheduler rank serves its HTTP dashboard (/, /metrics, /json/..., /health), as
+  /// taskwire-scheduler's --dashboard-address (":8787" is 127.0.0.1:8787). Empty: none, the
+  /// default for programs (taskwire-mpi serves one unless --no-dashboard). Worker ranks
+  /// serve none.
+  std::string dashboard_address;
   /// Libraries loaded on every rank before it starts (their TASKWIRE_REGISTERed functions).
   std::vector<std::string> preload;
   /// How long workers and the client try to reach the scheduler.

@@ -5,6 +5,7 @@
 // scheduler file) so that a Client outside the job can connect and submit work. The job ends
 // when a client calls shutdown() or on SIGINT/SIGTERM, every rank exiting 0.
 #include <taskwire/client/mpi/launch.hpp>
+#include <taskwire/http/http_server.hpp>
 #include <taskwire/runtime/daemon_bootstrap.hpp>
 #include <taskwire/runtime/log.hpp>
 #include <taskwire/runtime/preload.hpp>
@@ -26,6 +27,8 @@ struct MainOptions {
   std::string transport = "mpi";
   std::string connect_timeout = "30s";
   runtime::TlsFileOptions tls;
+  std::string dashboard_address = ":8787";
+  bool no_dashboard = false;
 };
 
 po::options_description describe(MainOptions& o) {
@@ -56,7 +59,11 @@ po::options_description describe(MainOptions& o) {
       "log-level", po::value(&options.log_level)->default_value("info"),
       "trace, debug, info, warn, error, off")(
       "log-file", po::value(&options.log_file),
-      "also log to this file, one per rank: {rank} is replaced (e.g. 'taskwire-{rank}.log')");
+      "also log to this file, one per rank: {rank} is replaced (e.g. 'taskwire-{rank}.log')")(
+      "dashboard-address", po::value(&o.dashboard_address)->default_value(o.dashboard_address),
+      "where the scheduler rank serves its dashboard, /metrics and /json: :PORT (127.0.0.1 "
+      "only), HOST:PORT, 0.0.0.0:PORT; a port in use falls back to a free one")(
+      "no-dashboard", po::bool_switch(&o.no_dashboard), "serve no dashboard");
   runtime::add_tls_options(desc, o.tls);
   return desc;
 }
@@ -73,6 +80,14 @@ void check(MainOptions& o) {
   o.launch.tls_ca_file = tls.tls_ca_file;
   o.launch.tls_cert_file = tls.tls_cert_file;
   o.launch.tls_key_file = tls.tls_key_file;
+  if (!o.no_dashboard) {
+    try {
+      http::parse_listen_address(o.dashboard_address);
+    } catch (const std::invalid_argument& e) {
+      throw po::error(std::string("--dashboard-address: ") + e.what());
+    }
+    o.launch.dashboard_address = o.dashboard_address;
+  }
   if (o.launch.extra_scheduler_listen.empty())
     o.launch.extra_scheduler_listen.push_back("tcp://127.0.0.1:0");
 }

@@ -1,0 +1,73 @@
+#include "bench/scrape.hpp"
+
+#include <taskwire/runtime/asio.hpp>
+
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace taskwire::bench {
+
+namespace {
+
+namespace bhttp = boost::beast::http;
+
+// One GET /metrics; true on 200.
+bool scrape(asio::io_context& io, const std::string& url) {
+  const auto hostport = url.substr(url.find("//") + 2);
+  const auto colon = hostport.rfind(':');
+  try {
+    asio::ip::tcp::resolver resolver(io);
+    boost::beast::tcp_stream stream(io);
+    stream.expires_after(std::chrono::seconds(5));
+    stream.connect(resolver.resolve(hostport.substr(0, colon), hostport.substr(colon + 1)));
+    bhttp::request<bhttp::empty_body> request(bhttp::verb::get, "/metrics", 11);
+    request.set(bhttp::field::host, hostport);
+    bhttp::write(stream, request);
+    boost::beast::flat_buffer buffer;
+    bhttp::response<bhttp::string_body> response;
+    bhttp::read(stream, buffer, response);
+    return response.result() == bhttp::status::ok && !response.body().empty();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+MetricsScraper::MetricsScraper(std::vector<std::string> urls, std::chrono::milliseconds interval)
+    : urls_(std::move(urls)), interval_(interval), thread_([this] { run(); }) {}
+
+MetricsScraper::~MetricsScraper() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void MetricsScraper::run() {
+  asio::io_context io;
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    lock.unlock();
+    std::uint64_t ok = 0, bad = 0;
+    for (const auto& url : urls_) (scrape(io, url) ? ok : bad) += 1;
+    lock.lock();
+    scrapes_ += ok;
+    failures_ += bad;
+    cv_.wait_for(lock, interval_, [this] { return stop_; });
+  }
+}
+
+std::uint64_t MetricsScraper::scrapes() const {
+  std::lock_guard lock(mu_);
+  return scrapes_;
+}
+
+std::uint64_t MetricsScraper::failures() const {
+  std::lock_guard lock(mu_);
+  return failures_;
+}
+
+}  // namespace taskwire::bench

@@ -1,0 +1,36 @@
+#pragma once
+// A background thread that GETs /metrics from each URL once per interval, as a Prometheus
+// server would (for taskwire-bench tasks --dashboard on|compare).
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace taskwire::bench {
+
+class MetricsScraper {
+ public:
+  /// Starts scraping `urls` ("http://HOST:PORT") every `interval`.
+  MetricsScraper(std::vector<std::string> urls, std::chrono::milliseconds interval);
+  ~MetricsScraper();  ///< stops and joins
+  MetricsScraper(const MetricsScraper&) = delete;
+  MetricsScraper& operator=(const MetricsScraper&) = delete;
+
+  std::uint64_t scrapes() const;   ///< answered with 200
+  std::uint64_t failures() const;  ///< anything else
+
+ private:
+  void run();
+  std::vector<std::string> urls_;
+  std::chrono::milliseconds interval_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::uint64_t scrapes_ = 0, failures_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace taskwire::bench

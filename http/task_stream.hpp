@@ -1,0 +1,56 @@
+#pragma once
+// taskwire::http::TaskStream: the last `capacity` task runs and transfers a daemon saw, for
+// the dashboard's task stream (/json/...). A ring: once full, an entry's strings are
+// overwritten in place (their capacity reused), so recording allocates nothing in the
+// steady state. Each entry gets a lane, a thread slot of its worker that was free when it
+// started (the scheduler is not told which thread ran a task, so lanes are reconstructed
+// from start and stop times). Not thread-safe: one strand records and reads it.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace taskwire::http {
+
+struct TaskStreamEntry {
+  std::uint64_t seq = 0;  ///< 1, 2, ... in recording order
+  std::string key;
+  std::string function;  ///< "transfer" for a transfer
+  std::string worker;    ///< who ran it; for a transfer, the peer it came from
+  int lane = 0;          ///< thread slot of its worker (transfers: 0)
+  double start = 0, stop = 0;  ///< seconds since the daemon started
+  double transfer_seconds = 0;  ///< a transfer's duration (also stop - start); tasks: 0
+  std::int64_t nbytes = 0;
+  bool erred = false;
+  bool transfer = false;
+};
+
+class TaskStream {
+ public:
+  explicit TaskStream(std::size_t capacity = 5000) : capacity_(capacity) {}
+
+  /// Records a task run on `worker` (of `nthreads` threads) from start to stop.
+  void record_task(std::string_view key, std::string_view function, std::string_view worker,
+                   int nthreads, double start, double stop, std::int64_t nbytes, bool erred);
+  void record_transfer(std::string_view key, std::string_view peer, double start, double stop,
+                       std::int64_t nbytes);
+  /// Forgets the lanes of a worker that left.
+  void forget_worker(const std::string& worker) { lanes_.erase(worker); }
+  /// Entries with seq > `after`, oldest first, at most `limit` (the newest ones).
+  std::vector<TaskStreamEntry> since(std::uint64_t after, std::size_t limit = 2000) const;
+  std::uint64_t last_seq() const noexcept { return next_seq_ - 1; }
+
+ private:
+  TaskStreamEntry& next_slot();
+  int lane_for(std::string_view worker, int nthreads, double start, double stop);
+
+  std::size_t capacity_;
+  std::vector<TaskStreamEntry> ring_;
+  std::size_t oldest_ = 0;  ///< once full
+  std::uint64_t next_seq_ = 1;
+  std::map<std::string, std::vector<double>, std::less<>> lanes_;  ///< per worker: lane ends
+};
+
+}  // namespace taskwire::http

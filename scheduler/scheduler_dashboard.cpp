@@ -1,0 +1,165 @@
+#include <taskwire/scheduler/scheduler_dashboard.hpp>
+
+#include <taskwire/http/prometheus_text.hpp>
+#include <taskwire/http/task_stream_json.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace taskwire::scheduler {
+
+void DashboardRecorder::task_finished(std::string_view worker, int nthreads, std::string_view key,
+                                      std::string_view function, double duration,
+                                      std::int64_t nbytes, double now) {
+  stream_.record_task(key, function, worker, nthreads, now - std::max(0.0, duration), now, nbytes,
+                      false);
+}
+
+void DashboardRecorder::task_erred(std::string_view worker, int nthreads, std::string_view key,
+                                   std::string_view function, std::string_view message,
+                                   double now) {
+  stream_.record_task(key, function, worker, nthreads, now, now, 0, true);
+  if (max_errors_ == 0) return;
+  if (errors_.size() == max_errors_) errors_.pop_front();
+  errors_.push_back({std::string(key), std::string(function), std::string(worker),
+                     std::string(message), now});
+}
+
+http::RoutedRequest route_scheduler_request(const http::HttpRequest& request) {
+  return http::route_of(request,
+                        {"dashboard", "workers", "tasks", "functions", "task-stream", "errors"});
+}
+
+SchedulerFacts collect_facts(const SchedulerState& state, const DashboardRecorder* recorder,
+                             const http::RoutedRequest& request) {
+  SchedulerFacts f;
+  f.tasks = state.task_counts();
+  f.functions = state.function_metrics();
+  f.workers = state.workers();
+  f.clients = state.client_count();
+  if (recorder) {
+    f.last_seq = recorder->stream().last_seq();
+    if (request.route == http::Route::json) {
+      if (request.part == "dashboard" || request.part == "task-stream")
+        f.stream = recorder->stream().since(request.since);
+      if (request.part == "dashboard" || request.part == "errors")
+        f.errors.assign(recorder->errors().begin(), recorder->errors().end());
+    }
+  }
+  return f;
+}
+
+namespace {
+
+constexpr TaskStatus kReportedStates[] = {TaskStatus::released,   TaskStatus::waiting,
+                                          TaskStatus::no_worker,  TaskStatus::queued,
+                                          TaskStatus::processing, TaskStatus::memory,
+                                          TaskStatus::erred};
+
+void write_counts(http::PrometheusText& p, const SchedulerFacts& f) {
+  p.family("taskwire_scheduler_tasks", "gauge", "Tasks the scheduler holds, by state.");
+  for (TaskStatus s : kReportedStates)
+    p.sample("taskwire_scheduler_tasks", static_cast<double>(f.tasks.count(s)),
+             {{"state", to_string(s)}});
+  p.single("taskwire_scheduler_tasks_completed_total", "counter",
+           "Tasks that finished on a worker (processing -> memory).",
+           static_cast<double>(f.tasks.completed));
+  p.single("taskwire_scheduler_tasks_erred_total", "counter",
+           "Tasks that went to erred (their own failure or a dependency's).",
+           static_cast<double>(f.tasks.erred));
+  p.single("taskwire_scheduler_tasks_retried_total", "counter",
+           "Task failures answered by running the task again (retries).",
+           static_cast<double>(f.tasks.retried));
+  p.family("taskwire_scheduler_function_tasks_completed_total", "counter",
+           "Tasks that finished, by function.");
+  for (const auto& [name, m] : f.functions)
+    p.sample("taskwire_scheduler_function_tasks_completed_total",
+             static_cast<double>(m.tasks.completed), {{"function", name}});
+  p.family("taskwire_scheduler_task_duration_seconds", "histogram",
+           "How long tasks ran on their worker, as the workers reported, by function.");
+  for (const auto& [name, m] : f.functions)
+    p.histogram("taskwire_scheduler_task_duration_seconds", m.durations, {{"function", name}});
+}
+
+void write_workers(http::PrometheusText& p, const SchedulerFacts& f) {
+  int threads = 0;
+  for (const auto& w : f.workers) threads += w.nthreads;
+  p.single("taskwire_scheduler_workers", "gauge", "Workers connected.",
+           static_cast<double>(f.workers.size()));
+  p.single("taskwire_scheduler_clients", "gauge", "Clients connected.",
+           static_cast<double>(f.clients));
+  p.single("taskwire_scheduler_threads", "gauge", "Task threads of all workers together.", threads);
+  p.family("taskwire_scheduler_worker_memory_bytes", "gauge",
+           "Bytes of results a worker holds, as the scheduler knows them.");
+  for (const auto& w : f.workers)
+    p.sample("taskwire_scheduler_worker_memory_bytes", static_cast<double>(w.nbytes),
+             {{"worker", w.address}});
+  p.family("taskwire_scheduler_worker_processing_tasks", "gauge",
+           "Tasks sent to a worker and not answered yet (running or queued there).");
+  for (const auto& w : f.workers)
+    p.sample("taskwire_scheduler_worker_processing_tasks", static_cast<double>(w.processing),
+             {{"worker", w.address}});
+  p.family("taskwire_scheduler_worker_threads", "gauge", "Task threads of a worker.");
+  for (const auto& w : f.workers)
+    p.sample("taskwire_scheduler_worker_threads", w.nthreads, {{"worker", w.address}});
+}
+
+std::string render_metrics(const SchedulerFacts& f) {
+  http::PrometheusText p;
+  write_counts(p, f);
+  write_workers(p, f);
+  p.single("taskwire_scheduler_event_loop_lag_seconds", "gauge",
+           "How late the last probe timer fired on the scheduler's strand.", f.loop_lag);
+  p.single("taskwire_scheduler_event_loop_lag_max_seconds", "gauge",
+           "The largest such delay since the scheduler started.", f.loop_lag_max);
+  p.single("taskwire_scheduler_uptime_seconds", "gauge", "Seconds since the scheduler started.",
+           f.uptime);
+  return p.take();
+}
+
+nlohmann::json state_counts(const TaskCounts& c) {
+  nlohmann::json j = nlohmann::json::object();
+  for (TaskStatus s : kReportedStates) j[std::string(to_string(s))] = c.count(s);
+  return j;
+}
+
+nlohmann::json to_json(const SchedulerFacts& f) {
+  nlohmann::json workers = nlohmann::json::array(), functions = nlohmann::json::array();
+  for (const auto& w : f.workers) {
+    const std::size_t running = std::min<std::size_t>(w.processing, static_cast<std::size_t>(w.nthreads));
+    workers.push_back({{"address", w.address}, {"name", w.name}, {"nthreads", w.nthreads},
+                       {"memory_bytes", w.nbytes}, {"running", running},
+                       {"queued", w.processing - running}, {"keys", w.has_what},
+                       {"occupancy_seconds", w.occupancy}});
+  }
+  for (const auto& [name, m] : f.functions)
+    functions.push_back({{"name", name}, {"tasks", state_counts(m.tasks)},
+                         {"completed", m.tasks.completed}, {"erred", m.tasks.erred},
+                         {"retried", m.tasks.retried},
+                         {"mean_seconds", m.durations.count() ? m.durations.sum() / static_cast<double>(m.durations.count()) : 0.0}});
+  nlohmann::json errors = nlohmann::json::array();
+  for (const auto& e : f.errors)
+    errors.push_back({{"key", e.key}, {"function", e.function}, {"worker", e.worker},
+                      {"message", e.message}, {"time", e.time}});
+  return {{"role", "scheduler"},          {"uptime", f.uptime},
+          {"loop_lag_seconds", f.loop_lag}, {"workers", workers},
+          {"clients", f.clients},         {"tasks", state_counts(f.tasks)},
+          {"completed", f.tasks.completed}, {"erred", f.tasks.erred},
+          {"retried", f.tasks.retried},   {"functions", functions},
+          {"task_stream", f.stream},      {"last_seq", f.last_seq},
+          {"errors", errors}};
+}
+
+}  // namespace
+
+http::HttpResponse render(const SchedulerFacts& facts, const http::RoutedRequest& request) {
+  if (request.route == http::Route::metrics)
+    return {200, std::string(http::kPrometheusContentType), render_metrics(facts)};
+  const nlohmann::json all = to_json(facts);
+  const std::string key = request.part == "task-stream" ? "task_stream" : request.part;
+  const nlohmann::json& part = request.part == "dashboard" ? all : all.at(key);
+  return {200, "application/json", part.dump()};
+}
+
+}  // namespace taskwire::scheduler

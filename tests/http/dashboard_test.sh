@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# The daemons' dashboard over real processes: a scheduler and two workers over tcp on
+# 127.0.0.1 (every port free), a client process through the scheduler file.
+#   dashboard_test.sh metrics|bad-requests|page SCHEDULER WORKER PRELOAD_LIB CLIENT
+#   metrics       /health answers ok; /metrics of the scheduler and both workers pass
+#                 `promtool check metrics`, before and after a graph, and its counters grew
+#                 (tasks, errors, per-function durations, worker-to-worker transfers)
+#   bad-requests  404, an oversized header (431), an oversized body (413), garbage (400), a
+#                 client that never finishes its request (closed by the server), a flood of
+#                 idle connections past the cap: the scheduler still runs a graph after it
+#   page          headless Chromium dumps the page's DOM twice while a graph runs: every
+#                 worker is listed, and the count of completed tasks grew
+#   screenshot FILE ...  as page, saving a 1280x800 screenshot to FILE (for the README)
+# Every daemon must exit 0 after the client's shutdown; nothing is left running.
+set -uo pipefail
+mode=$1
+if [ "$mode" = screenshot ]; then shot=$2; shift; fi
+scheduler=$2 worker=$3 lib=$4 client=$5
+dir=$(mktemp -d /tmp/taskwire-dashboard-XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$dir"; }
+trap cleanup EXIT
+fail() { echo "FAILED $*"; for f in "$dir"/*.log; do echo "--- $f"; tail -n 40 "$f"; done; exit 1; }
+ok() { echo "CHECKED $*"; }
+command -v curl >/dev/null || fail "curl is missing (third_party/install-deps.sh installs it)"
+
+wait_for() {  # wait_for FILE REGEX: up to 30 s for a line matching REGEX in FILE
+  for _ in $(seq 1 300); do grep -qE "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  fail "nothing matching '$2' in $1 after 30 s"
+}
+url_in() { grep -oE 'dashboard at http://[0-9.]+:[0-9]+' "$1" | head -n 1 | sed 's/dashboard at //'; }
+metric() {  # metric FILE NAME{LABELS}: the sample's value (0 when absent)
+  awk -v n="$2" '$1 == n { v = $2 } END { print (v == "" ? 0 : v) }' "$1"
+}
+scrape() {  # scrape URL OUT: /metrics, checked by promtool
+  curl -sf --max-time 10 "$1/metrics" >"$2" || fail "GET $1/metrics"
+  if command -v promtool >/dev/null; then
+    promtool check metrics <"$2" >"$2.promtool" 2>&1 || fail "promtool: $(cat "$2.promtool")"
+  else
+    fail "promtool is missing (Debian's prometheus package, third_party/install-deps.sh)"
+  fi
+}
+
+nthreads=2
+[ "$mode" = page ] && nthreads=1
+"$scheduler" --listen tcp://127.0.0.1:0 --dashboard-address 127.0.0.1:0 \
+  --scheduler-file "$dir/s.json" >"$dir/scheduler.log" 2>&1 &
+pids+=($!)
+wait_for "$dir/scheduler.log" "dashboard at http://"
+surl=$(url_in "$dir/scheduler.log")
+for i in 1 2; do
+  "$worker" --scheduler-file "$dir/s.json" --preload "$lib" --nthreads $nthreads --name "w$i" \
+    --dashboard-address :0 >"$dir/worker$i.log" 2>&1 &
+  pids+=($!)
+done
+wait_for "$dir/worker1.log" "dashboard at http://"
+wait_for "$dir/worker2.log" "dashboard at http://"
+wurls=("$(url_in "$dir/worker1.log")" "$(url_in "$dir/worker2.log")")
+for _ in $(seq 1 300); do
+  curl -sf "$surl/metrics" | grep -q '^taskwire_scheduler_workers 2$' && break; sleep 0.1
+done
+
+shutdown() {
+  timeout 30 "$client" shutdown "$dir/s.json" || fail "shutdown"
+  for p in "${pids[@]}"; do
+    timeout 30 tail --pid="$p" -f /dev/null || fail "a daemon still runs 30 s after shutdown"
+    wait "$p" || fail "a daemon exited $?"
+  done
+  pids=()
+  ok "every daemon exited 0"
+}
+
+case "$mode" in
+metrics)
+  [ "$(curl -sf "$surl/health")" = ok ] || fail "scheduler /health"
+  for u in "${wurls[@]}"; do [ "$(curl -sf "$u/health")" = ok ] || fail "worker /health at $u"; done
+  ok "/health"
+  scrape "$surl" "$dir/before.txt"
+  [ "$(metric "$dir/before.txt" taskwire_scheduler_workers)" = 2 ] || fail "2 workers in /metrics"
+  timeout 60 "$client" graph "$dir/s.json" || fail "graph"
+  scrape "$surl" "$dir/after.txt"
+  ok "scheduler /metrics passes promtool"
+  done_before=$(metric "$dir/before.txt" taskwire_scheduler_tasks_completed_total)
+  done_after=$(metric "$dir/after.txt" taskwire_scheduler_tasks_completed_total)
+  [ "$done_after" -ge $((done_before + 2060)) ] || fail "completed went $done_before -> $done_after"
+  [ "$(metric "$dir/after.txt" taskwire_scheduler_tasks_erred_total)" -ge 1 ] || fail "erred_total"
+  [ "$(metric "$dir/after.txt" 'taskwire_scheduler_task_duration_seconds_count{function="cluster_fns::inc"}')" -ge 2000 ] ||
+    fail "the duration histogram of cluster_fns::inc: $(grep duration_seconds_count "$dir/after.txt")"
+  [ "$(metric "$dir/after.txt" taskwire_scheduler_threads)" = 4 ] || fail "4 threads"
+  ok "scheduler counters grew: completed $done_before -> $done_after"
+  transfers=0 transfer_bytes=0 worker_done=0
+  for u in "${wurls[@]}"; do
+    scrape "$u" "$dir/worker.txt"
+    transfers=$((transfers + $(metric "$dir/worker.txt" 'taskwire_worker_transfers_total{transport="tcp"}')))
+    transfer_bytes=$((transfer_bytes + $(metric "$dir/worker.txt" 'taskwire_worker_transfer_bytes_total{transport="tcp"}')))
+    worker_done=$((worker_done + $(metric "$dir/worker.txt" taskwire_worker_tasks_completed_total)))
+  done
+  ok "workers' /metrics pass promtool"
+  [ "$worker_done" -ge 2060 ] || fail "the workers completed $worker_done tasks"
+  [ "$transfers" -ge 1 ] && [ "$transfer_bytes" -ge 65536 ] ||
+    fail "worker-to-worker transfers: $transfers, $transfer_bytes bytes"
+  ok "workers counted $worker_done tasks, $transfers transfers of $transfer_bytes bytes"
+  curl -sf "$surl/json/dashboard" >"$dir/d.json" || fail "GET /json/dashboard"
+  grep -q '"function":"cluster_fns::inc"' "$dir/d.json" || fail "no inc in the task stream"
+  grep -q '"message":"bad input 13"' "$dir/d.json" || fail "no error in /json/dashboard"
+  ok "/json/dashboard has the task stream and the error"
+  ;;
+bad-requests)
+  code() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"; }
+  [ "$(code "$surl/nope")" = 404 ] || fail "unknown path"
+  head -c 20000 /dev/zero | tr '\0' a | sed 's/^/X-Big: /' >"$dir/header"
+  [ "$(code -H @"$dir/header" "$surl/health")" = 431 ] || fail "oversized header"
+  head -c 100000 /dev/zero | tr '\0' a >"$dir/body"
+  [ "$(code -X GET --data-binary @"$dir/body" "$surl/health")" = 413 ] || fail "oversized body"
+  [ "$(code -X POST "$surl/metrics")" = 405 ] || fail "POST"
+  host=${surl#http://}
+  reply=$(printf 'NONSENSE\r\n\r\n' | timeout 10 bash -c "exec 3<>/dev/tcp/${host%:*}/${host#*:}; cat >&3; cat <&3" | head -n 1)
+  [[ "$reply" == *" 400 "* ]] || fail "garbage request got '$reply'"
+  ok "404, 431, 413, 405, 400"
+  # A client that sends half a request and waits: the server's request timeout closes it.
+  exec 3<>"/dev/tcp/${host%:*}/${host#*:}"
+  printf 'GET /metrics HTTP/1.1\r\n' >&3
+  timeout 30 cat <&3 >/dev/null || fail "a half-sent request was not closed within 30 s"
+  exec 3<&-
+  ok "a slow client is disconnected"
+  # Idle connections past the cap (64): those over it are closed at once, the scheduler runs on.
+  fds=()
+  for _ in $(seq 1 80); do exec {fd}<>"/dev/tcp/${host%:*}/${host#*:}" && fds+=("$fd"); done
+  # Accepted after the 80 idle ones (the backlog keeps order): over the cap, closed unanswered.
+  [ "$(code "$surl/health")" = 000 ] || fail "/health answered past the connection cap"
+  timeout 60 "$client" graph "$dir/s.json" || fail "graph while the dashboard is flooded"
+  for fd in "${fds[@]}"; do exec {fd}<&-; done
+  [ "$(code "$surl/health")" = 200 ] || fail "/health after the flood"
+  ok "the scheduler ran a graph while its dashboard was flooded, and answers after"
+  ;;
+page|screenshot)
+  command -v chromium >/dev/null || fail "chromium is missing (third_party/install-deps.sh)"
+  work=(slow "$dir/s.json" 600)
+  [ "$mode" = screenshot ] && work=(demo "$dir/s.json")
+  timeout 120 "$client" "${work[@]}" >"$dir/client.log" 2>&1 &
+  slow=$!
+  dump() {
+    timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+      --user-data-dir="$dir/chromium" --virtual-time-budget=3000 "$@" "$surl/" 2>>"$dir/chromium.log"
+  }
+  for _ in $(seq 1 100); do  # until the graph is under way
+    curl -sf "$surl/metrics" | grep -qE '^taskwire_scheduler_tasks_completed_total [1-9]' && break; sleep 0.1
+  done
+  dump --dump-dom >"$dir/dom1.html" || fail "chromium --dump-dom"
+  if [ "$mode" = screenshot ]; then
+    dump --screenshot="$shot" --window-size=1280,800 || fail "screenshot"
+  fi
+  dump --dump-dom >"$dir/dom2.html" || fail "chromium --dump-dom (2)"
+  for i in 1 2; do
+    address=$(grep -oE 'at tcp://127.0.0.1:[0-9]+' "$dir/worker$i.log" | head -n 1 | sed 's/^at //')
+    [ -n "$address" ] || fail "no address in worker$i.log"
+    grep -q "data-address=\"$address\"" "$dir/dom2.html" || fail "worker $address not in the page"
+  done
+  n1=$(grep -oE 'id="completed">[0-9]+' "$dir/dom1.html" | grep -oE '[0-9]+$')
+  n2=$(grep -oE 'id="completed">[0-9]+' "$dir/dom2.html" | grep -oE '[0-9]+$')
+  [ -n "$n1" ] && [ -n "$n2" ] && [ "$n2" -gt "$n1" ] || fail "completed tasks in the page: '$n1' then '$n2'"
+  ok "the page lists both workers; completed tasks $n1 -> $n2"
+  wait "$slow" || fail "the slow graph"
+  ;;
+*) fail "unknown mode $mode" ;;
+esac
+shutdown

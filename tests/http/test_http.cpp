@@ -1,0 +1,142 @@
+// The dashboard's building blocks: the HTTP server's limits and routes, the Prometheus text
+// writer, the task-stream ring.
+#include <taskwire/http/dashboard_page.hpp>
+#include <taskwire/http/http_server.hpp>
+#include <taskwire/http/prometheus_text.hpp>
+#include <taskwire/http/task_stream.hpp>
+#include <taskwire/runtime/context.hpp>
+
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using namespace taskwire;
+namespace bhttp = boost::beast::http;
+
+namespace {
+
+// One request to 127.0.0.1:port; the status (0 when the server closed without a reply).
+unsigned get(unsigned short port, const std::string& target, const std::string& header = "",
+             std::string* body = nullptr) {
+  asio::io_context io;
+  boost::beast::tcp_stream stream(io);
+  stream.expires_after(std::chrono::seconds(20));
+  stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  bhttp::request<bhttp::empty_body> request(bhttp::verb::get, target, 11);
+  if (!header.empty()) request.set("X-Big", header);
+  bhttp::write(stream, request);
+  boost::beast::flat_buffer buffer;
+  bhttp::response<bhttp::string_body> response;
+  error_code ec;
+  bhttp::read(stream, buffer, response, ec);
+  if (ec) return 0;
+  if (body) *body = response.body();
+  return response.result_int();
+}
+
+http::HttpHandler echo_handler() {
+  return [](const http::HttpRequest& r, http::HttpRespond respond) {
+    if (r.path() == "/echo") return respond(http::plain(200, r.target));
+    respond(http::plain(404, "not found\n"));
+  };
+}
+
+}  // namespace
+
+TEST_CASE("http: a dashboard address parses as Dask's --dashboard-address") {
+  CHECK(http::parse_listen_address(":8787").host == "127.0.0.1");
+  CHECK(http::parse_listen_address(":8787").port == 8787);
+  CHECK(http::parse_listen_address("8787").port == 8787);
+  CHECK(http::parse_listen_address("8787").host == "127.0.0.1");
+  CHECK(http::parse_listen_address("0.0.0.0:0").host == "0.0.0.0");
+  CHECK(http::parse_listen_address("[::1]:80").host == "::1");
+  CHECK(http::parse_listen_address("10.1.2.3").port == 0);
+  CHECK_THROWS_AS(http::parse_listen_address(":99999"), std::invalid_argument);
+  CHECK_THROWS_AS(http::parse_listen_address(":80x"), std::invalid_argument);
+}
+
+TEST_CASE("http: the server answers, refuses oversized headers and unknown paths") {
+  runtime::Context ctx;
+  ctx.start();
+  http::HttpServer server(ctx.executor(), {}, echo_handler());
+  server.start();
+  std::string body;
+  CHECK(get(server.port(), "/echo?x=1", "", &body) == 200);
+  CHECK(body == "/echo?x=1");
+  CHECK(get(server.port(), "/elsewhere") == 404);
+  CHECK(get(server.port(), "/echo", std::string(20'000, 'a')) == 431);
+  CHECK(get(server.port(), "/echo", std::string(100, 'a')) == 200);
+  server.stop();
+  ctx.stop();
+}
+
+TEST_CASE("http: a port in use falls back to a free one, or fails when told not to") {
+  runtime::Context ctx;
+  ctx.start();
+  asio::ip::tcp::acceptor taken(ctx.io(), {asio::ip::make_address("127.0.0.1"), 0});
+  http::HttpServerOptions o;
+  o.port = taken.local_endpoint().port();
+  http::HttpServer fallback(ctx.executor(), o, echo_handler());
+  fallback.start();
+  CHECK(fallback.port() != o.port);
+  CHECK(get(fallback.port(), "/echo") == 200);
+  o.fall_back_to_free_port = false;
+  http::HttpServer strict(ctx.executor(), o, echo_handler());
+  CHECK_THROWS_AS(strict.start(), boost::system::system_error);
+  fallback.stop();
+  ctx.stop();
+}
+
+TEST_CASE("http: routes of the dashboard") {
+  auto route = [](const std::string& target) {
+    return http::route_of({"GET", target}, {"dashboard", "workers"});
+  };
+  CHECK(route("/").route == http::Route::page);
+  CHECK(route("/health").route == http::Route::health);
+  CHECK(route("/metrics?x").route == http::Route::metrics);
+  CHECK(route("/json/workers").part == "workers");
+  CHECK(route("/json/dashboard?since=42").since == 42);
+  CHECK(route("/json/other").route == http::Route::not_found);
+  CHECK(route("/nope").route == http::Route::not_found);
+}
+
+TEST_CASE("http: Prometheus text escapes label values and writes cumulative buckets") {
+  http::PrometheusText p;
+  p.family("x_total", "counter", "help with \\ backslash");
+  p.sample("x_total", 3, {{"function", "say \"hi\"\n"}});
+  runtime::DurationHistogram h;
+  h.observe(2e-5);
+  h.observe(0.5);
+  h.observe(1e6);
+  p.family("d_seconds", "histogram", "durations");
+  p.histogram("d_seconds", h);
+  const std::string text = p.take();
+  CHECK(text.find("# HELP x_total help with \\\\ backslash\n") != std::string::npos);
+  CHECK(text.find("x_total{function=\"say \\\"hi\\\"\\n\"} 3\n") != std::string::npos);
+  CHECK(text.find("d_seconds_bucket{le=\"1e-05\"} 0\n") != std::string::npos);
+  CHECK(text.find("d_seconds_bucket{le=\"3e-05\"} 1\n") != std::string::npos);
+  CHECK(text.find("d_seconds_bucket{le=\"1\"} 2\n") != std::string::npos);
+  CHECK(text.find("d_seconds_bucket{le=\"+Inf\"} 3\n") != std::string::npos);
+  CHECK(text.find("d_seconds_count 3\n") != std::string::npos);
+}
+
+TEST_CASE("http: the task stream keeps the newest entries and packs lanes") {
+  http::TaskStream stream(4);
+  for (int i = 0; i < 6; ++i)
+    stream.record_task("k" + std::to_string(i), "f", "w", 2, i, i + 1.5, 8, false);
+  CHECK(stream.last_seq() == 6);
+  auto all = stream.since(0);
+  REQUIRE(all.size() == 4);
+  CHECK(all.front().key == "k2");
+  CHECK(all.back().key == "k5");
+  // Runs of 1.5 s starting every second overlap: they alternate between the two lanes.
+  CHECK(all[0].lane != all[1].lane);
+  auto newer = stream.since(4);
+  REQUIRE(newer.size() == 2);
+  CHECK(newer[0].seq == 5);
+  CHECK(stream.since(6).empty());
+  stream.record_transfer("k9", "tcp://peer", 1, 2, 100);
+  CHECK(stream.since(6).at(0).transfer);
+}

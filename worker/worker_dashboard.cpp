@@ -1,0 +1,145 @@
+#include <taskwire/worker/worker_dashboard.hpp>
+
+#include <taskwire/http/prometheus_text.hpp>
+#include <taskwire/http/task_stream_json.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace taskwire::worker {
+
+void WorkerDashboardRecorder::task_done(std::string_view worker, int nthreads,
+                                        std::string_view key, std::string_view function,
+                                        double duration, std::int64_t nbytes,
+                                        const std::string* error) {
+  const double stop = now();
+  stream_.record_task(key, function, worker, nthreads, stop - std::max(0.0, duration), stop,
+                      nbytes, error != nullptr);
+  auto it = functions_.find(function);
+  if (it == functions_.end()) it = functions_.emplace(std::string(function), WorkerFunctionMetrics{}).first;
+  it->second.durations.observe(duration);
+  if (!error) {
+    ++it->second.completed;
+    return;
+  }
+  ++it->second.erred;
+  if (max_errors_ == 0) return;
+  if (errors_.size() == max_errors_) errors_.pop_front();
+  errors_.push_back({std::string(key), std::string(function), *error, stop});
+}
+
+void WorkerDashboardRecorder::transfer_done(std::string_view peer, std::string_view first_key,
+                                            std::size_t keys, std::uint64_t bytes, double sent) {
+  const auto end = peer.find("://");
+  const std::string_view scheme = end == std::string_view::npos ? peer : peer.substr(0, end);
+  auto it = transfers_.find(scheme);
+  if (it == transfers_.end()) it = transfers_.emplace(std::string(scheme), TransferCounts{}).first;
+  ++it->second.count;
+  it->second.bytes += bytes;
+  if (keys > 0) stream_.record_transfer(first_key, peer, sent, now(), static_cast<std::int64_t>(bytes));
+}
+
+http::RoutedRequest route_worker_request(const http::HttpRequest& request) {
+  return http::route_of(request, {"dashboard", "workers", "tasks", "functions", "task-stream",
+                                  "errors", "transfers"});
+}
+
+void collect_recorded(const WorkerDashboardRecorder& recorder, const http::RoutedRequest& request,
+                      WorkerFacts& f) {
+  f.uptime = recorder.now();
+  f.functions = recorder.functions();
+  f.transfers = recorder.transfers();
+  f.last_seq = recorder.stream().last_seq();
+  if (request.route != http::Route::json) return;
+  if (request.part == "dashboard" || request.part == "task-stream")
+    f.stream = recorder.stream().since(request.since);
+  if (request.part == "dashboard" || request.part == "errors")
+    f.errors.assign(recorder.errors().begin(), recorder.errors().end());
+}
+
+namespace {
+
+void write_tasks(http::PrometheusText& p, const WorkerFacts& f) {
+  p.single("taskwire_worker_tasks", "gauge", "Tasks this worker knows of (any state).",
+           static_cast<double>(f.tasks));
+  p.family("taskwire_worker_tasks_by_state", "gauge", "Tasks executing, ready to run, fetching.");
+  p.sample("taskwire_worker_tasks_by_state", static_cast<double>(f.executing), {{"state", "executing"}});
+  p.sample("taskwire_worker_tasks_by_state", static_cast<double>(f.ready), {{"state", "ready"}});
+  p.sample("taskwire_worker_tasks_by_state", static_cast<double>(f.fetching), {{"state", "fetch"}});
+  std::uint64_t completed = 0, erred = 0;
+  for (const auto& [name, m] : f.functions) completed += m.completed, erred += m.erred;
+  p.single("taskwire_worker_tasks_completed_total", "counter", "Tasks this worker ran to a result.",
+           static_cast<double>(completed));
+  p.single("taskwire_worker_tasks_erred_total", "counter", "Tasks that raised on this worker.",
+           static_cast<double>(erred));
+  p.family("taskwire_worker_task_duration_seconds", "histogram", "How long tasks ran, by function.");
+  for (const auto& [name, m] : f.functions)
+    p.histogram("taskwire_worker_task_duration_seconds", m.durations, {{"function", name}});
+}
+
+void write_transfers(http::PrometheusText& p, const WorkerFacts& f) {
+  p.family("taskwire_worker_transfers_total", "counter",
+           "Replies with dependencies fetched from peer workers, by transport.");
+  for (const auto& [scheme, t] : f.transfers)
+    p.sample("taskwire_worker_transfers_total", static_cast<double>(t.count), {{"transport", scheme}});
+  p.family("taskwire_worker_transfer_bytes_total", "counter",
+           "Bytes of dependencies fetched from peer workers, by transport.");
+  for (const auto& [scheme, t] : f.transfers)
+    p.sample("taskwire_worker_transfer_bytes_total", static_cast<double>(t.bytes), {{"transport", scheme}});
+}
+
+std::string render_metrics(const WorkerFacts& f) {
+  http::PrometheusText p;
+  write_tasks(p, f);
+  write_transfers(p, f);
+  p.single("taskwire_worker_threads", "gauge", "Threads running tasks.", f.nthreads);
+  p.single("taskwire_worker_memory_bytes", "gauge", "Bytes of results and dependencies held.",
+           static_cast<double>(f.memory_bytes));
+  p.single("taskwire_worker_keys", "gauge", "Results and dependencies held.", static_cast<double>(f.keys));
+  p.single("taskwire_worker_event_loop_lag_seconds", "gauge",
+           "How late the last probe timer fired on the worker's strand.", f.loop_lag);
+  p.single("taskwire_worker_event_loop_lag_max_seconds", "gauge",
+           "The largest such delay since the worker started.", f.loop_lag_max);
+  p.single("taskwire_worker_uptime_seconds", "gauge", "Seconds since the worker started.", f.uptime);
+  return p.take();
+}
+
+nlohmann::json to_json(const WorkerFacts& f) {
+  const std::size_t queued = f.ready;
+  nlohmann::json self = {{"address", f.address}, {"name", f.name},          {"nthreads", f.nthreads},
+                         {"memory_bytes", f.memory_bytes}, {"running", f.executing},
+                         {"queued", queued},       {"keys", f.keys}};
+  nlohmann::json functions = nlohmann::json::array(), transfers = nlohmann::json::object();
+  std::uint64_t completed = 0, erred = 0;
+  for (const auto& [name, m] : f.functions) {
+    completed += m.completed, erred += m.erred;
+    functions.push_back({{"name", name}, {"tasks", nlohmann::json::object()}, {"completed", m.completed},
+                         {"erred", m.erred}, {"retried", 0},
+                         {"mean_seconds", m.durations.count() ? m.durations.sum() / static_cast<double>(m.durations.count()) : 0.0}});
+  }
+  for (const auto& [scheme, t] : f.transfers) transfers[scheme] = {{"count", t.count}, {"bytes", t.bytes}};
+  nlohmann::json errors = nlohmann::json::array();
+  for (const auto& e : f.errors)
+    errors.push_back({{"key", e.key}, {"function", e.function}, {"worker", f.address},
+                      {"message", e.message}, {"time", e.time}});
+  return {{"role", "worker"},       {"uptime", f.uptime},   {"loop_lag_seconds", f.loop_lag},
+          {"workers", nlohmann::json::array({self})},      {"clients", 0},         {"completed", completed},
+          {"erred", erred},         {"retried", 0},         {"functions", functions},
+          {"tasks", {{"executing", f.executing}, {"ready", f.ready}, {"fetch", f.fetching}, {"all", f.tasks}}},
+          {"transfers", transfers}, {"task_stream", f.stream}, {"last_seq", f.last_seq},
+          {"errors", errors}};
+}
+
+}  // namespace
+
+http::HttpResponse render(const WorkerFacts& facts, const http::RoutedRequest& request) {
+  if (request.route == http::Route::metrics)
+    return {200, std::string(http::kPrometheusContentType), render_metrics(facts)};
+  const nlohmann::json all = to_json(facts);
+  const std::string key = request.part == "task-stream" ? "task_stream" : request.part;
+  const nlohmann::json& part = request.part == "dashboard" ? all : all.at(key);
+  return {200, "application/json", part.dump()};
+}
+
+}  // namespace taskwire::worker
