@@ -1,5 +1,6 @@
 #include <taskwire/scheduler/scheduler_dashboard.hpp>
 
+#include <taskwire/comm/mpi/mpi_poll_stats.hpp>
 #include <taskwire/http/prometheus_text.hpp>
 #include <taskwire/http/task_stream_json.hpp>
 
@@ -113,6 +114,8 @@ std::string render_metrics(const SchedulerFacts& f) {
            "How late the last probe timer fired on the scheduler's strand.", f.loop_lag);
   p.single("taskwire_scheduler_event_loop_lag_max_seconds", "gauge",
            "The largest such delay since the scheduler started.", f.loop_lag_max);
+  for (const auto& m : comm::mpi::poll_metrics())
+    p.single(std::string("taskwire_scheduler_") + m.name, "counter", m.help, static_cast<double>(m.value));
   p.single("taskwire_scheduler_uptime_seconds", "gauge", "Seconds since the scheduler started.",
            f.uptime);
   return p.take();

@@ -1,6 +1,7 @@
 // PollDriver: where the MpiPoller's turns run (see mpi_poller.hpp).
 #include <taskwire/comm/mpi/mpi_poller.hpp>
 #include <taskwire/comm/mpi/mpi_poll_policy.hpp>
+#include <taskwire/comm/mpi/mpi_poll_stats.hpp>
 #include <taskwire/runtime/context.hpp>
 #include <taskwire/runtime/mpi_hosts.hpp>
 
@@ -97,7 +98,9 @@ void PollDriver::wake() noexcept {
   kicked_ = true;
   if (sleeping_.exchange(false)) {
     try {
-      asio::post(strand_, [self = shared_from_this()] { self->woken(self->sleep_id_); });
+      asio::post(strand_, [self = shared_from_this()] {
+        self->woken(self->sleep_id_, poll_counters().woken_locally);
+      });
     } catch (...) {
     }
   }
@@ -158,6 +161,7 @@ void PollDriver::run_turns() {
   for (;;) {
     const TurnResult r = poller_->turn(context_);
     if (r.finished) return;  // MPI is shut down: nothing left to poll
+    poll_counters().turns.fetch_add(1, std::memory_order_relaxed);
     wait = next_wait(r);
     if (wait.count() > 0 || r.deferred || stopped_) break;
     if (urgent_->pending() > 0) break;  // work for this io thread waits
@@ -195,11 +199,12 @@ void PollDriver::sleep(std::chrono::microseconds wait) {
   if (kicked_.load()) return stay_awake();  // a wake() raced with the decision to sleep
   const std::uint64_t id = ++sleep_id_;
   in_sleep_ = true;
+  poll_counters().sleeps.fetch_add(1, std::memory_order_relaxed);
   if (word) read_wake_socket();
   if (word && untimed_) return;
   timer_.expires_after(wait);
   timer_.async_wait([self, id](error_code ec) {
-    if (!ec) self->woken(id);
+    if (!ec) self->woken(id, poll_counters().woken_by_timer);
   });
 }
 
@@ -222,7 +227,7 @@ void PollDriver::arm_wake_read(asio::posix::stream_descriptor* fd, asio::mutable
     pending = false;
     if (ec || self->stopped_) return;
     if (counts_as_progress) self->kicked_ = true;
-    self->woken(self->sleep_id_);
+    self->woken(self->sleep_id_, poll_counters().woken_by_peer);
   });
 }
 
@@ -231,13 +236,14 @@ void PollDriver::guard() {
   guard_timer_.expires_after(policy_.wakeable_sleep);
   guard_timer_.async_wait([self = shared_from_this()](error_code ec) {
     if (ec || self->stopped_) return;
-    self->woken(self->sleep_id_);
+    self->woken(self->sleep_id_, poll_counters().woken_by_timer);
     self->guard();
   });
 }
 
-void PollDriver::woken(std::uint64_t id) {
+void PollDriver::woken(std::uint64_t id, std::atomic<std::uint64_t>& by) {
   if (!in_sleep_ || id != sleep_id_) return;  // not asleep, or a sleep that already ended
+  by.fetch_add(1, std::memory_order_relaxed);
   in_sleep_ = false;
   ++sleep_id_;
   sleeping_ = false;

@@ -251,7 +251,9 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   void run();
   void run_turns();
   void sleep(std::chrono::microseconds wait);
-  void woken(std::uint64_t id);
+  /// Ends sleep `id` if it is the current one; `by` is the counter it adds to
+  /// (mpi_poll_stats.hpp).
+  void woken(std::uint64_t id, std::atomic<std::uint64_t>& by);
   void stay_awake();
   void read_wake_socket();
   void arm_wake_read(asio::posix::stream_descriptor* fd, asio::mutable_buffer into, bool& pending,
