@@ -13,6 +13,7 @@
 #include "tests/launch/checks.hpp"
 
 #include <taskwire/client/mpi/launch.hpp>
+#include <taskwire/client/progress.hpp>
 #include <taskwire/runtime/function_registry.hpp>
 #include <taskwire/runtime/log.hpp>
 
@@ -67,12 +68,33 @@ using namespace taskwire;
 using launch_checks::check;
 using launch_checks::failures;
 
+// What the scheduler says of the cluster: every worker rank, on the launch's transport, with
+// its thread and its memory (reported with its registration).
+void check_scheduler_info(Client& client, const std::string& label, int workers) {
+  const auto info = client.scheduler_info();
+  check(static_cast<int>(info.workers.size()) == workers &&
+            static_cast<int>(info.total_threads()) == workers,
+        label + ": scheduler_info lists every worker rank, one thread each");
+  const auto scheme = info.address.substr(0, info.address.find("://"));
+  bool described = !scheme.empty() && info.clients >= 1;
+  for (const auto& w : info.workers)
+    described = described && w.address.rfind(scheme + "://", 0) == 0 && w.memory > 0 &&
+                !w.host.empty() && w.nthreads == 1;
+  check(described, label + ": scheduler_info gives each worker's address, host and memory");
+}
+
 // The computations every launch mode runs: dependencies across workers, a diamond, a fan-in,
-// a 10 000-task map, a task error reaching get(), and work spread over every worker rank.
+// a 10 000-task map (its progress reported in lines: the rank's stderr is no terminal), a task
+// error reaching get(), work spread over every worker rank, and scheduler_info.
 void compute(Client& client, const std::string& label, int workers) {
+  check_scheduler_info(client, label, workers);
   std::vector<int> xs(10'000);
   std::iota(xs.begin(), xs.end(), 0);
-  auto ys = client.gather(client.map(launch_fns::inc, xs));
+  auto mapped = client.map(launch_fns::inc, xs);
+  check(!ProgressReporter({}, 0).draws_bar(), label + ": no progress bar under mpiexec");
+  const auto counts = progress(mapped);
+  check(counts.done == 10'000 && counts.erred == 0, label + ": progress of the map of 10000");
+  auto ys = client.gather(mapped);
   check(std::accumulate(ys.begin(), ys.end(), 0L) == 10'000L * 10'001 / 2, label + ": map of 10000");
 
   auto a = client.submit(launch_fns::inc, 1);
