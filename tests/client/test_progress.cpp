@@ -51,7 +51,7 @@ TEST_CASE("progress: off a terminal, a line at most every interval, then a final
         "progress: 10/10 tasks done, 1 erred, 11.0 s\n");
 }
 
-TEST_CASE("progress: the interval and the label are the caller's; an early end says so",
+TEST_CASE("progress: the interval and the label are the caller's, and an early end says so",
           "[client][progress]") {
   std::ostringstream out;
   FakeClock clock;
