@@ -6,6 +6,7 @@
 #include "examples/mapreduce_cluster.hpp"
 
 #include <taskwire/client/progress.hpp>
+#include <taskwire/runtime/log.hpp>
 
 #include <fmt/format.h>
 
@@ -24,6 +25,7 @@ TASKWIRE_REGISTER(status::nap);
 
 int main(int argc, char** argv) {
   const int tasks = argc > 1 ? std::atoi(argv[1]) : 200;
+  taskwire::runtime::init_logging({"warn", "", -1});
   mapreduce::InProcessCluster cluster("tcp://127.0.0.1:0", 3);
   auto& client = cluster.client();
   const auto info = client.scheduler_info();
