@@ -4,12 +4,14 @@
 #include "tests/cluster/cluster_functions.hpp"
 
 #include <taskwire/client/progress.hpp>
+#include <taskwire/comm/core/error.hpp>
 #include <taskwire/runtime/process_info.hpp>
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <numeric>
 #include <sstream>
@@ -159,4 +161,16 @@ TEST_CASE("cluster: progress waits for every future, counts the erred ones, ends
   options.out = &none;
   CHECK(progress(std::vector<Future<int>>{}, options).total == 0);
   CHECK(none.str() == "progress: 0/0 tasks done, 0.0 s\n");
+}
+
+TEST_CASE("cluster: scheduler_info throws CommError once the scheduler is gone",
+          "[cluster][info]") {
+  Cluster cl(1);
+  REQUIRE(cl.wait_workers(1));
+  Client client(cl.fx.registry(), cl.address);
+  CHECK(client.scheduler_info().workers.size() == 1);
+  cl.scheduler->stop();
+  // Finished: the workers have gone and the scheduler has closed its clients' comms.
+  REQUIRE(cl.scheduler->finished().wait_for(10s) == std::future_status::ready);
+  CHECK_THROWS_AS(client.scheduler_info(5s), comm::CommError);
 }
