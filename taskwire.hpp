@@ -1,6 +1,7 @@
 #pragma once
 // taskwire: the umbrella header for programs using the runtime.
 #include <taskwire/client/client.hpp>
+#include <taskwire/client/progress.hpp>
 #include <taskwire/client/mpi/launch.hpp>
 #include <taskwire/comm/backends.hpp>
 #include <taskwire/comm/core/connect.hpp>

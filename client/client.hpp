@@ -10,6 +10,9 @@
 //   std::vector<int> vs = client.gather(fs);
 //   auto data = client.scatter(std::vector<double>(1000));   // one Future<std::vector<double>>
 //   auto parts = client.scatter_each(std::vector<int>{1, 2});  // one Future<int> per element
+//   auto info = client.scheduler_info();        // workers, their threads and memory, tasks
+//   taskwire::progress(fs);                     // a bar or log lines until fs are done
+//                                               // (client/progress.hpp)
 //   client.shutdown();                          // stops scheduler and workers
 //
 // Functions must be registered with TASKWIRE_REGISTER (free functions, not lambdas: another
@@ -17,12 +20,14 @@
 // runtime/sendable.hpp accepts (README "What can be sent"); another one fails to compile with
 // a message naming it. Thread-safety: a Client may be used from several threads at once.
 #include <taskwire/client/future.hpp>
+#include <taskwire/client/scheduler_info.hpp>
 #include <taskwire/client/task_error.hpp>
 #include <taskwire/runtime/function_registry.hpp>
 
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
 
+#include <chrono>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -139,6 +144,11 @@ class Client {
     core_->cancel(keys);
   }
 
+  /// The cluster as the scheduler sees it now: its workers (threads, memory, tasks running and
+  /// queued there), its clients and its tasks per state. Waits up to `timeout` for the answer;
+  /// throws comm::CommError (timeout, or the connection to the scheduler is gone).
+  SchedulerInfo scheduler_info(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
   /// Stops the scheduler and every worker (each exits 0), acknowledged by the scheduler.
   void shutdown() { core_->shutdown(); }
 
@@ -199,6 +209,10 @@ namespace client {
 class ClientAccess {
  public:
   static ClientCore& core(Client& client) noexcept { return *client.core_; }
+  template <class T>
+  static ClientCore& core(const Future<T>& future) {
+    return future.ref_->core();
+  }
   template <class T>
   static Future<T> future(std::shared_ptr<KeyRef> ref) {
     return Future<T>(std::move(ref));

@@ -212,6 +212,13 @@ void ClientCore::on_batch(const runtime::Message& m) {
         r.body<protocol::Empty>();
         shutdown_acked_ = true;
         break;
+      case Op::scheduler_info_reply: {
+        auto b = r.body<protocol::SchedulerInfo>();
+        // Kept only while its request waits (one that timed out is dropped).
+        if (auto it = info_requests_.find(b.request_id); it != info_requests_.end())
+          it->second = std::move(b);
+        break;
+      }
       default:
         throw runtime::SerializationError(
             fmt::format("unexpected operation {} from the scheduler", static_cast<int>(r.op())));
@@ -482,6 +489,38 @@ std::size_t ClientCore::wait_any(const std::vector<std::string>& keys) {
 
 void ClientCore::cancel(const std::vector<std::string>& keys) {
   send([&](Outbox& out) { out.add(Op::cancel_keys, protocol::Keys{keys}); });
+}
+
+std::vector<KeyStatus> ClientCore::statuses(const std::vector<std::string>& keys) {
+  std::vector<KeyStatus> out;
+  out.reserve(keys.size());
+  std::lock_guard lock(mu_);
+  for (const auto& key : keys) {
+    auto it = keys_.find(key);
+    out.push_back(it == keys_.end() ? KeyStatus::lost : it->second.status);
+  }
+  return out;
+}
+
+protocol::SchedulerInfo ClientCore::scheduler_info(std::chrono::milliseconds timeout) {
+  std::uint64_t id = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (!broken_.empty()) throw comm::CommError(make_error_code(comm::errc::closed), broken_);
+    id = ++info_counter_;
+    info_requests_.emplace(id, std::nullopt);
+  }
+  send([id](Outbox& out) { out.add(Op::scheduler_info, protocol::SchedulerInfoRequest{id}); });
+  std::unique_lock lock(mu_);
+  block(lock, [&] { return info_requests_.at(id).has_value() || !broken_.empty(); },
+        std::chrono::steady_clock::now() + timeout);
+  auto reply = std::move(info_requests_.at(id));
+  info_requests_.erase(id);
+  if (reply) return std::move(*reply);
+  if (!broken_.empty()) throw comm::CommError(make_error_code(comm::errc::closed), broken_);
+  throw comm::CommError(make_error_code(comm::errc::timeout),
+                        fmt::format("the scheduler did not answer scheduler_info within {} ms",
+                                    timeout.count()));
 }
 
 runtime::Frame ClientCore::result(const std::string& key) { return results({key}).at(0); }

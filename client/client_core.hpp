@@ -88,6 +88,11 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// Waits until any of `keys` is done; returns its index.
   std::size_t wait_any(const std::vector<std::string>& keys);
   void cancel(const std::vector<std::string>& keys);
+  /// The statuses of `keys`, in order, read at once.
+  std::vector<KeyStatus> statuses(const std::vector<std::string>& keys);
+  /// Asks the scheduler for a snapshot of the cluster and waits up to `timeout` for it; throws
+  /// comm::CommError (timeout, or the connection to the scheduler is gone).
+  protocol::SchedulerInfo scheduler_info(std::chrono::milliseconds timeout);
   /// Asks the scheduler to stop itself and every worker; waits for its acknowledgement.
   void shutdown(std::chrono::milliseconds timeout = std::chrono::milliseconds(10'000));
   void close();
@@ -167,6 +172,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::map<std::string, std::shared_ptr<WorkerLink>> workers_;
   std::string broken_;  // set when the scheduler connection is gone
   bool shutdown_acked_ = false;
+  // scheduler_info requests waiting for their reply, by request id (empty: not answered yet).
+  std::map<std::uint64_t, std::optional<protocol::SchedulerInfo>> info_requests_;
+  std::uint64_t info_counter_ = 0;
   std::uint64_t counter_ = 0;
   std::int64_t priority_ = 0;
 

@@ -8,6 +8,7 @@
 set(TASKWIRE_PUBLIC_ENTRY_HEADERS
   taskwire.hpp                      # umbrella
   client/client.hpp client/future.hpp client/task_error.hpp
+  client/progress.hpp client/scheduler_info.hpp
   client/mpi/launch.hpp             # initialize / initialize_pool / run_cluster
   graph/graph.hpp graph/execute.hpp
   runtime/function_registry.hpp runtime/serialize.hpp runtime/serialize_std.hpp

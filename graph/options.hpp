@@ -2,8 +2,10 @@
 // Options of graph::execute, its progress report, and the error naming a failed map input.
 #include <taskwire/client/task_error.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
+#include <iosfwd>
 #include <string>
 
 namespace taskwire::graph {
@@ -15,7 +17,12 @@ struct Progress {
 };
 
 struct ProgressOptions {
-  bool bar = false;  ///< redraw a progress bar on stderr, only when stderr is a terminal
+  /// Report on `out` as taskwire::progress does (client/progress.hpp): a bar redrawn in place
+  /// on a terminal, otherwise (a pipe, a file, a job under mpiexec) a line every `interval`
+  /// while tasks finish, and a final one.
+  bool bar = false;
+  std::chrono::milliseconds interval{5000};  ///< between lines, when not on a terminal
+  std::ostream* out = nullptr;               ///< null: std::cerr
   /// Called on execute's thread each time `done` grows (several tasks may finish between calls).
   std::function<void(const Progress&)> callback{};
   std::size_t log_every = 0;  ///< an info log line every this many finished tasks; 0: none

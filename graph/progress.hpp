@@ -1,31 +1,31 @@
 #pragma once
-// Reports a graph's progress as ProgressOptions asks: a bar, a callback, periodic log lines.
+// Reports a graph's progress as ProgressOptions asks: a callback, periodic log lines, and the
+// bar or lines of taskwire::ProgressReporter (client/progress.hpp).
+#include <taskwire/client/progress.hpp>
 #include <taskwire/graph/options.hpp>
 
-#include <chrono>
 #include <cstddef>
+#include <optional>
 
 namespace taskwire::graph::detail {
 
-class ProgressReporter {
+class GraphProgress {
  public:
-  ProgressReporter(const ProgressOptions& options, std::size_t total);
-  ProgressReporter(const ProgressReporter&) = delete;
-  ProgressReporter& operator=(const ProgressReporter&) = delete;
-  ~ProgressReporter();  ///< ends the bar's line
+  GraphProgress(const ProgressOptions& options, std::size_t total);
+  GraphProgress(const GraphProgress&) = delete;
+  GraphProgress& operator=(const GraphProgress&) = delete;
 
-  /// `done` tasks have finished (never decreasing).
+  /// `done` tasks have finished (never decreasing); called also when none did, so that the
+  /// report goes on in time.
   void update(std::size_t done);
+  /// Every task is done: the final line (or the bar's last redraw).
+  void finish();
 
  private:
-  void draw(bool force);
-
   const ProgressOptions& options_;
   std::size_t total_;
   std::size_t done_ = 0;
-  bool bar_ = false;
-  bool drawn_ = false;
-  std::chrono::steady_clock::time_point last_draw_{};
+  std::optional<ProgressReporter> display_;  // when options.bar
 };
 
 }  // namespace taskwire::graph::detail

@@ -59,10 +59,15 @@ class Runner {
     while (remaining_ > 0) {
       while (slots_[next].done) ++next;
       if (!slots_[next].submitted) throw std::logic_error("graph: waiting on an unsubmitted task");
-      if (core_.wait(slots_[next].key, kTick)) observe(next);
-      else sweep(next);
+      if (core_.wait(slots_[next].key, kTick)) {
+        observe(next);
+      } else {
+        sweep(next);
+        progress_.update(job_.tasks.size() + nodes_ - remaining_);  // also when none finished
+      }
       submit_ready();
     }
+    progress_.finish();
     if (!job_.plan) {
       std::vector<std::string> keys;
       keys.reserve(job_.tasks.size());
@@ -259,7 +264,7 @@ class Runner {
   const bool track_tasks_;
   std::vector<std::int64_t> priority_;
   std::int64_t base_ = 0;
-  ProgressReporter progress_;
+  GraphProgress progress_;
   runtime::Frame combine_name_;
   std::size_t remaining_ = 0;   // tasks not yet seen finished
   std::size_t next_task_ = 0;   // map tasks submitted so far

@@ -44,8 +44,10 @@ struct TaskSpec {
 enum class Op : std::uint8_t {
   // client -> scheduler
   update_graph = 1, release_keys = 2, cancel_keys = 3, shutdown = 5,
+  scheduler_info = 6,  // since protocol version 7; answered by scheduler_info_reply
   // scheduler -> client
   key_in_memory = 20, key_erred = 21, key_cancelled = 22, shutting_down = 24, key_lost = 25,
+  scheduler_info_reply = 26,  // since protocol version 7
   // worker -> scheduler
   register_worker = 40, heartbeat = 41, task_finished = 42, task_erred = 43, missing_data = 44,
   worker_closing = 45,
@@ -111,8 +113,17 @@ struct RegisterWorker {
   /// More addresses serving the same data, for those who cannot reach `address` (e.g. a
   /// tcp:// door of a worker that talks mpi:// to its peers; since version 6).
   std::vector<std::string> other_addresses = {};
+  std::string host = {};  ///< the worker's host name (since version 7)
   template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & name & address & nthreads & nanny & other_addresses; }
+  void serialize(Ar& ar, unsigned) { ar & name & address & nthreads & nanny & other_addresses & host; }
+};
+/// heartbeat (a body since protocol version 7): what the worker reports of itself, sent right
+/// after register_worker and then at each heartbeat interval.
+struct Heartbeat {
+  std::uint64_t memory_rss = 0;  ///< resident set size of the worker's process, bytes; 0: unknown
+  std::uint32_t executing = 0;   ///< tasks running on its threads
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & memory_rss & executing; }
 };
 /// threads_busy: the worker's threads held by tasks the scheduler no longer counts there (a
 /// cancelled task still running), sent whenever that number changes.
@@ -183,7 +194,45 @@ struct DataReply {  ///< payload frame i holds keys[i]; `missing` were not held
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & request_id & keys & missing; }
 };
-struct Empty {  ///< shutdown, shutting_down, heartbeat, close_worker, worker_closing
+/// scheduler_info: a client asks for a snapshot of the cluster; the reply echoes request_id.
+struct SchedulerInfoRequest {
+  std::uint64_t request_id = 0;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & request_id; }
+};
+/// One worker as the scheduler sees it (in SchedulerInfo).
+struct WorkerReport {
+  std::string address;  ///< as it registered
+  std::vector<std::string> other_addresses;
+  std::string name;
+  std::string host;
+  std::uint32_t nthreads = 1;
+  std::uint64_t memory_rss = 0;  ///< as of its last heartbeat; 0: not reported
+  std::uint32_t executing = 0;   ///< as of its last heartbeat
+  std::uint64_t processing = 0;  ///< tasks placed there and not finished (running or queued)
+  std::uint64_t keys_held = 0;
+  std::uint64_t bytes_held = 0;
+  double since_heartbeat_s = 0;  ///< seconds since the scheduler last heard from it
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) {
+    ar & address & other_addresses & name & host & nthreads & memory_rss & executing &
+        processing & keys_held & bytes_held & since_heartbeat_s;
+  }
+};
+/// scheduler_info_reply: the cluster as the scheduler sees it when it handles the request.
+struct SchedulerInfo {
+  std::uint64_t request_id = 0;
+  std::string address;                 ///< where the asking client reached the scheduler
+  std::vector<std::string> addresses;  ///< every address it listens on
+  std::uint64_t clients = 0;           ///< connected clients, the asking one included
+  std::map<std::string, std::uint64_t> tasks_by_state;  ///< "memory" -> count, ...
+  std::vector<WorkerReport> workers;   ///< sorted by address
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) {
+    ar & request_id & address & addresses & clients & tasks_by_state & workers;
+  }
+};
+struct Empty {  ///< shutdown, shutting_down, close_worker, worker_closing
   template <class Ar>
   void serialize(Ar&, unsigned) {}
 };

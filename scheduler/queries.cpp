@@ -79,6 +79,14 @@ std::vector<WorkerInfo> SchedulerState::workers() const {
   return infos;
 }
 
+std::map<TaskStatus, std::size_t> SchedulerState::tasks_by_state() const {
+  std::map<TaskStatus, std::size_t> counts;
+  for (S s : {S::released, S::waiting, S::no_worker, S::queued, S::processing, S::memory, S::erred})
+    counts[s] = 0;
+  for (const auto& [key, ts] : tasks_) ++counts[ts->state];
+  return counts;
+}
+
 std::vector<std::string> SchedulerState::wanted_by(std::string_view client) const {
   std::vector<std::string> keys;
   if (const ClientState* cs = find_client(client)) {

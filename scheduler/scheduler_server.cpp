@@ -25,6 +25,8 @@ struct Peer {
   comm::CommPtr comm;
   std::string id;  // worker address or client id
   std::vector<std::string> other_addresses;  // a worker's, from register_worker
+  std::string host;                          // a worker's, from register_worker
+  protocol::Heartbeat metrics;               // a worker's, from its last heartbeat
   runtime::BatchWriter out;
   bool closing = false;  // it said goodbye (worker_closing)
   bool refused = false;  // a worker turned away (RefuseWorker): closed once told why
@@ -236,10 +238,13 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
       case Op::register_worker:
         on_register_worker(p, r.body<protocol::RegisterWorker>());
         return true;
-      case Op::heartbeat:
-        r.body<protocol::Empty>();
-        handle(Heartbeat{require_worker(p, "heartbeat"), now(), ""});
+      case Op::heartbeat: {
+        auto b = r.body<protocol::Heartbeat>();
+        auto worker = require_worker(p, "heartbeat");
+        p->metrics = b;
+        handle(Heartbeat{std::move(worker), now(), ""});
         return true;
+      }
       case Op::task_finished:
         on_task_finished(p, r);
         return true;
@@ -294,6 +299,12 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
         become_client(p);
         begin_shutdown(p);
         return true;
+      case Op::scheduler_info: {
+        auto b = r.body<protocol::SchedulerInfoRequest>();
+        become_client(p);
+        out_to(p)->add(Op::scheduler_info_reply, describe_cluster(*p, b.request_id));
+        return true;
+      }
       default:
         return false;
     }
@@ -305,8 +316,44 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     p->kind = Peer::worker;
     p->id = b.address;
     p->other_addresses = b.other_addresses;
+    p->host = b.host;
     workers[b.address] = p;  // until the state machine refuses it (RefuseWorker)
     handle(AddWorker{b.address, static_cast<int>(b.nthreads), b.name, now(), "", b.nanny});
+  }
+
+  // The answer to scheduler_info: the state machine's view of workers and tasks, with what
+  // only the server knows (listen addresses, clients, the workers' own reports).
+  protocol::SchedulerInfo describe_cluster(const Peer& asking, std::uint64_t request_id) {
+    protocol::SchedulerInfo info;
+    info.request_id = request_id;
+    const auto scheme = comm::Address::parse(asking.comm->local_address()).scheme;
+    for (const auto& l : listeners) {
+      info.addresses.push_back(l->contact_address());
+      if (info.address.empty() && comm::Address::parse(info.addresses.back()).scheme == scheme)
+        info.address = info.addresses.back();
+    }
+    info.clients = clients.size();
+    for (const auto& [status, count] : state.tasks_by_state())
+      info.tasks_by_state[std::string(to_string(status))] = count;
+    const double t = now();
+    for (const auto& w : state.workers()) {
+      protocol::WorkerReport report;
+      report.address = w.address;
+      report.name = w.name;
+      report.nthreads = static_cast<std::uint32_t>(w.nthreads);
+      report.processing = w.processing;
+      report.keys_held = w.has_what;
+      report.bytes_held = static_cast<std::uint64_t>(std::max<std::int64_t>(w.nbytes, 0));
+      report.since_heartbeat_s = std::max(0.0, t - w.last_seen);
+      if (const auto peer = peer_of(workers, w.address)) {
+        report.other_addresses = peer->other_addresses;
+        report.host = peer->host;
+        report.memory_rss = peer->metrics.memory_rss;
+        report.executing = peer->metrics.executing;
+      }
+      info.workers.push_back(std::move(report));
+    }
+    return info;
   }
 
   void on_task_finished(const PeerPtr& p, runtime::OpReader& r) {

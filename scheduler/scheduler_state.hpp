@@ -134,6 +134,8 @@ class SchedulerState {
   std::optional<WorkerInfo> worker(std::string_view address) const;
   std::vector<std::string> wanted_by(std::string_view client) const;  ///< sorted keys
   std::size_t queued_count() const { return queued_.size(); }
+  /// How many tasks are in each state (states with none included). Linear in the tasks.
+  std::map<TaskStatus, std::size_t> tasks_by_state() const;
   /// Dead workers whose tasks wait for their nanny's report (WorkerDied).
   std::size_t awaiting_death_reports() const { return dying_.size(); }
   std::size_t no_worker_count() const { return unrunnable_.size(); }

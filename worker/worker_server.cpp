@@ -6,6 +6,7 @@
 #include <taskwire/comm/core/address.hpp>
 #include <taskwire/comm/core/host_address.hpp>
 #include <taskwire/runtime/function_registry.hpp>
+#include <taskwire/runtime/process_info.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -177,7 +178,9 @@ void Worker::Impl::on_started() {
   if (closing_) return;
   to_scheduler(Op::register_worker,
                protocol::RegisterWorker{name_, address_, options_.nthreads, options_.nanny,
-                                        other_addresses_});
+                                        other_addresses_, runtime::host_name()});
+  // At once, so that the scheduler knows the worker's memory from the start (scheduler_info).
+  send_heartbeat();
   crash::set_identity(name_, address_);
   read_scheduler();
   schedule_heartbeat();
@@ -415,9 +418,15 @@ void Worker::Impl::schedule_heartbeat() {
   heartbeat_.expires_after(options_.heartbeat_interval);
   heartbeat_.async_wait([self = shared_from_this()](error_code ec) {
     if (ec || self->closing_) return;
-    self->to_scheduler(Op::heartbeat, protocol::Empty{});
+    self->send_heartbeat();
     self->schedule_heartbeat();
   });
+}
+
+void Worker::Impl::send_heartbeat() {
+  to_scheduler(Op::heartbeat,
+               protocol::Heartbeat{runtime::resident_set_bytes(),
+                                   static_cast<std::uint32_t>(state_->executing_count())});
 }
 
 // ---- events and instructions ----

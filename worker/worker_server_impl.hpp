@@ -94,6 +94,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   void to_scheduler(protocol::Op op, const T& body, std::vector<runtime::Frame> payload = {});
   void flush();
   void schedule_heartbeat();
+  void send_heartbeat();
   void begin_close(std::string reason, bool clean);
   void finish_close(std::string reason, bool clean);
 

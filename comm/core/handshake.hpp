@@ -34,7 +34,9 @@ namespace taskwire::comm {
 /// 5: challenge-response handshake: HELLO carries a nonce instead of the token, then a PROOF
 ///    (HMAC-SHA256 over both nonces) before the verdict.
 /// 6: register_worker carries the worker's other addresses (a tcp:// door next to mpi://).
-inline constexpr std::uint32_t kProtocolVersion = 6;
+/// 7: scheduler_info and its reply; heartbeat carries the worker's memory and running tasks;
+///    register_worker carries its host name.
+inline constexpr std::uint32_t kProtocolVersion = 7;
 
 /// What a comm accepts while its peer has not authenticated: the handshake's messages are
 /// one frame of a few KiB at most, so a peer announcing more is refused before anything is

@@ -4,7 +4,9 @@
 #include "tests/comm/fixture.hpp"
 
 #include <taskwire/client/client.hpp>
+#include <taskwire/comm/backends.hpp>
 #include <taskwire/comm/core/error.hpp>
+#include <taskwire/comm/core/handshake.hpp>
 #include <taskwire/runtime/serialize_std.hpp>
 #include <taskwire/scheduler/scheduler_server.hpp>
 #include <taskwire/worker/worker_server.hpp>
@@ -127,6 +129,26 @@ TEST_CASE("client: from_scheduler_file waits connect_timeout for the file, then 
   const std::string path = "/nonexistent-taskwire-dir/sched.json";
   CHECK_THROWS_WITH(Client::from_scheduler_file(path, options),
                     Catch::Contains(path) && Catch::Contains("is a scheduler started"));
+}
+
+TEST_CASE("client: a scheduler of the protocol before scheduler_info refuses the client, saying why",
+          "[client][info]") {
+  auto config = runtime::Config::from_env();
+  config.protocol_version_override = comm::kProtocolVersion - 1;  // as a build of protocol 6
+  runtime::Context old_context(config, 1);
+  comm::Registry old_registry(old_context);
+  comm::register_builtin_backends(old_registry);
+  old_context.start();
+  scheduler::SchedulerServerOptions options;
+  options.listen = {"tcp://127.0.0.1:0"};
+  auto old_scheduler = std::make_unique<scheduler::SchedulerServer>(old_registry, options);
+  old_scheduler->start();
+  ClientOptions client_options;
+  client_options.connect_timeout = 5s;
+  CHECK_THROWS_WITH(Client(old_scheduler->addresses().at(0), client_options),
+                    Catch::Contains("protocol version mismatch"));
+  old_scheduler.reset();  // while its context runs
+  old_context.stop();
 }
 
 TEST_CASE("client: ClientOptions' defaults bound connect and fetch separately", "[client]") {

@@ -1,4 +1,5 @@
 // Scheduler, workers and client together in one process, over each scheme (--scheme).
+#include "tests/cluster/cluster_fixture.hpp"
 #include "tests/cluster/cluster_functions.hpp"
 #include "tests/cluster/log_capture.hpp"
 #include "tests/comm/fixture.hpp"
@@ -17,52 +18,7 @@
 
 using namespace taskwire;
 using namespace std::chrono_literals;
-
-namespace {
-
-// A scheduler and `nworkers` workers on the selected scheme, all in this process.
-struct Cluster {
-  test::SchemeFixture& fx = test::fixture();
-  std::unique_ptr<scheduler::SchedulerServer> scheduler;
-  std::vector<std::unique_ptr<worker::Worker>> workers;
-  std::string address;
-
-  explicit Cluster(int nworkers, scheduler::SchedulerServerOptions options = {}) {
-    options.listen = {fx.listen_address()};
-    scheduler = std::make_unique<scheduler::SchedulerServer>(fx.registry(), options);
-    scheduler->start();
-    address = scheduler->addresses().at(0);
-    for (int i = 0; i < nworkers; ++i) add_worker();
-  }
-  ~Cluster() {
-    for (auto& w : workers) w->stop();
-    scheduler->stop();
-  }
-  worker::Worker& add_worker(int nthreads = 1) {
-    worker::WorkerOptions o;
-    o.scheduler_address = address;
-    o.nthreads = nthreads;
-    o.name = "w" + std::to_string(workers.size());
-    workers.push_back(std::make_unique<worker::Worker>(fx.context(), fx.registry(), o));
-    workers.back()->start();
-    return *workers.back();
-  }
-  std::size_t scheduler_tasks() {
-    return scheduler->inspect([](const scheduler::SchedulerState& s) { return s.task_count(); });
-  }
-  std::size_t scheduler_workers() {
-    return scheduler->inspect([](const scheduler::SchedulerState& s) { return s.workers().size(); });
-  }
-  bool wait_workers(std::size_t n) {
-    for (int i = 0; i < 500; ++i) {
-      if (scheduler_workers() >= n) return true;
-      std::this_thread::sleep_for(20ms);
-    }
-    return false;
-  }
-};
-
-}  // namespace
+using test::Cluster;
 
 TEST_CASE("cluster: submit, dependencies across workers and gather", "[cluster]") {
   Cluster cl(2);

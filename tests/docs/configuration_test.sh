@@ -73,6 +73,7 @@ structs=(
   "runtime/config.hpp MpiPollConfig"
   "graph/options.hpp ExecuteOptions"
   "graph/options.hpp ProgressOptions"
+  "client/progress.hpp ProgressReportOptions"
   "graph/graph.hpp ReduceOptions"
 )
 for entry in "${structs[@]}"; do

@@ -29,11 +29,12 @@ namespace taskwire::fuzz {
   X(update_graph, UpdateGraph) X(release_keys, Keys) X(cancel_keys, Keys)              \
   X(shutdown, Empty) X(key_in_memory, KeyInMemory) X(key_erred, KeyErred)              \
   X(key_cancelled, KeysCancelled) X(shutting_down, Empty) X(key_lost, Keys)            \
-  X(register_worker, RegisterWorker) X(heartbeat, Empty) X(task_finished, TaskFinished) \
+  X(register_worker, RegisterWorker) X(heartbeat, Heartbeat) X(task_finished, TaskFinished) \
   X(task_erred, TaskErred) X(missing_data, MissingData) X(worker_closing, Empty)       \
   X(threads_busy, ThreadsBusy) X(worker_died, WorkerDied) X(compute_task, ComputeTask) \
   X(free_keys, Keys) X(close_worker, Empty) X(worker_refused, WorkerRefused)           \
-  X(free_processing, Keys) X(get_data, GetData) X(data_reply, DataReply)
+  X(free_processing, Keys) X(get_data, GetData) X(data_reply, DataReply)              \
+  X(scheduler_info, SchedulerInfoRequest) X(scheduler_info_reply, SchedulerInfo)
 
 /// Calls `visit(std::type_identity<Body>{})` with the body type of `op`; false (and no
 /// call) for a code no reader accepts.

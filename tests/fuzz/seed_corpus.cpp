@@ -43,7 +43,17 @@ void fill(protocol::KeyInMemory& b) { b = {"inc-1", 8, {"tcp://127.0.0.1:4000"}}
 void fill(protocol::KeyErred& b) {
   b = {"k", "failed", "k", "boom", "std::runtime_error", "w0", "tcp://127.0.0.1:4000"};
 }
-void fill(protocol::RegisterWorker& b) { b = {"w0", "tcp://127.0.0.1:4000", 4, true}; }
+void fill(protocol::RegisterWorker& b) {
+  b = {"w0", "mpi://2", 4, true, {"tcp://127.0.0.1:4000"}, "node-1"};
+}
+void fill(protocol::Heartbeat& b) { b = {1 << 20, 3}; }
+void fill(protocol::SchedulerInfoRequest& b) { b.request_id = 9; }
+void fill(protocol::SchedulerInfo& b) {
+  protocol::WorkerReport w{"mpi://2", {"tcp://127.0.0.1:4000"}, "w0", "node-1", 4, 1 << 20,
+                           2, 5, 1, 8, 0.5};
+  b = {9, "tcp://127.0.0.1:8786", {"mpi://0", "tcp://127.0.0.1:8786"}, 2,
+       {{"memory", 1}, {"processing", 5}}, {w}};
+}
 void fill(protocol::ThreadsBusy& b) { b.count = 1; }
 void fill(protocol::WorkerDied& b) { b = {"tcp://127.0.0.1:4000", "w0", "SIGSEGV", {"k"}}; }
 void fill(protocol::TaskFinished& b) { b = {"k", 8, 0.25}; }

@@ -331,3 +331,25 @@ TEST_CASE("graph: exit_after_seconds ends a program whose teardown hangs", "[gra
   CHECK(r.output.find("results safe: 9") != std::string::npos);
   CHECK(r.output.find("graph::execute") != std::string::npos);
 }
+
+TEST_CASE("graph child: progress with its stderr a file", "[.child]") {
+  GraphCluster cl;
+  graph::ExecuteOptions eo;
+  eo.progress.bar = true;
+  eo.progress.interval = 0ms;  // a line at every update
+  auto out = graph::execute(graph::map(graph_fns::square, iota(16)), *cl.client, eo);
+  std::fprintf(stderr, "results: %zu\n", out.size());
+}
+
+TEST_CASE("graph: progress off a terminal prints lines, then a final one", "[graph]") {
+  auto r = test::run_self({"graph child: progress with its stderr a file", "--scheme",
+                           test::selected_scheme()},
+                          60s);
+  INFO(r.output);
+  REQUIRE(r.exited);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("results: 16") != std::string::npos);
+  CHECK(r.output.find("\r[") == std::string::npos);  // no bar: its stderr is a file
+  CHECK(r.output.find("/16 tasks (") != std::string::npos);  // a line before the end
+  CHECK(r.output.find("graph: 16/16 tasks done, ") != std::string::npos);
+}

@@ -69,8 +69,10 @@ void checks(Client& client, const std::string& label) {
     }
   }
   const auto ys = iota(140);
+  graph::ExecuteOptions with_progress;
+  with_progress.progress.bar = true;  // lines on stderr, no terminal under mpiexec (CMakeLists)
   const long uneven = graph::execute(
-      graph::reduce(graph::map(graph_fns::uneven, ys), graph_fns::sum), client);
+      graph::reduce(graph::map(graph_fns::uneven, ys), graph_fns::sum), client, with_progress);
   check(uneven == 139L * 140 / 2, label + ": tasks of uneven duration");
 }
 

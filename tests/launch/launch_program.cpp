@@ -13,12 +13,14 @@
 #include "tests/launch/checks.hpp"
 
 #include <taskwire/client/mpi/launch.hpp>
+#include <taskwire/client/progress.hpp>
 #include <taskwire/runtime/function_registry.hpp>
 #include <taskwire/runtime/log.hpp>
 
 #include <boost/serialization/vector.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -67,12 +69,35 @@ using namespace taskwire;
 using launch_checks::check;
 using launch_checks::failures;
 
+// What the scheduler says of the cluster: every worker rank, on the launch's transport, with
+// its thread and its memory (reported with its registration).
+void check_scheduler_info(Client& client, const std::string& label, int workers,
+                          const std::string& transport) {
+  const auto info = client.scheduler_info();
+  check(static_cast<int>(info.workers.size()) == workers &&
+            static_cast<int>(info.total_threads()) == workers,
+        label + ": scheduler_info lists every worker rank, one thread each");
+  // The pool's client, in the scheduler's process, reaches it over inproc://.
+  bool described = info.clients == 1 && std::find(info.addresses.begin(), info.addresses.end(),
+                                                  info.address) != info.addresses.end();
+  for (const auto& w : info.workers)
+    described = described && w.address.rfind(transport + "://", 0) == 0 && w.memory > 0 &&
+                !w.host.empty() && w.nthreads == 1;
+  check(described, label + ": scheduler_info gives each worker's address, host and memory");
+}
+
 // The computations every launch mode runs: dependencies across workers, a diamond, a fan-in,
-// a 10 000-task map, a task error reaching get(), and work spread over every worker rank.
-void compute(Client& client, const std::string& label, int workers) {
+// a 10 000-task map (its progress reported in lines: the rank's stderr is no terminal), a task
+// error reaching get(), work spread over every worker rank, and scheduler_info.
+void compute(Client& client, const std::string& label, int workers, const std::string& transport) {
+  check_scheduler_info(client, label, workers, transport);
   std::vector<int> xs(10'000);
   std::iota(xs.begin(), xs.end(), 0);
-  auto ys = client.gather(client.map(launch_fns::inc, xs));
+  auto mapped = client.map(launch_fns::inc, xs);
+  check(!ProgressReporter({}, 0).draws_bar(), label + ": no progress bar under mpiexec");
+  const auto counts = progress(mapped);
+  check(counts.done == 10'000 && counts.erred == 0, label + ": progress of the map of 10000");
+  auto ys = client.gather(mapped);
   check(std::accumulate(ys.begin(), ys.end(), 0L) == 10'000L * 10'001 / 2, label + ": map of 10000");
 
   auto a = client.submit(launch_fns::inc, 1);
@@ -134,7 +159,8 @@ int run(int argc, char** argv) {
   if (mode == "initialize" || mode == "pool" || mode == "small") {
     auto session = mode == "pool" ? mpi::initialize_pool(argc, argv, options_for(transport))
                                   : mpi::initialize(argc, argv, options_for(transport));
-    compute(session.client(), fmt::format("{} over {}", mode, transport), session.workers());
+    compute(session.client(), fmt::format("{} over {}", mode, transport), session.workers(),
+            transport);
     session.shutdown();
     fmt::print("rank {}: done, {} failures\n", session.rank(), failures);
     return failures ? 1 : 0;
@@ -145,7 +171,7 @@ int run(int argc, char** argv) {
     int rc = 0;
     for (const char* t : {"mpi", "tcp", "mpi"}) {
       rc |= mpi::run_cluster(env, options_for(t), mpi::Layout{0, 1}, [&](Client& client) {
-        compute(client, fmt::format("run_cluster over {}", t), env.size() - 2);
+        compute(client, fmt::format("run_cluster over {}", t), env.size() - 2, t);
       });
     }
     if (env.rank() == 1) fmt::print("rank 1: done, {} failures\n", failures);

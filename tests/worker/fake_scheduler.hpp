@@ -28,6 +28,7 @@ struct ReceivedOp {
   protocol::TaskFinished finished;
   protocol::TaskErred erred;
   protocol::MissingData missing;
+  protocol::Heartbeat heartbeat;
   std::vector<runtime::Frame> frames;  ///< the operation's payload (an inline result)
 };
 
@@ -100,7 +101,8 @@ class Mailbox : public std::enable_shared_from_this<Mailbox> {
             case Op::task_finished: op.finished = r.body<protocol::TaskFinished>(); break;
             case Op::task_erred: op.erred = r.body<protocol::TaskErred>(); break;
             case Op::missing_data: op.missing = r.body<protocol::MissingData>(); break;
-            default: r.body<protocol::Empty>(); break;  // heartbeat, worker_closing
+            case Op::heartbeat: op.heartbeat = r.body<protocol::Heartbeat>(); break;
+            default: r.body<protocol::Empty>(); break;  // worker_closing
           }
           self->ops_.push_back(std::move(op));
         });

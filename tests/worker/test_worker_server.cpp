@@ -85,6 +85,7 @@ struct Cluster {
     CHECK(reg->registered.name == name);
     CHECK(reg->registered.address == w->address());
     CHECK(reg->registered.nthreads == nthreads);
+    CHECK_FALSE(reg->registered.host.empty());
     return {w, box};
   }
 
@@ -200,9 +201,13 @@ TEST_CASE("worker server: tasks run, dependencies move worker to worker, errors 
   s1->send(single(Op::free_keys, protocol::Keys{{"inc-1"}}));
   CHECK(eventually([&] { return !w1->data().contains("inc-1"); }));
 
-  // Heartbeats keep coming.
-  CHECK(s1->next(Op::heartbeat));
-  CHECK(s2->next(Op::heartbeat));
+  // Heartbeats keep coming, each with the process's resident memory; nothing runs now.
+  for (auto* s : {&s1, &s2}) {
+    auto beat = (*s)->next(Op::heartbeat);
+    REQUIRE(beat);
+    CHECK(beat->heartbeat.memory_rss > 0);
+    CHECK(beat->heartbeat.executing == 0);
+  }
 
   // close_worker: the worker says goodbye and closes cleanly; the other one is unaffected.
   s1->send(single(Op::close_worker, protocol::Empty{}));

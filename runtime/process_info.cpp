@@ -1,0 +1,26 @@
+#include <taskwire/runtime/process_info.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace taskwire::runtime {
+
+std::uint64_t resident_set_bytes() noexcept {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long long size_pages = 0, resident_pages = 0;
+  const int read = std::fscanf(f, "%llu %llu", &size_pages, &resident_pages);
+  std::fclose(f);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (read != 2 || page <= 0) return 0;
+  return static_cast<std::uint64_t>(resident_pages) * static_cast<std::uint64_t>(page);
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return {};
+  return name;
+}
+
+}  // namespace taskwire::runtime
