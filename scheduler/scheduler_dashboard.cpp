@@ -1,6 +1,7 @@
 #include <taskwire/scheduler/scheduler_dashboard.hpp>
 
 #include <taskwire/comm/mpi/mpi_poll_stats.hpp>
+#include <taskwire/http/daemon_answers.hpp>
 #include <taskwire/http/prometheus_text.hpp>
 #include <taskwire/http/task_stream_json.hpp>
 
@@ -157,12 +158,8 @@ nlohmann::json to_json(const SchedulerFacts& f) {
 }  // namespace
 
 http::HttpResponse render(const SchedulerFacts& facts, const http::RoutedRequest& request) {
-  if (request.route == http::Route::metrics)
-    return {200, std::string(http::kPrometheusContentType), render_metrics(facts)};
-  const nlohmann::json all = to_json(facts);
-  const std::string key = request.part == "task-stream" ? "task_stream" : request.part;
-  const nlohmann::json& part = request.part == "dashboard" ? all : all.at(key);
-  return {200, "application/json", part.dump()};
+  if (request.route == http::Route::metrics) return http::facts_response(request, render_metrics(facts), {});
+  return http::facts_response(request, {}, to_json(facts));
 }
 
 }  // namespace taskwire::scheduler

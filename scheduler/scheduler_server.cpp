@@ -1,6 +1,7 @@
 #include <taskwire/scheduler/scheduler_server.hpp>
 
 #include <taskwire/comm/core/address.hpp>
+#include <taskwire/http/daemon_answers.hpp>
 #include <taskwire/http/loop_lag.hpp>
 #include <taskwire/runtime/batch.hpp>
 #include <taskwire/scheduler/compute_task_wire.hpp>
@@ -478,12 +479,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   static void serve_http(const std::weak_ptr<Impl>& weak, const http::HttpRequest& request,
                          http::HttpRespond respond) {
     const auto routed = route_scheduler_request(request);
-    switch (routed.route) {
-      case http::Route::health: return respond(http::plain(200, "ok\n"));
-      case http::Route::page: return respond(http::dashboard_page());
-      case http::Route::not_found: return respond(http::plain(404, "not found\n"));
-      default: break;
-    }
+    if (auto answer = http::stateless_response(routed)) return respond(std::move(*answer));
     auto self = weak.lock();
     if (!self) return respond(http::plain(503, "shutting down\n"));
     asio::post(self->strand, [weak, routed, respond = std::move(respond)]() mutable {

@@ -2,6 +2,8 @@
 // facts one request copies there (worker_dashboard.hpp renders them).
 #include <taskwire/worker/worker_server_impl.hpp>
 
+#include <taskwire/http/daemon_answers.hpp>
+
 #include <spdlog/spdlog.h>
 
 namespace taskwire::worker {
@@ -76,12 +78,7 @@ WorkerFacts Worker::Impl::collect_facts(const http::RoutedRequest& request) cons
 void Worker::Impl::serve_http(const std::weak_ptr<Impl>& weak, const http::HttpRequest& request,
                               http::HttpRespond respond) {
   const auto routed = route_worker_request(request);
-  switch (routed.route) {
-    case http::Route::health: return respond(http::plain(200, "ok\n"));
-    case http::Route::page: return respond(http::dashboard_page());
-    case http::Route::not_found: return respond(http::plain(404, "not found\n"));
-    default: break;
-  }
+  if (auto answer = http::stateless_response(routed)) return respond(std::move(*answer));
   auto self = weak.lock();
   if (!self) return respond(http::plain(503, "shutting down\n"));
   asio::post(self->strand_, [weak, routed, respond = std::move(respond)]() mutable {
