@@ -19,6 +19,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 
 namespace taskwire::runtime {
 namespace {
@@ -103,11 +104,17 @@ bool same_kernel(const HostIdentity& a, const HostIdentity& b) noexcept {
   return a.boot_id[0] && std::strncmp(a.boot_id, b.boot_id, sizeof a.boot_id) == 0;
 }
 
+// One pass to count the ranks per boot id, one to compare: jobs have thousands of ranks.
 std::vector<bool> crowded_ranks(const std::vector<HostIdentity>& all) {
+  auto boot_id = [](const HostIdentity& id) {
+    return std::string(id.boot_id, ::strnlen(id.boot_id, sizeof id.boot_id));
+  };
+  std::unordered_map<std::string, int> per_kernel;
+  for (const auto& id : all)
+    if (id.boot_id[0]) ++per_kernel[boot_id(id)];
   std::vector<bool> crowded(all.size(), false);
   for (std::size_t r = 0; r < all.size(); ++r) {
-    int sharing = 0;
-    for (const auto& other : all) sharing += &other == &all[r] || same_kernel(all[r], other);
+    const int sharing = all[r].boot_id[0] ? per_kernel[boot_id(all[r])] : 1;
     crowded[r] = sharing > std::max(1, all[r].cores);
   }
   return crowded;
