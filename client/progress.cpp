@@ -97,7 +97,10 @@ void ProgressReporter::write_line(bool final) {
   else
     line = fmt::format("{}: stopped at {}/{} tasks{}, {:.1f} s", options_.label, done_, total_,
                        erred_part(erred_), seconds);
-  out_ << line << '\n' << std::flush;
+  // One write: under mpiexec stderr and stdout reach the terminal through separate pipes, and a
+  // newline written apart from its line lands after whatever the other stream wrote meanwhile.
+  line += '\n';
+  out_ << line << std::flush;
 }
 
 namespace detail {
