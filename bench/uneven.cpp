@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <numbers>
 #include <numeric>
 #include <stdexcept>
 #include <thread>
@@ -56,7 +57,8 @@ std::vector<double> lognormal_durations(const UnevenOptions& o) {
   const double mu = std::log(o.median_ms / 1000.0);
   std::vector<double> out(static_cast<std::size_t>(o.tasks));
   for (auto& d : out) {
-    const double normal = std::sqrt(-2.0 * std::log(uniform())) * std::cos(2.0 * M_PI * uniform());
+    const double radius = std::sqrt(-2.0 * std::log(uniform()));
+    const double normal = radius * std::cos(2.0 * std::numbers::pi * uniform());
     d = std::exp(mu + o.sigma * normal);
   }
   return out;

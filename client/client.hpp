@@ -86,15 +86,16 @@ class Client {
     return map(SubmitOptions{}, fn, inputs);
   }
   template <class R, class A, class T>
-  std::vector<Future<R>> map(const SubmitOptions& options, R (*fn)(A), const std::vector<T>& inputs) {
+  std::vector<Future<R>> map(const SubmitOptions& options, R (*fn)(A),
+                             const std::vector<T>& inputs) {
     std::vector<runtime::Frame> frames;
     std::vector<protocol::TaskSpec> specs;
     specs.reserve(inputs.size());
     for (const auto& x : inputs) {
       specs.push_back(make_spec<R, A>(fn, frames, x));
-      const std::string key =
-          options.key.empty() ? std::string() : options.key + "-" + std::to_string(specs.size() - 1);
-      apply(options, key, specs.back());
+      const std::size_t i = specs.size() - 1;
+      apply(options, options.key.empty() ? std::string() : options.key + "-" + std::to_string(i),
+            specs.back());
     }
     auto refs = core_->submit(std::move(specs), std::move(frames));
     std::vector<Future<R>> out;
