@@ -9,6 +9,7 @@
 #include "bench/latency.hpp"
 #include "bench/relay.hpp"
 #include "bench/tasks.hpp"
+#include "bench/uneven.hpp"
 
 #include <taskwire/runtime/log.hpp>
 
@@ -147,6 +148,37 @@ int tasks_main(const std::vector<std::string>& args) {
     return 2;
   }
   return bench::run_tasks(o);
+}
+
+int uneven_main(const std::vector<std::string>& args) {
+  bench::UnevenOptions o;
+  std::string backends = "tcp", level = "warn";
+  po::options_description desc(
+      "taskwire-bench uneven: independent tasks of lognormal durations on single-thread workers,\n"
+      "all in this process; the makespan against the lower bound max(total work / threads,\n"
+      "longest task). A task sleeps its duration by default, so that 4 workers on 2 cores\n"
+      "still work in parallel; --work spin burns CPU instead (needs a core per worker).\n\n"
+      "Options");
+  desc.add_options()("help,h", "show this help")(
+      "backend,b", po::value(&backends)->default_value(backends), "comma-separated: tcp, inproc")(
+      "workers", po::value(&o.workers)->default_value(o.workers), "single-thread workers")(
+      "tasks", po::value(&o.tasks)->default_value(o.tasks), "tasks per run")(
+      "median-ms", po::value(&o.median_ms)->default_value(o.median_ms), "median task duration")(
+      "sigma", po::value(&o.sigma)->default_value(o.sigma), "standard deviation of its logarithm")(
+      "seed", po::value(&o.seed)->default_value(o.seed), "the durations' seed")(
+      "work", po::value(&o.work)->default_value(o.work), "sleep or spin")(
+      "repeats", po::value(&o.repeats)->default_value(o.repeats), "runs per backend (median reported)")(
+      "csv", po::value(&o.csv), "append rows backend,tasks,workers,work,seed,bound_s,makespan_s,ratio,measured_work_s")(
+      "log-level", po::value(&level)->default_value(level), "trace .. off");
+  if (!parse_options(args, desc, level)) return 0;
+  if (o.workers < 1 || o.tasks < 1 || o.repeats < 1 || o.median_ms <= 0 || o.sigma < 0 ||
+      (o.work != "sleep" && o.work != "spin")) {
+    fmt::print(stderr, "taskwire-bench uneven: --workers, --tasks, --repeats and --median-ms must "
+                       "be positive, --sigma not negative, --work sleep or spin\n");
+    return 2;
+  }
+  o.backends = split(backends);
+  return bench::run_uneven(o);
 }
 
 int array_main(const std::vector<std::string>& args) {
@@ -304,6 +336,7 @@ void usage() {
       "  latency    ping-pong round trips through the Comm interface vs raw baselines\n"
       "  bandwidth  one-way stream rank 0 -> rank 1, GB/s, vs raw baselines (mpiexec -n 2)\n"
       "  tasks      task throughput: independent map, dependent chain, fan-in, submit-get round trip\n"
+      "  uneven     lognormal task durations on 4 workers: makespan vs max(work/threads, longest)\n"
       "  array      sum((X + X^T)^T) of a blocked random matrix over MPI and TCP (mpiexec -n 5)\n"
       "  dag        task graphs that move data (stencil, matmul, tree, shuffle), MPI vs TCP (-n 4)\n"
       "  idle       CPU per rank while a cluster is up and idle, MPI and TCP (mpiexec -n 4)\n"
@@ -324,6 +357,7 @@ int main(int argc, char* argv[]) {
   try {
     if (sub == "latency") return latency_main(args);
     if (sub == "tasks") return tasks_main(args);
+    if (sub == "uneven") return uneven_main(args);
     if (sub == "array") return array_main(args);
     if (sub == "dag") return dag_main(args);
     if (sub == "bandwidth") return bandwidth_main(args);

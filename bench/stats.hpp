@@ -18,6 +18,12 @@ inline std::string human_bytes(std::size_t n) {
   return fmt::format("{} B", n);
 }
 
+/// The middle element (the upper one of an even count); v must not be empty.
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 struct Summary {
   double p50 = 0, p99 = 0, mean = 0;
 };

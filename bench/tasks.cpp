@@ -1,15 +1,13 @@
 #include "bench/tasks.hpp"
 
 #include "bench/cluster_ranks.hpp"
+#include "bench/local_cluster.hpp"
 #include "bench/scrape.hpp"
 #include "bench/stats.hpp"
 
 #include <taskwire/client/mpi/launch.hpp>
 
 #include <taskwire/client/client.hpp>
-#include <taskwire/comm/backends.hpp>
-#include <taskwire/scheduler/scheduler_server.hpp>
-#include <taskwire/worker/worker_server.hpp>
 
 #include <fmt/format.h>
 
@@ -39,72 +37,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Each component on its own Context (its own io thread), as separate processes would be.
-struct LocalCluster {
-  std::vector<std::unique_ptr<runtime::Context>> contexts;
-  std::vector<std::unique_ptr<comm::Registry>> registries;
-  std::unique_ptr<scheduler::SchedulerServer> scheduler;
-  std::vector<std::unique_ptr<worker::Worker>> workers;
-  std::string address;
-
-  comm::Registry& make_registry(const char* role) {
-    auto cfg = runtime::Config::from_env();
-    cfg.role = role;
-    contexts.push_back(std::make_unique<runtime::Context>(cfg, 1));
-    if (cfg.role == "client") contexts.back()->enable_driving();
-    registries.push_back(std::make_unique<comm::Registry>(*contexts.back()));
-    comm::register_builtin_backends(*registries.back());
-    contexts.back()->start();
-    return *registries.back();
-  }
-
-  LocalCluster(const std::string& backend, int nworkers, bool dashboard = false) {
-    scheduler::SchedulerServerOptions so;
-    so.listen = {backend == "tcp" ? "tcp://127.0.0.1:0" : "inproc://auto"};
-    so.dashboard.enabled = dashboard;
-    so.dashboard.address = "127.0.0.1:0";
-    scheduler = std::make_unique<scheduler::SchedulerServer>(make_registry("scheduler"), so);
-    scheduler->start();
-    address = scheduler->addresses().at(0);
-    for (int i = 0; i < nworkers; ++i) {
-      worker::WorkerOptions wo;
-      wo.scheduler_address = address;
-      wo.nthreads = 1;
-      wo.name = fmt::format("bench-worker-{}", i);
-      wo.dashboard = dashboard;
-      auto& reg = make_registry("worker");
-      workers.push_back(std::make_unique<worker::Worker>(reg.context(), reg, wo));
-      workers.back()->start();
-    }
-    // Wait until every worker has registered.
-    for (int i = 0; i < 1000; ++i) {
-      auto n = scheduler->inspect([](const scheduler::SchedulerState& s) { return s.workers().size(); });
-      if (static_cast<int>(n) == nworkers) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
-  /// The dashboards' URLs (none when off).
-  std::vector<std::string> dashboard_urls() const {
-    std::vector<std::string> urls;
-    if (!scheduler->dashboard_url().empty()) urls.push_back(scheduler->dashboard_url());
-    for (const auto& w : workers)
-      if (!w->dashboard_url().empty()) urls.push_back(w->dashboard_url());
-    return urls;
-  }
-  ~LocalCluster() {
-    for (auto& w : workers) w->stop();
-    scheduler->stop();
-    workers.clear();
-    scheduler.reset();
-    for (auto& c : contexts) c->stop();
-  }
-};
 
 // Fan-in: `leaves` leaf tasks reduced pairwise by a binary tree of add tasks (leaves - 1 of
 // them); returns the root's value.

@@ -10,6 +10,7 @@
 //   std::vector<int> vs = client.gather(fs);
 //   auto data = client.scatter(std::vector<double>(1000));   // one Future<std::vector<double>>
 //   auto parts = client.scatter_each(std::vector<int>{1, 2});  // one Future<int> per element
+//   auto c = client.submit({.key = "load-a", .retries = 2}, inc, 1);  // SubmitOptions
 //   auto info = client.scheduler_info();        // workers, their threads and memory, tasks
 //   taskwire::progress(fs);                     // a bar or log lines until fs are done
 //                                               // (client/progress.hpp)
@@ -28,6 +29,7 @@
 #include <boost/serialization/vector.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -35,6 +37,18 @@
 namespace taskwire {
 
 using client::ClientOptions;
+
+/// Settings of one submission (or of every task of one map), designated-initializer friendly:
+/// `client.submit({.key = "load-a", .retries = 2}, load, path)`.
+struct SubmitOptions {
+  /// The task's key; empty: a fresh "<function>-<client>-<n>". A key the scheduler already
+  /// holds names that task: the submission shares it (its function and arguments are not run
+  /// again), as Dask does. For map, a prefix: the i-th task is "<key>-<i>".
+  std::string key = {};
+  /// Times the task runs again, on any worker, after it throws or its worker dies running it;
+  /// after that it errs as usual.
+  std::uint32_t retries = 0;
+};
 
 class Client {
  public:
@@ -55,19 +69,34 @@ class Client {
   /// Runs fn(args...) in the cluster. Future arguments are dependencies.
   template <class R, class... A, class... Args>
   Future<R> submit(R (*fn)(A...), Args&&... args) {
+    return submit(SubmitOptions{}, fn, std::forward<Args>(args)...);
+  }
+  template <class R, class... A, class... Args>
+  Future<R> submit(const SubmitOptions& options, R (*fn)(A...), Args&&... args) {
     static_assert(sizeof...(A) == sizeof...(Args), "submit: wrong number of arguments");
     std::vector<runtime::Frame> frames;
     auto spec = make_spec<R, A...>(fn, frames, std::forward<Args>(args)...);
+    apply(options, options.key, spec);
     return Future<R>(core_->submit({std::move(spec)}, std::move(frames)).at(0));
   }
 
   /// fn applied to every element, sent to the scheduler as one graph message.
   template <class R, class A, class T>
   std::vector<Future<R>> map(R (*fn)(A), const std::vector<T>& inputs) {
+    return map(SubmitOptions{}, fn, inputs);
+  }
+  template <class R, class A, class T>
+  std::vector<Future<R>> map(const SubmitOptions& options, R (*fn)(A),
+                             const std::vector<T>& inputs) {
     std::vector<runtime::Frame> frames;
     std::vector<protocol::TaskSpec> specs;
     specs.reserve(inputs.size());
-    for (const auto& x : inputs) specs.push_back(make_spec<R, A>(fn, frames, x));
+    for (const auto& x : inputs) {
+      specs.push_back(make_spec<R, A>(fn, frames, x));
+      const std::size_t i = specs.size() - 1;
+      apply(options, options.key.empty() ? std::string() : options.key + "-" + std::to_string(i),
+            specs.back());
+    }
     auto refs = core_->submit(std::move(specs), std::move(frames));
     std::vector<Future<R>> out;
     out.reserve(refs.size());
@@ -166,6 +195,12 @@ class Client {
     spec.args.push_back({protocol::ArgSpec::frame, frame, {}});
     spec.priority = core_->next_priority();
     return spec;
+  }
+
+  // `key` replaces the generated one unless empty.
+  static void apply(const SubmitOptions& options, const std::string& key, protocol::TaskSpec& spec) {
+    if (!key.empty()) spec.key = key;
+    spec.retries = options.retries;
   }
 
   template <class R, class... A, class... Args>

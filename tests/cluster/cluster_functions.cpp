@@ -5,6 +5,8 @@
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
 
+#include <map>
+#include <mutex>
 #include <numeric>
 #include <stdexcept>
 #include <thread>
@@ -28,6 +30,26 @@ std::string blob(int kib, int seed) {
   return std::string(static_cast<std::size_t>(kib) * 1024, static_cast<char>('a' + seed % 26));
 }
 std::string concat(std::string a, std::string b) { return a + b; }
+
+namespace {
+std::mutex flaky_mu;
+std::map<std::string, int> flaky_calls;
+}  // namespace
+
+int flaky(std::string tag, int failures) {
+  int calls = 0;
+  {
+    std::lock_guard lock(flaky_mu);
+    calls = ++flaky_calls[tag];
+  }
+  if (calls <= failures) throw std::runtime_error("flaky " + tag + " call " + std::to_string(calls));
+  return calls;
+}
+int calls_of(const std::string& tag) {
+  std::lock_guard lock(flaky_mu);
+  auto it = flaky_calls.find(tag);
+  return it == flaky_calls.end() ? 0 : it->second;
+}
 }  // namespace cluster_fns
 
 TASKWIRE_REGISTER(cluster_fns::inc);
@@ -40,3 +62,4 @@ TASKWIRE_REGISTER(cluster_fns::slow_inc);
 TASKWIRE_REGISTER(cluster_fns::noop);
 TASKWIRE_REGISTER(cluster_fns::blob);
 TASKWIRE_REGISTER(cluster_fns::concat);
+TASKWIRE_REGISTER(cluster_fns::flaky);

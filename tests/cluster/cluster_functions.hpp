@@ -15,4 +15,8 @@ int slow_inc(int x);  ///< sleeps 50 ms
 int noop(int x);
 std::string blob(int kib, int seed);  ///< kib KiB of the letter 'a' + seed % 26
 std::string concat(std::string a, std::string b);
+/// Counts its calls per tag (in this process); throws std::runtime_error while the count is
+/// at most `failures`, then returns the count.
+int flaky(std::string tag, int failures);
+int calls_of(const std::string& tag);  ///< flaky's count for `tag` (not registered)
 }  // namespace cluster_fns

@@ -1,0 +1,116 @@
+#include "bench/uneven.hpp"
+
+#include "bench/local_cluster.hpp"
+#include "bench/splitmix.hpp"
+#include "bench/stats.hpp"
+
+#include <taskwire/client/client.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <numbers>
+#include <numeric>
+#include <stdexcept>
+#include <thread>
+
+namespace taskwire::bench {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+}  // namespace
+
+/// Sleeps `seconds`; returns how long it took, as the worker saw it.
+double uneven_sleep(double seconds) {
+  const auto t0 = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  return seconds_since(t0);
+}
+
+/// Keeps a core busy for `seconds`; returns how long it took.
+double uneven_spin(double seconds) {
+  const auto t0 = Clock::now();
+  while (seconds_since(t0) < seconds) {
+  }
+  return seconds_since(t0);
+}
+
+}  // namespace taskwire::bench
+
+TASKWIRE_REGISTER(taskwire::bench::uneven_sleep);
+TASKWIRE_REGISTER(taskwire::bench::uneven_spin);
+
+namespace taskwire::bench {
+namespace {
+
+/// Lognormal durations in seconds (Box-Muller over splitmix64: the same on every platform).
+std::vector<double> lognormal_durations(const UnevenOptions& o) {
+  std::uint64_t state = o.seed;
+  auto uniform = [&] { return (static_cast<double>(splitmix64(state) >> 11) + 0.5) * 0x1.0p-53; };
+  const double mu = std::log(o.median_ms / 1000.0);
+  std::vector<double> out(static_cast<std::size_t>(o.tasks));
+  for (auto& d : out) {
+    const double radius = std::sqrt(-2.0 * std::log(uniform()));
+    const double normal = radius * std::cos(2.0 * std::numbers::pi * uniform());
+    d = std::exp(mu + o.sigma * normal);
+  }
+  return out;
+}
+
+struct Run {
+  double makespan = 0;  ///< submit to the last result
+  double measured = 0;  ///< the durations the tasks measured themselves, summed
+};
+
+Run run_once(Client& client, const UnevenOptions& o, const std::vector<double>& durations) {
+  const auto t0 = Clock::now();
+  auto futures = client.map(o.work == "spin" ? uneven_spin : uneven_sleep, durations);
+  const auto measured = client.gather(futures);
+  Run run{seconds_since(t0), 0};
+  run.measured = std::accumulate(measured.begin(), measured.end(), 0.0);
+  return run;
+}
+
+}  // namespace
+
+int run_uneven(const UnevenOptions& o) {
+  const auto durations = lognormal_durations(o);
+  const double total = std::accumulate(durations.begin(), durations.end(), 0.0);
+  const double longest = *std::max_element(durations.begin(), durations.end());
+  const double bound = std::max(total / o.workers, longest);
+  fmt::print("{} tasks, lognormal median {} ms sigma {} (seed {}): total {:.3f} s, longest "
+             "{:.1f} ms; {} single-thread workers, tasks {}; bound max(total/threads, longest) "
+             "{:.3f} s\n",
+             o.tasks, o.median_ms, o.sigma, o.seed, total, longest * 1e3, o.workers,
+             o.work == "spin" ? "spin" : "sleep", bound);
+  fmt::print("{:<8} {:>12} {:>10} {:>16} {:>16}\n", "backend", "makespan s", "/bound",
+             "measured work s", "/(measured/thr)");
+  CsvWriter csv(o.csv, "backend,tasks,workers,work,seed,bound_s,makespan_s,ratio,measured_work_s");
+  for (const auto& backend : o.backends) {
+    LocalCluster cluster(backend, o.workers);
+    Client client(cluster.make_registry("client"), cluster.address);
+    client.submit(uneven_sleep, 0.0).get();  // warm up connections between every component
+    std::vector<double> makespans, measured;
+    for (int r = 0; r < o.repeats; ++r) {
+      const Run run = run_once(client, o, durations);
+      makespans.push_back(run.makespan);
+      measured.push_back(run.measured);
+    }
+    const double makespan = median(makespans), work = median(measured);
+    fmt::print("{:<8} {:>12.3f} {:>10.3f} {:>16.3f} {:>16.3f}\n", backend, makespan,
+               makespan / bound, work, makespan / std::max(work / o.workers, longest));
+    csv.row(fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.4f},{:.6f}", backend, o.tasks, o.workers,
+                        o.work, o.seed, bound, makespan, makespan / bound, work));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace taskwire::bench
