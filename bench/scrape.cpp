@@ -5,6 +5,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <random>
+
 namespace taskwire::bench {
 
 namespace {
@@ -49,6 +51,10 @@ MetricsScraper::~MetricsScraper() {
 void MetricsScraper::run() {
   asio::io_context io;
   std::unique_lock lock(mu_);
+  std::uniform_int_distribution<std::int64_t> phase(0, interval_.count());
+  std::random_device seed;
+  std::minstd_rand random(seed());
+  cv_.wait_for(lock, std::chrono::milliseconds(phase(random)), [this] { return stop_; });
   while (!stop_) {
     lock.unlock();
     std::uint64_t ok = 0, bad = 0;

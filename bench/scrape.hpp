@@ -1,6 +1,8 @@
 #pragma once
 // A background thread that GETs /metrics from each URL once per interval, as a Prometheus
-// server would (for taskwire-bench tasks --dashboard on|compare).
+// server would (for taskwire-bench tasks --dashboard on|compare). Its first scrape comes at a
+// random point of the first interval: a Prometheus server's phase has nothing to do with when
+// a workload starts, and a scrape always at the start would hit every short run.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -13,7 +15,8 @@ namespace taskwire::bench {
 
 class MetricsScraper {
  public:
-  /// Starts scraping `urls` ("http://HOST:PORT") every `interval`.
+  /// Starts scraping `urls` ("http://HOST:PORT") every `interval`, the first one after a
+  /// random part of it.
   MetricsScraper(std::vector<std::string> urls, std::chrono::milliseconds interval);
   ~MetricsScraper();  ///< stops and joins
   MetricsScraper(const MetricsScraper&) = delete;
