@@ -30,22 +30,22 @@ int TaskStream::lane_for(std::string_view worker, int nthreads, double start, do
   return static_cast<int>(pick);
 }
 
-void TaskStream::record_task(std::string_view key, std::string_view function,
-                             std::string_view worker, int nthreads, double start, double stop,
-                             std::int64_t nbytes, bool erred) {
+void TaskStream::record_task(const TaskRecord& t) {
   if (capacity_ == 0) return;
-  const int lane = lane_for(worker, nthreads, start, stop);
+  const int lane = t.thread >= 0 && t.thread < t.nthreads
+                       ? t.thread
+                       : lane_for(t.worker, t.nthreads, t.start, t.stop);
   TaskStreamEntry& e = next_slot();
   e.seq = next_seq_++;
-  e.key.assign(key);
-  e.function.assign(function);
-  e.worker.assign(worker);
+  e.key.assign(t.key);
+  e.function.assign(t.function);
+  e.worker.assign(t.worker);
   e.lane = lane;
-  e.start = start;
-  e.stop = stop;
-  e.transfer_seconds = 0;
-  e.nbytes = nbytes;
-  e.erred = erred;
+  e.start = t.start;
+  e.stop = t.stop;
+  e.transfer_seconds = t.transfer_seconds;
+  e.nbytes = t.nbytes;
+  e.erred = t.erred;
   e.transfer = false;
 }
 

@@ -2,9 +2,9 @@
 // taskwire::http::TaskStream: the last `capacity` task runs and transfers a daemon saw, for
 // the dashboard's task stream (/json/...). A ring: once full, an entry's strings are
 // overwritten in place (their capacity reused), so recording allocates nothing in the
-// steady state. Each entry gets a lane, a thread slot of its worker that was free when it
-// started (the scheduler is not told which thread ran a task, so lanes are reconstructed
-// from start and stop times). Not thread-safe: one strand records and reads it.
+// steady state. Each entry gets a lane: the thread that ran it, or for a task that ran on
+// its worker's event loop (inline), a thread slot of its worker that was free when it started,
+// reconstructed from start and stop times. Not thread-safe: one strand records and reads it.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -21,19 +21,31 @@ struct TaskStreamEntry {
   std::string worker;    ///< who ran it; for a transfer, the peer it came from
   int lane = 0;          ///< thread slot of its worker (transfers: 0)
   double start = 0, stop = 0;  ///< seconds since the daemon started
-  double transfer_seconds = 0;  ///< a transfer's duration (also stop - start); tasks: 0
+  /// A transfer's duration (also stop - start); a task's: the span of the transfers that
+  /// brought its dependencies (0: none came from a peer).
+  double transfer_seconds = 0;
   std::int64_t nbytes = 0;
   bool erred = false;
   bool transfer = false;
+};
+
+/// One task run, as a daemon learnt of it.
+struct TaskRecord {
+  std::string_view key, function, worker;
+  int nthreads = 1;
+  int thread = -1;  ///< the pool thread that ran it, when its worker said (else a lane is guessed)
+  double start = 0, stop = 0;
+  double transfer_seconds = 0;  ///< spent fetching its dependencies from peers
+  std::int64_t nbytes = 0;
+  bool erred = false;
 };
 
 class TaskStream {
  public:
   explicit TaskStream(std::size_t capacity = 5000) : capacity_(capacity) {}
 
-  /// Records a task run on `worker` (of `nthreads` threads) from start to stop.
-  void record_task(std::string_view key, std::string_view function, std::string_view worker,
-                   int nthreads, double start, double stop, std::int64_t nbytes, bool erred);
+  /// Records a task run on its worker (of `nthreads` threads) from start to stop.
+  void record_task(const TaskRecord& task);
   void record_transfer(std::string_view key, std::string_view peer, double start, double stop,
                        std::int64_t nbytes);
   /// Forgets the lanes of a worker that left.

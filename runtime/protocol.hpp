@@ -149,8 +149,18 @@ struct TaskFinished {
   Key key;
   std::uint64_t nbytes = 0;
   double duration_s = 0;
+  /// For the task stream (since protocol version 8): the worker's pool thread that ran it
+  /// (-1: its event loop), and the transfers that brought its dependencies from peers: how
+  /// long they took from the first request to the last reply, how long before this message
+  /// the last one ended, and their bytes (0 when nothing was fetched).
+  std::int32_t thread = -1;
+  double transfer_s = 0;
+  double transfer_end_ago_s = 0;
+  std::uint64_t transfer_bytes = 0;
   template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & key & nbytes & duration_s; }
+  void serialize(Ar& ar, unsigned) {
+    ar & key & nbytes & duration_s & thread & transfer_s & transfer_end_ago_s & transfer_bytes;
+  }
 };
 struct TaskErred {
   Key key;

@@ -11,17 +11,27 @@
 
 namespace taskwire::scheduler {
 
-void DashboardRecorder::task_finished(std::string_view worker, int nthreads, std::string_view key,
-                                      std::string_view function, double duration,
-                                      std::int64_t nbytes, double now) {
-  stream_.record_task(key, function, worker, nthreads, now - std::max(0.0, duration), now, nbytes,
-                      false);
+void DashboardRecorder::task_finished(std::string_view worker, int nthreads,
+                                      std::string_view function,
+                                      const protocol::TaskFinished& task, double now) {
+  const double start = now - std::max(0.0, task.duration_s);
+  if (task.transfer_bytes > 0 || task.transfer_s > 0) {
+    // Shown on the receiving worker's row, where the dependencies arrived (as Dask does).
+    const double stop = std::min(start, now - task.transfer_end_ago_s);
+    stream_.record_transfer(task.key, worker, stop - task.transfer_s, stop,
+                            static_cast<std::int64_t>(task.transfer_bytes));
+  }
+  stream_.record_task({.key = task.key, .function = function, .worker = worker,
+                       .nthreads = nthreads, .thread = task.thread, .start = start, .stop = now,
+                       .transfer_seconds = task.transfer_s,
+                       .nbytes = static_cast<std::int64_t>(task.nbytes)});
 }
 
 void DashboardRecorder::task_erred(std::string_view worker, int nthreads, std::string_view key,
                                    std::string_view function, std::string_view message,
                                    double now) {
-  stream_.record_task(key, function, worker, nthreads, now, now, 0, true);
+  stream_.record_task({.key = key, .function = function, .worker = worker, .nthreads = nthreads,
+                       .start = now, .stop = now, .erred = true});
   if (max_errors_ == 0) return;
   if (errors_.size() == max_errors_) errors_.pop_front();
   errors_.push_back({std::string(key), std::string(function), std::string(worker),

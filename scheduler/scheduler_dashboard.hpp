@@ -5,6 +5,7 @@
 // http/http_server.hpp; SchedulerServer wires them together.
 #include <taskwire/http/dashboard_page.hpp>
 #include <taskwire/http/task_stream.hpp>
+#include <taskwire/runtime/protocol.hpp>
 #include <taskwire/scheduler/dashboard_options.hpp>
 #include <taskwire/scheduler/scheduler_state.hpp>
 
@@ -27,8 +28,9 @@ class DashboardRecorder {
  public:
   explicit DashboardRecorder(const DashboardOptions& options)
       : stream_(options.task_stream_length), max_errors_(options.recent_errors) {}
-  void task_finished(std::string_view worker, int nthreads, std::string_view key,
-                     std::string_view function, double duration, std::int64_t nbytes, double now);
+  /// A task run, and before it the transfers that brought its dependencies to `worker`.
+  void task_finished(std::string_view worker, int nthreads, std::string_view function,
+                     const protocol::TaskFinished& task, double now);
   void task_erred(std::string_view worker, int nthreads, std::string_view key,
                   std::string_view function, std::string_view message, double now);
   void worker_removed(const std::string& worker) { stream_.forget_worker(worker); }

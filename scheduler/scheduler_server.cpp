@@ -361,9 +361,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     auto b = r.body<protocol::TaskFinished>();
     auto worker = require_worker(p, "task_finished");
     if (r.frames().size() == 1) inline_result.emplace(b.key, r.frames()[0]);
-    if (recorder)
-      recorder->task_finished(worker, state.nthreads_of(worker), b.key, state.function_of(b.key),
-                              b.duration_s, static_cast<std::int64_t>(b.nbytes), now());
+    if (recorder) recorder->task_finished(worker, state.nthreads_of(worker), state.function_of(b.key), b, now());
     if (spdlog::should_log(spdlog::level::debug))
       spdlog::debug("scheduler: task '{}' finished on {} in {:.3f} ms, {} bytes", b.key, worker,
                     b.duration_s * 1e3, b.nbytes);

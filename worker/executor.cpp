@@ -20,7 +20,8 @@ void Executor::start() {
   std::lock_guard lock(mu_);
   if (!threads_.empty() || stopping_) return;
   threads_.reserve(nthreads_);
-  for (unsigned i = 0; i < nthreads_; ++i) threads_.emplace_back([this] { run(); });
+  for (unsigned i = 0; i < nthreads_; ++i)
+    threads_.emplace_back([this, i] { run(static_cast<int>(i)); });
 }
 
 bool Executor::submit(std::int64_t priority, Job job) {
@@ -72,7 +73,14 @@ std::size_t Executor::running() const {
   return running_;
 }
 
-void Executor::run() {
+namespace {
+thread_local int pool_thread_index = -1;
+}  // namespace
+
+int Executor::current_thread() noexcept { return pool_thread_index; }
+
+void Executor::run(int index) {
+  pool_thread_index = index;
   std::unique_lock lock(mu_);
   for (;;) {
     cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });

@@ -39,6 +39,8 @@ class Executor {
   void stop();
 
   unsigned nthreads() const noexcept { return nthreads_; }
+  /// The calling thread's index in its pool (0 .. nthreads-1); -1 outside any pool.
+  static int current_thread() noexcept;
   std::size_t queued() const;
   std::size_t running() const;
 
@@ -51,7 +53,7 @@ class Executor {
       return priority != o.priority ? priority < o.priority : seq < o.seq;
     }
   };
-  void run();
+  void run(int index);
 
   const unsigned nthreads_;
   mutable std::mutex mu_;

@@ -59,7 +59,7 @@ void Worker::Impl::send_request(const std::shared_ptr<PeerLink>& link, std::uint
   // The peer's silence counts from the first request it owes a reply to.
   if (link->outstanding.empty()) note_fetch_progress(*link);
   link->outstanding.emplace(id, std::move(keys));
-  if (recorder_) link->sent_at[id] = recorder_->now();
+  link->sent_at[id] = steady_seconds();
   // A failed write aborts the comm; the pending read reports it.
   link->comm->async_write(w.take(), [](error_code) {});
   watch_fetches(link);
@@ -137,8 +137,15 @@ void Worker::Impl::on_peer_message(const std::shared_ptr<PeerLink>& link,
         throw runtime::SerializationError(
             fmt::format("data_reply to unknown request {}", reply.request_id));
       note_fetch_progress(*link);
-      if (recorder_) record_transfer(*link, reply.request_id, reply.keys, r.frames());
       GatherDepDone done;
+      done.arrived_at = steady_seconds();
+      done.sent_at = done.arrived_at;
+      if (auto sent = link->sent_at.find(reply.request_id); sent != link->sent_at.end()) {
+        done.sent_at = sent->second;
+        link->sent_at.erase(sent);
+      }
+      if (recorder_)
+        record_transfer(*link, done.arrived_at - done.sent_at, reply.keys, r.frames());
       done.worker = link->address;
       for (std::size_t i = 0; i < reply.keys.size(); ++i)
         done.data.emplace_back(std::move(reply.keys[i]), r.frames()[i]);

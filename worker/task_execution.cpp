@@ -62,6 +62,11 @@ Event Worker::Impl::run_task(Execute& task) {
     }
   }
   task.args.clear();  // release argument frames on the thread that ran the task
+  TaskRun run = task.run;
+  run.thread = Executor::current_thread();
+  std::visit([&run](auto& r) {
+    if constexpr (requires { r.run; }) r.run = run;
+  }, result);
   return result;
 }
 

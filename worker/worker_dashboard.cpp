@@ -14,10 +14,12 @@ namespace taskwire::worker {
 void WorkerDashboardRecorder::task_done(std::string_view worker, int nthreads,
                                         std::string_view key, std::string_view function,
                                         double duration, std::int64_t nbytes,
-                                        const std::string* error) {
+                                        const TaskRun& run, const std::string* error) {
   const double stop = now();
-  stream_.record_task(key, function, worker, nthreads, stop - std::max(0.0, duration), stop,
-                      nbytes, error != nullptr);
+  stream_.record_task({.key = key, .function = function, .worker = worker, .nthreads = nthreads,
+                       .thread = run.thread, .start = stop - std::max(0.0, duration),
+                       .stop = stop, .transfer_seconds = run.transfer_stop - run.transfer_start,
+                       .nbytes = nbytes, .erred = error != nullptr});
   auto it = functions_.find(function);
   if (it == functions_.end()) it = functions_.emplace(std::string(function), WorkerFunctionMetrics{}).first;
   it->second.durations.observe(duration);

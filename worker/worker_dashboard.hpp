@@ -5,6 +5,7 @@
 #include <taskwire/http/dashboard_page.hpp>
 #include <taskwire/http/task_stream.hpp>
 #include <taskwire/runtime/histogram.hpp>
+#include <taskwire/worker/worker_events.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -38,7 +39,7 @@ class WorkerDashboardRecorder {
   }
   void task_done(std::string_view worker, int nthreads, std::string_view key,
                  std::string_view function, double duration, std::int64_t nbytes,
-                 const std::string* error);
+                 const TaskRun& run, const std::string* error);
   /// A data_reply from `peer` (its address: the transport is its scheme) that took from
   /// `sent` (seconds, as now()) until now.
   void transfer_done(std::string_view peer, std::string_view first_key, std::size_t keys,

@@ -7,6 +7,7 @@
 #include <taskwire/runtime/frame.hpp>
 #include <taskwire/runtime/protocol.hpp>
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -45,6 +46,8 @@ struct GatherDepDone {
   std::vector<std::pair<Key, Frame>> data;
   std::vector<Key> missing;
   std::string stimulus_id;
+  /// When the request left and the reply came (seconds on the steady clock), for TaskRun.
+  double sent_at = 0, arrived_at = 0;
 };
 
 /// A GatherDep could not be completed: the peer was unreachable, its comm failed or it sent
@@ -56,12 +59,28 @@ struct GatherDepFailed {
   std::string stimulus_id;
 };
 
+/// Where and after what a task ran, for the task streams of the dashboards: the pool
+/// thread (-1: inline on the event loop) and the span of the transfers that brought its
+/// dependencies (seconds on the steady clock; 0, 0: none was fetched).
+struct TaskRun {
+  int thread = -1;
+  double transfer_start = 0, transfer_stop = 0;
+  std::uint64_t transfer_bytes = 0;
+};
+
+/// Now on the steady clock, in seconds (TaskRun's times).
+inline double steady_seconds() noexcept {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 struct ExecuteSuccess {
   static constexpr std::string_view kind = "execute-success";
   Key key;
   Frame result;
   double duration_s = 0;
   std::string stimulus_id;
+  TaskRun run{};
 };
 
 /// The task threw (message = the exception's what()), or could not be invoked.
@@ -72,6 +91,7 @@ struct ExecuteFailure {
   double duration_s = 0;
   std::string exception_type;  ///< demangled type of what it threw; empty if it was not run
   std::string stimulus_id;
+  TaskRun run{};
 };
 
 using Event = std::variant<ComputeTaskEvent, FreeKeysEvent, GatherDepDone, GatherDepFailed,

@@ -35,22 +35,19 @@ void Worker::Impl::stop_dashboard() {
 void Worker::Impl::record_task_done(const std::string& function, const Event& result) {
   if (const auto* s = std::get_if<ExecuteSuccess>(&result))
     recorder_->task_done(address_, static_cast<int>(options_.nthreads), s->key, function,
-                         s->duration_s, static_cast<std::int64_t>(s->result.size()), nullptr);
+                         s->duration_s, static_cast<std::int64_t>(s->result.size()), s->run,
+                         nullptr);
   else if (const auto* f = std::get_if<ExecuteFailure>(&result))
     recorder_->task_done(address_, static_cast<int>(options_.nthreads), f->key, function,
-                         f->duration_s, 0, &f->message);
+                         f->duration_s, 0, f->run, &f->message);
 }
 
-void Worker::Impl::record_transfer(PeerLink& link, std::uint64_t request_id,
+void Worker::Impl::record_transfer(const PeerLink& link, double seconds,
                                    const std::vector<Key>& keys,
                                    std::span<const runtime::Frame> frames) {
   std::uint64_t bytes = 0;
   for (const auto& f : frames) bytes += f.size();
-  double sent = recorder_->now();
-  if (auto it = link.sent_at.find(request_id); it != link.sent_at.end()) {
-    sent = it->second;
-    link.sent_at.erase(it);
-  }
+  const double sent = recorder_->now() - seconds;
   recorder_->transfer_done(link.address, keys.empty() ? std::string_view() : std::string_view(keys.front()),
                            keys.size(), bytes, sent);
 }

@@ -4,6 +4,7 @@
 // next batch to the scheduler.
 #include <taskwire/runtime/frame.hpp>
 #include <taskwire/runtime/protocol.hpp>
+#include <taskwire/worker/worker_events.hpp>
 
 #include <fmt/format.h>
 
@@ -25,6 +26,7 @@ struct Execute {
   std::vector<Frame> args;
   std::int64_t priority = 0;
   std::string stimulus_id;
+  TaskRun run{};  ///< its dependencies' transfers; the executor adds the thread
 };
 
 /// Fetch `keys` from the peer worker at `worker` (one get_data request), then report
@@ -40,6 +42,7 @@ struct SendTaskFinished {
   std::uint64_t nbytes = 0;
   double duration_s = 0;
   std::string stimulus_id;
+  TaskRun run{};
 };
 
 struct SendTaskErred {

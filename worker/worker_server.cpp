@@ -475,8 +475,7 @@ void Worker::Impl::run(Instructions instructions) {
               std::vector<runtime::Frame> inline_result;
               if (i.nbytes <= options_.inline_result_bytes)
                 if (auto frame = data_->get(i.key)) inline_result.push_back(std::move(*frame));
-              to_scheduler(Op::task_finished,
-                           protocol::TaskFinished{i.key, i.nbytes, i.duration_s},
+              to_scheduler(Op::task_finished, task_finished_message(i),
                            std::move(inline_result));
             },
             [this](SendTaskErred& i) {
@@ -489,6 +488,17 @@ void Worker::Impl::run(Instructions instructions) {
         },
         instruction);
   }
+}
+
+protocol::TaskFinished Worker::Impl::task_finished_message(const SendTaskFinished& i) {
+  protocol::TaskFinished m{i.key, i.nbytes, i.duration_s};
+  m.thread = i.run.thread;
+  if (i.run.transfer_bytes > 0 || i.run.transfer_stop > 0) {
+    m.transfer_s = i.run.transfer_stop - i.run.transfer_start;
+    m.transfer_end_ago_s = std::max(0.0, steady_seconds() - i.run.transfer_stop);
+    m.transfer_bytes = i.run.transfer_bytes;
+  }
+  return m;
 }
 
 }  // namespace taskwire::worker

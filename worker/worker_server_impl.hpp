@@ -43,8 +43,7 @@ struct PeerLink {
   bool watching = false;
   std::uint64_t bytes_seen = 0;  ///< comm->bytes_received() when progress was last seen
   std::chrono::steady_clock::time_point quiet_since{};  ///< when progress was last seen
-  /// When each outstanding request was sent (WorkerDashboardRecorder::now()), for the
-  /// dashboard's transfers; empty when the dashboard is off.
+  /// When each outstanding request was sent (steady_seconds()), for the task streams.
   std::map<std::uint64_t, double> sent_at;
 };
 
@@ -118,8 +117,9 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   void on_peer_message(const std::shared_ptr<PeerLink>& link, const comm::CommPtr& comm,
                        error_code ec, runtime::Message message);
   void fail_link(PeerLink& link, const std::string& reason);
-  void record_transfer(PeerLink& link, std::uint64_t request_id, const std::vector<Key>& keys,
+  void record_transfer(const PeerLink& link, double seconds, const std::vector<Key>& keys,
                        std::span<const runtime::Frame> frames);  // worker_http.cpp
+  static protocol::TaskFinished task_finished_message(const SendTaskFinished& i);
   void on_accept(comm::CommPtr comm);
   void serve(comm::CommPtr comm);
   /// Answers `request`, then serves the comm's next one once the reply is handed over; false

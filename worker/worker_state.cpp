@@ -179,7 +179,8 @@ bool WorkerState::reassigned(TaskState& existing, ComputeTaskEvent& e) {
     case TaskStatus::memory:
       // Already here (computed before, or fetched for a local dependent): report it.
       existing.assigned = true;
-      emit(SendTaskFinished{existing.key, existing.nbytes, existing.duration_s, stimulus_});
+      emit(SendTaskFinished{existing.key, existing.nbytes, existing.duration_s, stimulus_,
+                            existing.run});
       return true;
     case TaskStatus::waiting:
     case TaskStatus::ready:
@@ -345,8 +346,25 @@ void WorkerState::ensure_computing() {
     }
     ts.status = TaskStatus::executing;
     ++executing_count_;
-    emit(Execute{key, ts.function, std::move(args), ts.priority, stimulus_});
+    emit(Execute{key, ts.function, std::move(args), ts.priority, stimulus_, transfers_into(ts)});
   }
+}
+
+// The span and bytes of the transfers that brought ts's dependencies here, for the task
+// streams (Dask's "transfer" start-stops of a task).
+TaskRun WorkerState::transfers_into(const TaskState& ts) const {
+  TaskRun run;
+  bool any = false;
+  for (const auto& d : ts.dependencies) {
+    const auto it = tasks_.find(d);
+    if (it == tasks_.end() || !it->second.fetched) continue;
+    const TaskRun& t = it->second.run;
+    run.transfer_start = any ? std::min(run.transfer_start, t.transfer_start) : t.transfer_start;
+    run.transfer_stop = any ? std::max(run.transfer_stop, t.transfer_stop) : t.transfer_stop;
+    run.transfer_bytes += t.transfer_bytes;
+    any = true;
+  }
+  return run;
 }
 
 // ---- invariants ----

@@ -67,6 +67,9 @@ struct TaskState {
   std::shared_ptr<ComputeTaskEvent> resume;
   std::uint64_t nbytes = 0;
   double duration_s = 0;
+  /// How it ran (computed here), or its own transfer (fetched here: `fetched`).
+  TaskRun run{};
+  bool fetched = false;
   std::string error;
   std::string error_type;  ///< error: the demangled type of what it threw, if it threw
 };
@@ -147,6 +150,7 @@ class WorkerState {
   void dequeue(TaskState& ts);
   void ensure_communicating();
   void ensure_computing();
+  TaskRun transfers_into(const TaskState& ts) const;
   TaskState* find(const Key& key);
   void emit(Instruction i);
 

@@ -30,6 +30,8 @@ void WorkerState::apply(GatherDepDone& e) {
       continue;
     }
     ts->resume.reset();
+    ts->fetched = true;
+    ts->run = TaskRun{-1, e.sent_at, e.arrived_at, got->second.size()};
     transition_to_memory(*ts, std::move(got->second), ts->assigned);
   }
 }
@@ -100,6 +102,7 @@ void WorkerState::apply(ExecuteSuccess& e) {
   --executing_count_;
   if (ts->status == TaskStatus::cancelled) --cancelled_count_;
   ts->duration_s = e.duration_s;
+  ts->run = e.run;
   if (!ts->assigned && ts->dependents.empty()) {
     finished_running(*ts);
     forget(e.key);
@@ -115,6 +118,7 @@ void WorkerState::apply(ExecuteFailure& e) {
   --executing_count_;
   if (ts->status == TaskStatus::cancelled) --cancelled_count_;
   ts->duration_s = e.duration_s;
+  ts->run = e.run;
   finished_running(*ts);
   if (!ts->assigned && ts->dependents.empty()) return forget(e.key);
   fail_task(*ts, std::move(e.message), std::move(e.exception_type));
@@ -138,7 +142,7 @@ void WorkerState::transition_to_memory(TaskState& ts, Frame data, bool report) {
   ts.nbytes = data.size();
   ts.who_has.clear();
   data_->put(ts.key, std::move(data));
-  if (report) emit(SendTaskFinished{ts.key, ts.nbytes, ts.duration_s, stimulus_});
+  if (report) emit(SendTaskFinished{ts.key, ts.nbytes, ts.duration_s, stimulus_, ts.run});
   for (const auto& d : ts.dependents) {
     TaskState* dt = find(d);
     if (!dt) continue;

@@ -4,7 +4,8 @@
 #   dashboard_test.sh metrics|bad-requests|page SCHEDULER WORKER PRELOAD_LIB CLIENT
 #   metrics       /health answers ok; /metrics of the scheduler and both workers pass
 #                 `promtool check metrics`, before and after a graph, and its counters grew
-#                 (tasks, errors, per-function durations, worker-to-worker transfers)
+#                 (tasks, errors, per-function durations, worker-to-worker transfers); the
+#                 scheduler's task stream shows the transfers and the tasks' transfer times
 #   bad-requests  404, an oversized header (431), an oversized body (413), garbage (400), a
 #                 client that never finishes its request (closed by the server), a flood of
 #                 idle connections past the cap: the scheduler still runs a graph after it
@@ -104,6 +105,15 @@ metrics)
   grep -q '"function":"cluster_fns::inc"' "$dir/d.json" || fail "no inc in the task stream"
   grep -q '"message":"bad input 13"' "$dir/d.json" || fail "no error in /json/dashboard"
   ok "/json/dashboard has the task stream and the error"
+  curl -sf "$surl/json/task-stream" >"$dir/stream.json" || fail "GET /json/task-stream"
+  # Blobs moved between the workers: the scheduler's stream shows the transfers before the
+  # tasks that needed them, and those tasks' transfer time; each task ran on a thread 0 or 1.
+  grep -q '"transfer":true' "$dir/stream.json" || fail "no transfer in the scheduler's task stream"
+  grep -Eq '"function":"cluster_fns::concat"[^}]*"transfer_seconds":[0-9.e-]*[1-9]' "$dir/stream.json" ||
+    grep -Eq '"transfer_seconds":[0-9.e-]*[1-9][^}]*"function":"cluster_fns::concat"' "$dir/stream.json" ||
+    fail "no concat task with a transfer time in the scheduler's task stream"
+  grep -Eq '"thread":[2-9]' "$dir/stream.json" && fail "a task on a thread its 2-thread worker lacks"
+  ok "the scheduler's task stream has transfers, transfer times and threads"
   ;;
 bad-requests)
   code() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"; }

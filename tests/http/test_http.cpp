@@ -124,8 +124,11 @@ TEST_CASE("http: Prometheus text escapes label values and writes cumulative buck
 
 TEST_CASE("http: the task stream keeps the newest entries and packs lanes") {
   http::TaskStream stream(4);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 6; ++i) keys.push_back("k" + std::to_string(i));
   for (int i = 0; i < 6; ++i)
-    stream.record_task("k" + std::to_string(i), "f", "w", 2, i, i + 1.5, 8, false);
+    stream.record_task({.key = keys[i], .function = "f", .worker = "w", .nthreads = 2,
+                        .start = double(i), .stop = i + 1.5, .nbytes = 8});
   CHECK(stream.last_seq() == 6);
   auto all = stream.since(0);
   REQUIRE(all.size() == 4);
@@ -139,4 +142,24 @@ TEST_CASE("http: the task stream keeps the newest entries and packs lanes") {
   CHECK(stream.since(6).empty());
   stream.record_transfer("k9", "tcp://peer", 1, 2, 100);
   CHECK(stream.since(6).at(0).transfer);
+}
+
+TEST_CASE("http: a task's lane is the thread its worker named, its transfer time kept") {
+  http::TaskStream stream(8);
+  // Overlapping runs that name their threads keep them, whatever a guess would give.
+  stream.record_task({.key = "a", .function = "f", .worker = "w", .nthreads = 4, .thread = 3,
+                      .start = 0, .stop = 2, .transfer_seconds = 0.25});
+  stream.record_task({.key = "b", .function = "f", .worker = "w", .nthreads = 4, .thread = 3,
+                      .start = 3, .stop = 4});
+  // Out of range (inline on the event loop): a free lane is guessed.
+  stream.record_task({.key = "c", .function = "f", .worker = "w", .nthreads = 4, .thread = 9,
+                      .start = 5, .stop = 6});
+  const auto all = stream.since(0);
+  REQUIRE(all.size() == 3);
+  CHECK(all[0].lane == 3);
+  CHECK(all[0].transfer_seconds == 0.25);
+  CHECK(all[1].lane == 3);
+  CHECK(all[1].transfer_seconds == 0);
+  CHECK(all[2].lane >= 0);
+  CHECK(all[2].lane < 4);
 }

@@ -103,6 +103,44 @@ TEST_CASE("worker state: a task over many results fetches each dependency once",
   }
 }
 
+TEST_CASE("worker state: a task carries the span and bytes of its dependencies' transfers",
+          "[worker][state]") {
+  WorkerState ws(options());
+  step(ws, compute("c", 0, {{"a", {"tcp://p:1"}}, {"d", {"tcp://q:1"}}}));
+  auto a = done("tcp://p:1", {"a"});
+  a.sent_at = 10.0;
+  a.arrived_at = 10.5;
+  step(ws, std::move(a));
+  auto d = done("tcp://q:1", {"d"});
+  d.sent_at = 10.25;
+  d.arrived_at = 11.0;
+  auto exec = only<Execute>(step(ws, std::move(d)));
+  REQUIRE(exec.size() == 1);
+  CHECK(exec[0].run.transfer_start == 10.0);
+  CHECK(exec[0].run.transfer_stop == 11.0);
+  CHECK(exec[0].run.transfer_bytes ==
+        runtime::to_frame(std::string("a")).size() + runtime::to_frame(std::string("d")).size());
+  // What ran it comes back with the result and goes out with the report.
+  auto result = success("c");
+  result.run = exec[0].run;
+  result.run.thread = 3;
+  auto finished = only<SendTaskFinished>(step(ws, std::move(result)));
+  REQUIRE(finished.size() == 1);
+  CHECK(finished[0].run.thread == 3);
+  CHECK(finished[0].run.transfer_stop == 11.0);
+}
+
+TEST_CASE("worker state: a task whose dependencies are all computed here has no transfer",
+          "[worker][state]") {
+  WorkerState ws(options());
+  step(ws, compute("a"));
+  step(ws, success("a"));
+  auto exec = only<Execute>(step(ws, compute("b", 0, {{"a", {}}})));
+  REQUIRE(exec.size() == 1);
+  CHECK(exec[0].run.transfer_bytes == 0);
+  CHECK(exec[0].run.transfer_stop == 0);
+}
+
 TEST_CASE("worker state: one GatherDep per peer at a time, and keys queued meanwhile go together",
           "[worker][state]") {
   WorkerState ws(options(4));
