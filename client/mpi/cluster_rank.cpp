@@ -1,6 +1,7 @@
 #include <taskwire/client/mpi/cluster_rank.hpp>
 #include <taskwire/comm/backends.hpp>
 #include <taskwire/comm/core/address.hpp>
+#include <taskwire/http/http_server.hpp>
 #include <taskwire/runtime/asio.hpp>
 #include <taskwire/runtime/mpi_broadcast.hpp>
 #include <taskwire/runtime/scheduler_file.hpp>
@@ -161,12 +162,19 @@ void ClusterRank::start() {
     o.listen_address = listen_address();
     o.extra_listen_addresses = worker_doors(options_);
     o.connect_timeout = options_.connect_timeout;
+    if (!options_.dashboard_address.empty()) {
+      // Each worker rank serves its own on a free port of the scheduler's dashboard interface.
+      o.dashboard = true;
+      o.dashboard_address = http::parse_listen_address(options_.dashboard_address).host + ":0";
+    }
     worker_ = std::make_unique<worker::Worker>(*context_, *registry_, o);
     worker_->start();
     // No nanny under mpiexec: a rank that dies ends the job, and this says which task did it.
     worker::crash::install_fatal_signal_handlers(
         fmt::format("taskwire rank {} (worker {})", env_.rank(), worker_->name()));
     spdlog::info("rank {}: worker {} at {}", env_.rank(), worker_->name(), worker_->address());
+    if (o.dashboard)
+      spdlog::info("rank {}: worker dashboard at {}", env_.rank(), worker_->dashboard_url());
   }
   if (is_scheduler()) wait_for_workers();
   env_.barrier();  // every worker is known to the scheduler before the program starts

@@ -61,8 +61,8 @@ struct LaunchOptions {
   std::string scheduler_file;
   /// Where the scheduler rank serves its HTTP dashboard (/, /metrics, /json/..., /health), as
   /// taskwire-scheduler's --dashboard-address (":8787" is 127.0.0.1:8787). Empty: none, the
-  /// default for programs (taskwire-mpi serves one unless --no-dashboard). Worker ranks
-  /// serve none.
+  /// default for programs (taskwire-mpi serves one unless --no-dashboard). When set, each
+  /// worker rank serves its own on a free port of the same interface (its log says where).
   std::string dashboard_address;
   /// Libraries loaded on every rank before it starts (their TASKWIRE_REGISTERed functions).
   std::vector<std::string> preload;

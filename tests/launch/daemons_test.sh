@@ -10,7 +10,7 @@
 #     environment
 #   daemons_test.sh door MPIEXEC TASKWIRE_MPI PRELOAD_LIB CLIENT [CERT_DIR]
 #     mpiexec.mpich -n 3 taskwire-mpi: the client comes in through its TCP door and fetches
-#     results of MiB (spread) as well as small ones; with
+#     results of MiB (spread) as well as small ones; each worker rank serves /metrics; with
 #     CERT_DIR the ranks talk over --transport tls (mutual TLS, make_test_certs.sh's files)
 # Every daemon left must exit 0 after the client's shutdown; nothing may be left running.
 set -uo pipefail
@@ -38,6 +38,16 @@ if [ "$mode" = door ]; then
   pids+=($!)
   wait_for_file "$dir/s.json"
   grep -q tcp:// "$dir/s.json" || fail "the scheduler file has no tcp:// door: $(cat "$dir/s.json")"
+  # Both worker ranks serve a dashboard of their own beside the scheduler rank's.
+  for _ in $(seq 1 300); do
+    [ "$(grep -c 'worker dashboard at http://' "$dir/mpi.log")" -ge 2 ] && break; sleep 0.1
+  done
+  wurls=$(grep -oE 'worker dashboard at http://[0-9.]+:[0-9]+' "$dir/mpi.log" | sed 's/.* at //')
+  [ "$(echo "$wurls" | grep -c http)" -eq 2 ] || fail "not two worker dashboards: $wurls"
+  for u in $wurls; do
+    curl -sf --max-time 10 "$u/metrics" | grep -q '^taskwire_worker_tasks_completed_total' ||
+      fail "no worker metrics at $u/metrics"
+  done
   # spread: results of MiB, which the client outside the job fetches from the workers.
   touch "$dir/go"
   timeout 60 "$client" spread "$dir/s.json" "$dir/go" || fail "client"
