@@ -1,5 +1,6 @@
 #include <taskwire/runtime/mpi_environment.hpp>
 #include <taskwire/runtime/mpi_hosts.hpp>
+#include <taskwire/runtime/ucx_defaults.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -51,15 +52,6 @@ const char* level_name(int level) {
   return "an unknown thread level";
 }
 
-// MPICH's UCX device sends a message from UCX_RNDV_THRESH up (~8 KiB over shared memory) by
-// rendezvous, which moves only while both ranks call into MPI; ranks here sleep or run tasks
-// between messages. Why 64 KiB: docs/mpi-poll-policy.md, "Eager up to 64 KiB". A value the
-// user set is kept.
-void default_ucx_settings() {
-  if (::setenv("UCX_RNDV_THRESH", "65536", /*overwrite=*/0) != 0)
-    spdlog::warn("could not set UCX_RNDV_THRESH: {}", std::strerror(errno));
-}
-
 }  // namespace
 
 std::chrono::microseconds MpiBackoff::next() noexcept {
@@ -106,7 +98,7 @@ void MpiEnvironment::init(int* argc, char*** argv) {
                                                                           : MPI_THREAD_SERIALIZED;
   int provided = MPI_THREAD_SINGLE;
   if (!initialized) {
-    default_ucx_settings();
+    apply_ucx_defaults();
     const int rc = MPI_Init_thread(argc, argv, required, &provided);
     if (rc != MPI_SUCCESS)
       throw std::runtime_error("MPI_Init_thread failed: " + error_string(rc));

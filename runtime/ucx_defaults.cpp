@@ -1,0 +1,49 @@
+#include <taskwire/runtime/ucx_defaults.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string_view>
+
+namespace taskwire::runtime {
+
+namespace {
+long number_in(const EnvLookup& env, const char* name) {
+  const char* text = env(name);
+  if (!text) return -1;
+  long value = -1;
+  const std::string_view s(text);
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  return ec == std::errc() && end == s.data() + s.size() ? value : -1;
+}
+}  // namespace
+
+bool launched_on_several_nodes(const EnvLookup& env) {
+  const long local = number_in(env, "MPI_LOCALNRANKS"), size = number_in(env, "PMI_SIZE");
+  if (local > 0 && size > 0 && local < size) return true;
+  return number_in(env, "SLURM_STEP_NUM_NODES") > 1;
+}
+
+std::string default_rndv_threshold(const EnvLookup& env, bool rdma_devices) {
+  return launched_on_several_nodes(env) && !rdma_devices ? "4194304" : "65536";
+}
+
+bool has_rdma_devices() {
+  std::error_code ec;
+  std::filesystem::directory_iterator devices("/sys/class/infiniband", ec);
+  return !ec && devices != std::filesystem::directory_iterator();
+}
+
+void apply_ucx_defaults() {
+  if (std::getenv("UCX_RNDV_THRESH")) return;
+  const auto value = default_rndv_threshold([](const char* n) { return std::getenv(n); },
+                                            has_rdma_devices());
+  if (::setenv("UCX_RNDV_THRESH", value.c_str(), /*overwrite=*/0) != 0)
+    spdlog::warn("could not set UCX_RNDV_THRESH: {}", std::strerror(errno));
+}
+
+}  // namespace taskwire::runtime
