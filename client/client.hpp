@@ -20,6 +20,7 @@
 // process finds a function by its registered name). Arguments and results are any type
 // runtime/sendable.hpp accepts (README "What can be sent"); another one fails to compile with
 // a message naming it. Thread-safety: a Client may be used from several threads at once.
+#include <taskwire/client/as_completed.hpp>
 #include <taskwire/client/future.hpp>
 #include <taskwire/client/scheduler_info.hpp>
 #include <taskwire/client/task_error.hpp>
@@ -28,8 +29,11 @@
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -48,6 +52,23 @@ struct SubmitOptions {
   /// Times the task runs again, on any worker, after it throws or its worker dies running it;
   /// after that it errs as usual.
   std::uint32_t retries = 0;
+};
+
+/// What wait(futures, options) waits for, designated-initializer friendly:
+/// `client.wait(futures, {.count = 1, .timeout = 5s})`.
+struct WaitOptions {
+  /// Return once this many are done; default (and anything above their number): all of them.
+  std::size_t count = std::numeric_limits<std::size_t>::max();
+  /// Return by then even if fewer are done; default: no limit.
+  std::optional<std::chrono::milliseconds> timeout = std::nullopt;
+};
+
+/// wait's answer: the futures done (successfully or not) when it returned, and the others,
+/// each in the order given.
+template <class T>
+struct WaitResult {
+  std::vector<Future<T>> done;
+  std::vector<Future<T>> not_done;
 };
 
 class Client {
@@ -148,7 +169,26 @@ class Client {
   void wait(const std::vector<Future<T>>& futures) {
     for (const auto& f : futures) f.wait();
   }
-  /// Blocks until one of `pending` is done; removes it from `pending` and returns it.
+  /// Like Ray's wait: blocks until options.count of `futures` are done or options.timeout
+  /// passes, then splits them into done and not done. Costs O(n) whatever the count.
+  template <class T>
+  WaitResult<T> wait(const std::vector<Future<T>>& futures, const WaitOptions& options) {
+    std::vector<std::string> keys;
+    keys.reserve(futures.size());
+    for (const auto& f : futures) keys.push_back(f.key());
+    auto completions = std::make_shared<client::ClientCore::Completions>();
+    core_->watch(completions, keys);
+    client::ClientCore::Deadline deadline;
+    if (options.timeout) deadline = std::chrono::steady_clock::now() + *options.timeout;
+    core_->wait_completions(*completions, std::min(options.count, futures.size()), deadline);
+    const auto statuses = core_->statuses(keys);
+    WaitResult<T> out;
+    for (std::size_t i = 0; i < futures.size(); ++i)
+      (statuses[i] == client::KeyStatus::pending ? out.not_done : out.done).push_back(futures[i]);
+    return out;
+  }
+  /// Blocks until one of `pending` is done; removes it from `pending` and returns it. Costs
+  /// O(pending) per call: to take many in turn, use as_completed.
   template <class T>
   Future<T> next_completed(std::vector<Future<T>>& pending) {
     std::vector<std::string> keys;
@@ -158,19 +198,22 @@ class Client {
     pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
     return f;
   }
-  /// All of `futures` in completion order.
+  /// `futures` in the order they finish, each yielded as soon as it is done:
+  /// `for (auto& f : client.as_completed(futures))`; more may be add()ed meanwhile
+  /// (client/as_completed.hpp).
   template <class T>
-  std::vector<Future<T>> as_completed(std::vector<Future<T>> futures) {
-    std::vector<Future<T>> out;
-    while (!futures.empty()) out.push_back(next_completed(futures));
-    return out;
+  AsCompleted<T> as_completed(const std::vector<Future<T>>& futures) {
+    return AsCompleted<T>(core_, futures);
   }
 
+  /// Cancels the tasks of `futures` and what depends on them; their get() then throws
+  /// TaskError. Without `force`, a task another client also holds a future to keeps running
+  /// for it: this client only lets go of it. With `force`, it is cancelled for every client.
   template <class T>
-  void cancel(const std::vector<Future<T>>& futures) {
+  void cancel(const std::vector<Future<T>>& futures, bool force = false) {
     std::vector<std::string> keys;
     for (const auto& f : futures) keys.push_back(f.key());
-    core_->cancel(keys);
+    core_->cancel(keys, force);
   }
 
   /// The cluster as the scheduler sees it now: its workers (threads, memory, tasks running and

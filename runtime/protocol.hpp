@@ -67,10 +67,18 @@ struct UpdateGraph {
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & tasks & wanted; }
 };
-struct Keys {  ///< release_keys, cancel_keys, free_keys, key_lost
+struct Keys {  ///< release_keys, free_keys, key_lost
   std::vector<Key> keys;
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & keys; }
+};
+/// cancel_keys (a body of its own since protocol version 8). Without `force`, a key another
+/// client also wants is only dropped from the sender's interest.
+struct CancelKeys {
+  std::vector<Key> keys;
+  bool force = false;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & keys & force; }
 };
 struct KeysCancelled {  ///< key_cancelled (since protocol version 3)
   std::vector<Key> keys;

@@ -291,10 +291,12 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
         become_client(p);
         handle(ClientReleasesKeys{p->id, r.body<protocol::Keys>().keys, ""});
         return true;
-      case Op::cancel_keys:
+      case Op::cancel_keys: {
         become_client(p);
-        handle(CancelKeys{p->id, r.body<protocol::Keys>().keys, true, ""});
+        auto b = r.body<protocol::CancelKeys>();
+        handle(CancelKeys{p->id, std::move(b.keys), b.force, ""});
         return true;
+      }
       case Op::shutdown:
         r.body<protocol::Empty>();
         become_client(p);
