@@ -52,6 +52,13 @@ struct SubmitOptions {
   /// Times the task runs again, on any worker, after it throws or its worker dies running it;
   /// after that it errs as usual.
   std::uint32_t retries = 0;
+  /// Higher runs first, as in Dask: ahead of queued tasks of lower priority, including those
+  /// of graphs submitted earlier (a task already running is not interrupted). Default 0.
+  std::int32_t priority = 0;
+  /// A key derived from the function's name and the serialized arguments (and the keys of
+  /// future arguments), the same in every client: equal submissions share one task, which
+  /// runs once while any of them holds a future to it. Ignored when `key` is given.
+  bool pure = false;
 };
 
 /// What wait(futures, options) waits for, designated-initializer friendly:
@@ -97,7 +104,7 @@ class Client {
     static_assert(sizeof...(A) == sizeof...(Args), "submit: wrong number of arguments");
     std::vector<runtime::Frame> frames;
     auto spec = make_spec<R, A...>(fn, frames, std::forward<Args>(args)...);
-    apply(options, options.key, spec);
+    apply(options, options.key, spec, frames);
     return Future<R>(core_->submit({std::move(spec)}, std::move(frames)).at(0));
   }
 
@@ -116,7 +123,7 @@ class Client {
       specs.push_back(make_spec<R, A>(fn, frames, x));
       const std::size_t i = specs.size() - 1;
       apply(options, options.key.empty() ? std::string() : options.key + "-" + std::to_string(i),
-            specs.back());
+            specs.back(), frames);
     }
     auto refs = core_->submit(std::move(specs), std::move(frames));
     std::vector<Future<R>> out;
@@ -240,11 +247,21 @@ class Client {
     return spec;
   }
 
-  // `key` replaces the generated one unless empty.
-  static void apply(const SubmitOptions& options, const std::string& key, protocol::TaskSpec& spec) {
-    if (!key.empty()) spec.key = key;
+  // `key` replaces the generated one unless empty; then options.pure does.
+  static void apply(const SubmitOptions& options, const std::string& key, protocol::TaskSpec& spec,
+                    const std::vector<runtime::Frame>& frames) {
+    if (!key.empty()) {
+      spec.key = key;
+    } else if (options.pure) {
+      spec.key = pure_key(spec, frames);
+    }
     spec.retries = options.retries;
+    spec.user_priority = options.priority;
   }
+  /// "<function>-<hash>": SHA-256 (the first 128 bits) of the function's name and of each
+  /// argument, its serialized bytes or the key of the future passed.
+  static std::string pure_key(const protocol::TaskSpec& spec,
+                              const std::vector<runtime::Frame>& frames);
 
   template <class R, class... A, class... Args>
   protocol::TaskSpec make_spec(R (*fn)(A...), std::vector<runtime::Frame>& frames,

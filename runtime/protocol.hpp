@@ -32,10 +32,15 @@ struct TaskSpec {
   std::string function;  ///< registered name (TASKWIRE_REGISTER)
   std::vector<ArgSpec> args;
   std::vector<Key> dependencies;
-  std::int64_t priority = 0;  ///< lower runs first
+  std::int64_t priority = 0;  ///< lower runs first, after user_priority
   std::uint32_t retries = 0;
+  /// SubmitOptions::priority: higher runs first, ahead of `priority` and of graphs submitted
+  /// earlier (since protocol version 8).
+  std::int32_t user_priority = 0;
   template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & key & function & args & dependencies & priority & retries; }
+  void serialize(Ar& ar, unsigned) {
+    ar & key & function & args & dependencies & priority & retries & user_priority;
+  }
 };
 
 // The numbers are the wire format: never renumber. Retired (nothing sent or handled them, so

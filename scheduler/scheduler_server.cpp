@@ -148,7 +148,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     const StoredSpec& s = it->second;
     out->add(Op::compute_task,
              ComputeTaskWire{ct.key, ct.function, s.args, s.dependencies, ct.priority.order,
-                             s.retries, ct.dependencies},
+                             s.retries, ct.priority.user, ct.dependencies},
              s.frames);
   }
   void emit(FreeKeys& f) {
@@ -404,7 +404,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
         }
       const SpecRef ref = ++next_spec;
       ev.tasks.push_back(TaskSpec{std::move(t.key), std::move(t.function), t.dependencies,
-                                  t.priority, static_cast<int>(t.retries), ref});
+                                  t.priority, static_cast<int>(t.retries), ref, t.user_priority});
       stored.args = std::move(t.args);
       stored.dependencies = std::move(t.dependencies);
       stored.retries = t.retries;

@@ -23,7 +23,7 @@ void Executor::start() {
   for (unsigned i = 0; i < nthreads_; ++i) threads_.emplace_back([this] { run(); });
 }
 
-bool Executor::submit(std::int64_t priority, Job job) {
+bool Executor::submit(RunOrder priority, Job job) {
   {
     std::lock_guard lock(mu_);
     if (stopping_) return false;

@@ -30,12 +30,16 @@ bool scheduler_holds(Cluster& cl, const std::string& key) {
   }
   return false;
 }
+
+// One worker with two threads: a gated task holds one, the other runs the rest.
+struct TwoThreadCluster : Cluster {
+  TwoThreadCluster() : Cluster(0) { add_worker(2); }
+};
 }  // namespace
 
 TEST_CASE("as_completed yields a fast task before a slow one submitted earlier",
           "[cluster][as-completed]") {
-  Cluster cl(0);
-  cl.add_worker(2);
+  TwoThreadCluster cl;
   REQUIRE(cl.wait_workers(1));
   Client client(cl.fx.registry(), cl.address);
 
@@ -78,8 +82,7 @@ TEST_CASE("as_completed: a range-for yields every future once, a duplicate twice
 
 TEST_CASE("wait returns once count are done, or at the timeout with the rest not done",
           "[cluster][wait]") {
-  Cluster cl(0);
-  cl.add_worker(2);
+  TwoThreadCluster cl;
   REQUIRE(cl.wait_workers(1));
   Client client(cl.fx.registry(), cl.address);
 
@@ -172,8 +175,7 @@ TEST_CASE("then passes on the result, the task's error and the continuation's ow
 
 TEST_CASE("cancel: without force a client lets go of a shared task, with force it ends it",
           "[cluster][cancel]") {
-  Cluster cl(0);
-  cl.add_worker(2);
+  TwoThreadCluster cl;
   REQUIRE(cl.wait_workers(1));
   Client owner(cl.fx.registry(), cl.address);
   Client other(cl.fx.registry(), cl.address);

@@ -34,6 +34,7 @@ protocol::TaskSpec sample_task() {
   t.dependencies = {"inc-0"};
   t.priority = -3;
   t.retries = 2;
+  t.user_priority = 1;
   return t;
 }
 void fill(protocol::UpdateGraph& b) { b = {{sample_task()}, {"inc-1"}}; }
