@@ -1,7 +1,13 @@
 #include <taskwire/client/client.hpp>
 #include <taskwire/runtime/scheduler_file.hpp>
 
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
 #include <algorithm>
+#include <array>
+#include <memory>
+#include <stdexcept>
 
 namespace taskwire {
 
@@ -32,6 +38,36 @@ SchedulerInfo Client::scheduler_info(std::chrono::milliseconds timeout) {
     info.workers.push_back(std::move(worker));
   }
   return info;
+}
+
+std::string Client::pure_key(const protocol::TaskSpec& spec,
+                             const std::vector<runtime::Frame>& frames) {
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
+    throw std::runtime_error("pure key: cannot start a SHA-256 digest");
+  // Each part with its length first, so that no two argument lists hash the same bytes.
+  auto add = [&](std::uint8_t kind, const void* data, std::size_t size) {
+    const std::uint64_t length = size;
+    EVP_DigestUpdate(ctx.get(), &kind, 1);
+    EVP_DigestUpdate(ctx.get(), &length, sizeof length);
+    EVP_DigestUpdate(ctx.get(), data, size);
+  };
+  add(0, spec.function.data(), spec.function.size());
+  for (const auto& arg : spec.args) {
+    if (arg.kind == protocol::ArgSpec::dependency) {
+      add(1, arg.key.data(), arg.key.size());
+    } else {
+      const auto& frame = frames.at(arg.frame_index);
+      add(2, frame.data(), frame.size());
+    }
+  }
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int size = 0;
+  if (EVP_DigestFinal_ex(ctx.get(), digest.data(), &size) != 1 || size < 16)
+    throw std::runtime_error("pure key: the SHA-256 digest failed");
+  std::string hex;
+  for (unsigned int i = 0; i < 16; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return spec.function + "-" + hex;
 }
 
 Client Client::from_scheduler_file(const std::string& path, ClientOptions options) {

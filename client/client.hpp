@@ -20,6 +20,7 @@
 // process finds a function by its registered name). Arguments and results are any type
 // runtime/sendable.hpp accepts (README "What can be sent"); another one fails to compile with
 // a message naming it. Thread-safety: a Client may be used from several threads at once.
+#include <taskwire/client/as_completed.hpp>
 #include <taskwire/client/future.hpp>
 #include <taskwire/client/scheduler_info.hpp>
 #include <taskwire/client/task_error.hpp>
@@ -28,8 +29,11 @@
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -48,6 +52,30 @@ struct SubmitOptions {
   /// Times the task runs again, on any worker, after it throws or its worker dies running it;
   /// after that it errs as usual.
   std::uint32_t retries = 0;
+  /// Higher runs first, as in Dask: ahead of queued tasks of lower priority, including those
+  /// of graphs submitted earlier (a task already running is not interrupted). Default 0.
+  std::int32_t priority = 0;
+  /// A key derived from the function's name and the serialized arguments (and the keys of
+  /// future arguments), the same in every client: equal submissions share one task, which
+  /// runs once while any of them holds a future to it. Ignored when `key` is given.
+  bool pure = false;
+};
+
+/// What wait(futures, options) waits for, designated-initializer friendly:
+/// `client.wait(futures, {.count = 1, .timeout = 5s})`.
+struct WaitOptions {
+  /// Return once this many are done; default (and anything above their number): all of them.
+  std::size_t count = std::numeric_limits<std::size_t>::max();
+  /// Return by then even if fewer are done; default: no limit.
+  std::optional<std::chrono::milliseconds> timeout = std::nullopt;
+};
+
+/// wait's answer: the futures done (successfully or not) when it returned, and the others,
+/// each in the order given.
+template <class T>
+struct WaitResult {
+  std::vector<Future<T>> done;
+  std::vector<Future<T>> not_done;
 };
 
 class Client {
@@ -76,7 +104,7 @@ class Client {
     static_assert(sizeof...(A) == sizeof...(Args), "submit: wrong number of arguments");
     std::vector<runtime::Frame> frames;
     auto spec = make_spec<R, A...>(fn, frames, std::forward<Args>(args)...);
-    apply(options, options.key, spec);
+    apply(options, options.key, spec, frames);
     return Future<R>(core_->submit({std::move(spec)}, std::move(frames)).at(0));
   }
 
@@ -95,7 +123,7 @@ class Client {
       specs.push_back(make_spec<R, A>(fn, frames, x));
       const std::size_t i = specs.size() - 1;
       apply(options, options.key.empty() ? std::string() : options.key + "-" + std::to_string(i),
-            specs.back());
+            specs.back(), frames);
     }
     auto refs = core_->submit(std::move(specs), std::move(frames));
     std::vector<Future<R>> out;
@@ -148,7 +176,26 @@ class Client {
   void wait(const std::vector<Future<T>>& futures) {
     for (const auto& f : futures) f.wait();
   }
-  /// Blocks until one of `pending` is done; removes it from `pending` and returns it.
+  /// Like Ray's wait: blocks until options.count of `futures` are done or options.timeout
+  /// passes, then splits them into done and not done. Costs O(n) whatever the count.
+  template <class T>
+  WaitResult<T> wait(const std::vector<Future<T>>& futures, const WaitOptions& options) {
+    std::vector<std::string> keys;
+    keys.reserve(futures.size());
+    for (const auto& f : futures) keys.push_back(f.key());
+    auto completions = std::make_shared<client::ClientCore::Completions>();
+    core_->watch(completions, keys);
+    client::ClientCore::Deadline deadline;
+    if (options.timeout) deadline = std::chrono::steady_clock::now() + *options.timeout;
+    core_->wait_completions(*completions, std::min(options.count, futures.size()), deadline);
+    const auto statuses = core_->statuses(keys);
+    WaitResult<T> out;
+    for (std::size_t i = 0; i < futures.size(); ++i)
+      (statuses[i] == client::KeyStatus::pending ? out.not_done : out.done).push_back(futures[i]);
+    return out;
+  }
+  /// Blocks until one of `pending` is done; removes it from `pending` and returns it. Costs
+  /// O(pending) per call: to take many in turn, use as_completed.
   template <class T>
   Future<T> next_completed(std::vector<Future<T>>& pending) {
     std::vector<std::string> keys;
@@ -158,19 +205,22 @@ class Client {
     pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
     return f;
   }
-  /// All of `futures` in completion order.
+  /// `futures` in the order they finish, each yielded as soon as it is done:
+  /// `for (auto& f : client.as_completed(futures))`; more may be add()ed meanwhile
+  /// (client/as_completed.hpp).
   template <class T>
-  std::vector<Future<T>> as_completed(std::vector<Future<T>> futures) {
-    std::vector<Future<T>> out;
-    while (!futures.empty()) out.push_back(next_completed(futures));
-    return out;
+  AsCompleted<T> as_completed(const std::vector<Future<T>>& futures) {
+    return AsCompleted<T>(core_, futures);
   }
 
+  /// Cancels the tasks of `futures` and what depends on them; their get() then throws
+  /// TaskError. Without `force`, a task another client also holds a future to keeps running
+  /// for it: this client only lets go of it. With `force`, it is cancelled for every client.
   template <class T>
-  void cancel(const std::vector<Future<T>>& futures) {
+  void cancel(const std::vector<Future<T>>& futures, bool force = false) {
     std::vector<std::string> keys;
     for (const auto& f : futures) keys.push_back(f.key());
-    core_->cancel(keys);
+    core_->cancel(keys, force);
   }
 
   /// The cluster as the scheduler sees it now: its workers (threads, memory, tasks running and
@@ -197,11 +247,21 @@ class Client {
     return spec;
   }
 
-  // `key` replaces the generated one unless empty.
-  static void apply(const SubmitOptions& options, const std::string& key, protocol::TaskSpec& spec) {
-    if (!key.empty()) spec.key = key;
+  // `key` replaces the generated one unless empty; then options.pure does.
+  static void apply(const SubmitOptions& options, const std::string& key, protocol::TaskSpec& spec,
+                    const std::vector<runtime::Frame>& frames) {
+    if (!key.empty()) {
+      spec.key = key;
+    } else if (options.pure) {
+      spec.key = pure_key(spec, frames);
+    }
     spec.retries = options.retries;
+    spec.user_priority = options.priority;
   }
+  /// "<function>-<hash>": SHA-256 (the first 128 bits) of the function's name and of each
+  /// argument, its serialized bytes or the key of the future passed.
+  static std::string pure_key(const protocol::TaskSpec& spec,
+                              const std::vector<runtime::Frame>& frames);
 
   template <class R, class... A, class... Args>
   protocol::TaskSpec make_spec(R (*fn)(A...), std::vector<runtime::Frame>& frames,

@@ -169,6 +169,7 @@ void ClientCore::on_batch(const runtime::Message& m) {
           it->second.nbytes = b.nbytes;
           if (r.frames().size() == 1) it->second.data = r.frames()[0];  // sent inline
           ++it->second.reports;
+          settled_locked(it->first, it->second);
         }
         break;
       }
@@ -193,6 +194,7 @@ void ClientCore::on_batch(const runtime::Message& m) {
           it->second.exception_type = std::move(b.exception_type);
           it->second.worker = std::move(b.worker);
           it->second.worker_address = std::move(b.worker_address);
+          settled_locked(it->first, it->second);
         }
         break;
       }
@@ -205,6 +207,7 @@ void ClientCore::on_batch(const runtime::Message& m) {
             it->second.status = KeyStatus::cancelled;
             ++it->second.reports;
             it->second.message = why;
+            settled_locked(it->first, it->second);
           }
         break;
       }
@@ -235,6 +238,7 @@ void ClientCore::fail_all(const std::string& why) {
     if (st.status == KeyStatus::pending) {
       st.status = KeyStatus::lost;
       st.message = why;
+      settled_locked(k, st);
     }
   cv_.notify_all();
 }
@@ -326,6 +330,7 @@ void ClientCore::fail_unsent(const std::vector<std::string>& keys, const std::st
         st.blamed_key = k;
         st.cause = why;
         ++st.reports;
+        settled_locked(k, st);
       }
   }
   cv_.notify_all();
@@ -448,6 +453,11 @@ bool ClientCore::block(std::unique_lock<std::mutex>& lock, Pred done, Deadline d
   return cv_.wait_until(lock, *deadline, done);
 }
 
+bool ClientCore::block_until(std::unique_lock<std::mutex>& lock, const std::function<bool()>& done,
+                             Deadline deadline) {
+  return block(lock, done, deadline);
+}
+
 bool ClientCore::wait(const std::string& key, std::optional<std::chrono::milliseconds> timeout) {
   std::unique_lock lock(mu_);
   auto pred = [&] {
@@ -487,8 +497,8 @@ std::size_t ClientCore::wait_any(const std::vector<std::string>& keys) {
   return found;
 }
 
-void ClientCore::cancel(const std::vector<std::string>& keys) {
-  send([&](Outbox& out) { out.add(Op::cancel_keys, protocol::Keys{keys}); });
+void ClientCore::cancel(const std::vector<std::string>& keys, bool force) {
+  send([&](Outbox& out) { out.add(Op::cancel_keys, protocol::CancelKeys{keys, force}); });
 }
 
 std::vector<KeyStatus> ClientCore::statuses(const std::vector<std::string>& keys) {

@@ -3,12 +3,15 @@
 // client holds, data fetches from workers. Thread-safety: every public member may be called
 // from any user thread; network work runs on the context's io thread, or on a user thread
 // that waits for results while it waits (see block()).
+#include <taskwire/client/callback_runner.hpp>
 #include <taskwire/client/outbox.hpp>
 #include <taskwire/comm/core/connect.hpp>
 #include <taskwire/runtime/context.hpp>
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -87,7 +90,29 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::vector<runtime::Frame> results(const std::vector<std::string>& keys);
   /// Waits until any of `keys` is done; returns its index.
   std::size_t wait_any(const std::vector<std::string>& keys);
-  void cancel(const std::vector<std::string>& keys);
+
+  /// Keys in the order they finished, for as_completed and wait(count): each watched key is
+  /// appended once it is done (memory, erred, cancelled, lost), in O(1) as its report
+  /// arrives. Read and written only under the core's lock: through next_completion and
+  /// wait_completions.
+  struct Completions {
+    std::deque<std::string> done;
+  };
+  using Deadline = std::optional<std::chrono::steady_clock::time_point>;
+  /// Appends each of `keys` to c.done once it is done (at once if it is, or if this client
+  /// does not hold it). A key watched twice is appended twice.
+  void watch(const std::shared_ptr<Completions>& c, const std::vector<std::string>& keys);
+  /// Blocks until c.done holds a key, then removes and returns the first one.
+  std::string next_completion(Completions& c);
+  /// Blocks until c.done holds `count` keys or the deadline passes; returns how many it holds.
+  std::size_t wait_completions(Completions& c, std::size_t count, Deadline deadline);
+  /// Runs `callback` on the client's callback thread once `key` is done (soon, if it is
+  /// already, or if this client does not hold the key). What it throws is logged.
+  void on_done(const std::string& key, std::function<void()> callback);
+
+  /// Asks the scheduler to cancel `keys` (and what depends on them). Without `force`, a key
+  /// another client also wants only stops being wanted by this one, and keeps running.
+  void cancel(const std::vector<std::string>& keys, bool force);
   /// The statuses of `keys`, in order, read at once.
   std::vector<KeyStatus> statuses(const std::vector<std::string>& keys);
   /// Asks the scheduler for a snapshot of the cluster and waits up to `timeout` for it; throws
@@ -133,12 +158,14 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// fetch_timeout_, plus 1 s per 100 MB of the keys' reported sizes.
   std::chrono::milliseconds fetch_time_allowed(const std::vector<std::string>& keys);
   void fail_all(const std::string& why);
-  using Deadline = std::optional<std::chrono::steady_clock::time_point>;
   /// Waits (mu_ held through `lock`) until done() or the deadline; true if done(). The calling
   /// thread runs the context's event loop meanwhile when it may (runtime::Context::Drive), so
   /// that a reply wakes it directly; otherwise it waits on cv_.
   template <class Pred>
   bool block(std::unique_lock<std::mutex>& lock, Pred done, Deadline deadline = std::nullopt);
+  /// block() for the members defined in other files (key_watch.cpp).
+  bool block_until(std::unique_lock<std::mutex>& lock, const std::function<bool()>& done,
+                   Deadline deadline);
   /// One round of results(): waits for each key, then fetches what the client does not hold.
   /// `seen` gets the report count each fetched location came from.
   void fetch_results(const std::vector<std::string>& keys, std::map<std::string, runtime::Frame>& got,
@@ -156,7 +183,12 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     std::optional<runtime::Frame> data;  // cached once fetched
     std::uint64_t reports = 0;           // scheduler reports on the key so far
     int refs = 0;
+    std::vector<std::weak_ptr<Completions>> watchers;  // told once it is done (see watch())
+    std::vector<std::function<void()>> callbacks;      // run once it is done (see on_done())
   };
+  /// The key has just become done: tells its watchers and hands its callbacks to the
+  /// callback thread. mu_ held.
+  void settled_locked(const std::string& key, KeyState& st);
 
   std::unique_ptr<runtime::Context> own_context_;
   std::unique_ptr<comm::Registry> own_registry_;
@@ -177,6 +209,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::uint64_t info_counter_ = 0;
   std::uint64_t counter_ = 0;
   std::int64_t priority_ = 0;
+  CallbackRunner callbacks_;  // done-callbacks run there, never on the io thread
 
   std::mutex out_mu_;
   Outbox out_;

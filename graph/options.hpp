@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <iosfwd>
 #include <string>
@@ -45,6 +46,11 @@ struct ExecuteOptions {
   /// combines want it (README, "Map/reduce graphs"). 1: one task per combine call, the most parallel, for costly combines. >= 1.
   std::size_t reduce_fuse_levels = 3;
   ProgressOptions progress{};
+  /// Every task of the graph runs with this priority (SubmitOptions::priority: higher first,
+  /// ahead of earlier graphs of lower priority). Default 0.
+  std::int32_t priority = 0;
+  /// Times each task runs again after it throws or its worker dies (SubmitOptions::retries).
+  std::uint32_t retries = 0;
   /// > 0: once execute has its result, arm force_exit_after(exit_after_seconds) so that a
   /// run-once batch program whose teardown then hangs still exits (status 124). 0: off.
   double exit_after_seconds = 0;

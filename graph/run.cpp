@@ -111,6 +111,11 @@ class Runner {
     return it->second;
   }
 
+  void apply_options(protocol::TaskSpec& spec) const {
+    spec.user_priority = options_.priority;
+    spec.retries = options_.retries;
+  }
+
   // Submits the map tasks the window allows, then every node whose parts are all submitted, as
   // one update_graph. Nodes become ready in plan order, as map tasks are submitted in order.
   void submit_ready() {
@@ -125,6 +130,7 @@ class Runner {
       spec.function = job_.function;
       spec.key = core_.new_key(job_.function);
       spec.priority = base_ + priority_[s];
+      apply_options(spec);
       for (auto i : job_.tasks[next_task_].args)
         spec.args.push_back({protocol::ArgSpec::frame, frame_for(job_.frames.at(i), frames, at), {}});
       slots_[s].key = spec.key;
@@ -144,6 +150,7 @@ class Runner {
       spec.function = steps.empty() ? kCombine : kCombineSteps;
       spec.key = core_.new_key(job_.combine);
       spec.priority = base_ + priority_[s];
+      apply_options(spec);
       std::vector<std::uint8_t> batch;
       for (auto p : parts) batch.push_back(job_.chunked && p < leaves_ ? 1 : 0);
       auto add_own_frame = [&](runtime::Frame f) {  // a frame this spec alone uses

@@ -32,10 +32,15 @@ struct TaskSpec {
   std::string function;  ///< registered name (TASKWIRE_REGISTER)
   std::vector<ArgSpec> args;
   std::vector<Key> dependencies;
-  std::int64_t priority = 0;  ///< lower runs first
+  std::int64_t priority = 0;  ///< lower runs first, after user_priority
   std::uint32_t retries = 0;
+  /// SubmitOptions::priority: higher runs first, ahead of `priority` and of graphs submitted
+  /// earlier (since protocol version 8).
+  std::int32_t user_priority = 0;
   template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & key & function & args & dependencies & priority & retries; }
+  void serialize(Ar& ar, unsigned) {
+    ar & key & function & args & dependencies & priority & retries & user_priority;
+  }
 };
 
 // The numbers are the wire format: never renumber. Retired (nothing sent or handled them, so
@@ -67,10 +72,18 @@ struct UpdateGraph {
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & tasks & wanted; }
 };
-struct Keys {  ///< release_keys, cancel_keys, free_keys, key_lost
+struct Keys {  ///< release_keys, free_keys, key_lost
   std::vector<Key> keys;
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & keys; }
+};
+/// cancel_keys (a body of its own since protocol version 8). Without `force`, a key another
+/// client also wants is only dropped from the sender's interest.
+struct CancelKeys {
+  std::vector<Key> keys;
+  bool force = false;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & keys & force; }
 };
 struct KeysCancelled {  ///< key_cancelled (since protocol version 3)
   std::vector<Key> keys;

@@ -142,7 +142,7 @@ std::vector<TaskState*> SchedulerState::add_tasks(const std::vector<const TaskSp
     ts->key = spec->key;
     ts->function = intern_function(spec->function);
     ts->spec = spec->spec;
-    ts->priority = Priority{generation_, spec->priority};
+    ts->priority = Priority{spec->user_priority, generation_, spec->priority};
     ts->retries = std::max(0, spec->retries);
     ts->dependencies.reserve(spec->dependencies.size());
     for (const std::string& dep_key : spec->dependencies) {

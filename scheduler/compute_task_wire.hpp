@@ -19,11 +19,12 @@ struct ComputeTaskWire {
   const std::vector<protocol::Key>& dependencies;  ///< TaskSpec::dependencies
   std::int64_t priority;
   std::uint32_t retries;
+  std::int32_t user_priority;
   const std::vector<DependencyLocation>& locations;  ///< sent as ComputeTask::who_has
   template <class Ar>
   void serialize(Ar& ar, unsigned) {
     // protocol::TaskSpec::serialize's order, then the who_has map: a count, then pairs.
-    ar & key & function & args & dependencies & priority & retries;
+    ar & key & function & args & dependencies & priority & retries & user_priority;
     ar & static_cast<std::uint64_t>(locations.size());
     for (const auto& d : locations) ar & d.key & d.who_has;
   }

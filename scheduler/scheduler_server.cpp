@@ -148,7 +148,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     const StoredSpec& s = it->second;
     out->add(Op::compute_task,
              ComputeTaskWire{ct.key, ct.function, s.args, s.dependencies, ct.priority.order,
-                             s.retries, ct.dependencies},
+                             s.retries, ct.priority.user, ct.dependencies},
              s.frames);
   }
   void emit(FreeKeys& f) {
@@ -291,10 +291,12 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
         become_client(p);
         handle(ClientReleasesKeys{p->id, r.body<protocol::Keys>().keys, ""});
         return true;
-      case Op::cancel_keys:
+      case Op::cancel_keys: {
         become_client(p);
-        handle(CancelKeys{p->id, r.body<protocol::Keys>().keys, true, ""});
+        auto b = r.body<protocol::CancelKeys>();
+        handle(CancelKeys{p->id, std::move(b.keys), b.force, ""});
         return true;
+      }
       case Op::shutdown:
         r.body<protocol::Empty>();
         become_client(p);
@@ -400,7 +402,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
         }
       const SpecRef ref = ++next_spec;
       ev.tasks.push_back(TaskSpec{std::move(t.key), std::move(t.function), t.dependencies,
-                                  t.priority, static_cast<int>(t.retries), ref});
+                                  t.priority, static_cast<int>(t.retries), ref, t.user_priority});
       stored.args = std::move(t.args);
       stored.dependencies = std::move(t.dependencies);
       stored.retries = t.retries;

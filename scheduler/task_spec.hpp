@@ -14,12 +14,19 @@ namespace taskwire::scheduler {
 /// echoed back in ComputeTask and DropTaskSpec.
 using SpecRef = std::uint64_t;
 
-/// Order in which ready tasks run; lower runs first. Graphs submitted earlier come first
-/// (Dask's "generation"); within a graph, the client's submission order.
+/// Order in which ready tasks run; lower runs first. A higher user priority comes first
+/// (SubmitOptions::priority, as Dask's), then graphs submitted earlier (Dask's
+/// "generation"); within a graph, the client's submission order.
 struct Priority {
+  std::int32_t user = 0;         ///< TaskSpec::user_priority: higher first
   std::uint64_t generation = 0;  ///< assigned by the scheduler, one per UpdateGraph
   std::int64_t order = 0;        ///< TaskSpec::priority
-  friend auto operator<=>(const Priority&, const Priority&) = default;
+  friend bool operator==(const Priority&, const Priority&) = default;
+  friend std::strong_ordering operator<=>(const Priority& a, const Priority& b) {
+    if (a.user != b.user) return b.user <=> a.user;
+    if (a.generation != b.generation) return a.generation <=> b.generation;
+    return a.order <=> b.order;
+  }
 };
 
 /// One task of an UpdateGraph.
@@ -30,6 +37,7 @@ struct TaskSpec {
   std::int64_t priority = 0;              ///< the client's submission sequence; lower first
   int retries = 0;                        ///< times the task may be rerun after it errs
   SpecRef spec = 0;
+  std::int32_t user_priority = 0;         ///< SubmitOptions::priority; higher first
 };
 
 /// Why a task is in the erred state. Dependents of a failed task share its failure.
@@ -47,6 +55,7 @@ struct TaskFailure {
 template <>
 struct fmt::formatter<taskwire::scheduler::Priority> : fmt::formatter<std::string_view> {
   auto format(const taskwire::scheduler::Priority& p, fmt::format_context& ctx) const {
-    return fmt::format_to(ctx.out(), "({}, {})", p.generation, p.order);
+    if (p.user == 0) return fmt::format_to(ctx.out(), "({}, {})", p.generation, p.order);
+    return fmt::format_to(ctx.out(), "(user {}, {}, {})", p.user, p.generation, p.order);
   }
 };

@@ -24,7 +24,7 @@ void Executor::start() {
     threads_.emplace_back([this, i] { run(static_cast<int>(i)); });
 }
 
-bool Executor::submit(std::int64_t priority, Job job) {
+bool Executor::submit(RunOrder priority, Job job) {
   {
     std::lock_guard lock(mu_);
     if (stopping_) return false;

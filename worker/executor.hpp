@@ -1,11 +1,13 @@
 #pragma once
-// Executor: the worker's thread pool. Jobs wait in a priority queue (lower priority value
-// first, equal priorities in submission order) and run on `nthreads` threads. The worker
+// Executor: the worker's thread pool. Jobs wait in a priority queue (RunOrder first, equal
+// priorities in submission order) and run on `nthreads` threads. The worker
 // state machine already limits how many tasks it hands over to the thread count, so the
 // queue is short; it still orders a burst of submissions by priority.
 //
 // Thread-safety: submit(), request_stop() and the queries may be called from any thread;
 // stop() from any thread except the pool's own.
+#include <taskwire/worker/run_order.hpp>
+
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -30,7 +32,7 @@ class Executor {
   void start();
   /// Queues `job`. Returns false (and drops the job) once stop has been requested. A job
   /// that throws is logged and does not take its thread down.
-  bool submit(std::int64_t priority, Job job);
+  bool submit(RunOrder priority, Job job);
   /// Non-blocking: no further job starts, queued jobs are discarded (their count is
   /// returned); running jobs finish on their own.
   std::size_t request_stop();
@@ -46,7 +48,7 @@ class Executor {
 
  private:
   struct Entry {
-    std::int64_t priority;
+    RunOrder priority;
     std::uint64_t seq;
     mutable Job job;
     bool operator<(const Entry& o) const noexcept {

@@ -4,6 +4,7 @@
 // next batch to the scheduler.
 #include <taskwire/runtime/frame.hpp>
 #include <taskwire/runtime/protocol.hpp>
+#include <taskwire/worker/run_order.hpp>
 #include <taskwire/worker/worker_events.hpp>
 
 #include <fmt/format.h>
@@ -24,7 +25,7 @@ struct Execute {
   Key key;
   std::string function;
   std::vector<Frame> args;
-  std::int64_t priority = 0;
+  RunOrder priority;
   std::string stimulus_id;
   TaskRun run{};  ///< its dependencies' transfers; the executor adds the thread
 };

@@ -164,7 +164,7 @@ void WorkerState::apply(ComputeTaskEvent& e) {
   ts.function = std::move(e.spec.function);
   ts.args = std::move(e.spec.args);
   ts.frames = std::move(e.frames);
-  ts.priority = e.spec.priority;
+  ts.priority = RunOrder{e.spec.user_priority, e.spec.priority};
   ts.seq = next_seq_++;
   ts.who_has.clear();
   ts.error.clear();

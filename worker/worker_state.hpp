@@ -55,7 +55,7 @@ struct TaskState {
   std::string function;
   std::vector<protocol::ArgSpec> args;
   std::vector<Frame> frames;
-  std::int64_t priority = 0;  ///< lower runs (or is fetched) first
+  RunOrder priority;          ///< lower runs (or is fetched) first
   std::uint64_t seq = 0;      ///< arrival order: breaks priority ties
   std::set<Key> dependencies;      ///< tasks whose data this one still needs
   std::set<Key> dependents;        ///< local tasks, not yet run, that need this one's data
@@ -119,7 +119,7 @@ class WorkerState {
   void validate() const;
 
  private:
-  using QueueEntry = std::tuple<std::int64_t, std::uint64_t, Key>;
+  using QueueEntry = std::tuple<RunOrder, std::uint64_t, Key>;
 
   void apply(ComputeTaskEvent& e);
   void apply(FreeKeysEvent& e);

@@ -36,7 +36,9 @@ namespace taskwire::comm {
 /// 6: register_worker carries the worker's other addresses (a tcp:// door next to mpi://).
 /// 7: scheduler_info and its reply; heartbeat carries the worker's memory and running tasks;
 ///    register_worker carries its host name.
-/// 8: task_finished carries the thread that ran the task and its dependencies' transfers.
+/// 8: task_finished carries the thread that ran the task and its dependencies' transfers;
+///    cancel_keys carries `force` (protocol::CancelKeys); TaskSpec (update_graph,
+///    compute_task) carries the user's priority.
 inline constexpr std::uint32_t kProtocolVersion = 8;
 
 /// What a comm accepts while its peer has not authenticated: the handshake's messages are

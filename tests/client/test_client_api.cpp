@@ -134,7 +134,7 @@ TEST_CASE("client: from_scheduler_file waits connect_timeout for the file, then 
 TEST_CASE("client: a scheduler of the protocol before scheduler_info refuses the client, saying why",
           "[client][info]") {
   auto config = runtime::Config::from_env();
-  config.protocol_version_override = comm::kProtocolVersion - 1;  // as a build of protocol 6
+  config.protocol_version_override = comm::kProtocolVersion - 1;  // as an older build
   runtime::Context old_context(config, 1);
   comm::Registry old_registry(old_context);
   comm::register_builtin_backends(old_registry);

@@ -38,10 +38,10 @@ TEST_CASE("outbox: an operation alone past the limits is a message of its own", 
   runtime::Limits limits;
   limits.max_frames = 4;
   Outbox out(limits);
-  out.add(protocol::Op::cancel_keys, protocol::Keys{{"a"}});
+  out.add(protocol::Op::cancel_keys, protocol::CancelKeys{{"a"}, false});
   out.add(protocol::Op::update_graph, protocol::Keys{{"big"}},
           std::vector<runtime::Frame>(10, runtime::Frame(std::string("y"))), {"big"});
-  out.add(protocol::Op::cancel_keys, protocol::Keys{{"b"}});
+  out.add(protocol::Op::cancel_keys, protocol::CancelKeys{{"b"}, false});
   auto messages = out.take();
   REQUIRE(messages.size() == 3);
   CHECK(messages[0].carried_keys.empty());

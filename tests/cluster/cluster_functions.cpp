@@ -5,7 +5,9 @@
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
 
+#include <condition_variable>
 #include <map>
+#include <set>
 #include <mutex>
 #include <numeric>
 #include <stdexcept>
@@ -50,6 +52,35 @@ int calls_of(const std::string& tag) {
   auto it = flaky_calls.find(tag);
   return it == flaky_calls.end() ? 0 : it->second;
 }
+
+namespace {
+std::mutex gate_mu;
+std::condition_variable gate_cv;
+std::set<std::string> open_gates;
+std::vector<std::string> recorded;
+}  // namespace
+
+int gated(std::string gate, int x) {
+  std::unique_lock lock(gate_mu);
+  gate_cv.wait_for(lock, std::chrono::seconds(60), [&] { return open_gates.count(gate) > 0; });
+  return x;
+}
+void open_gate(const std::string& gate) {
+  {
+    std::lock_guard lock(gate_mu);
+    open_gates.insert(gate);
+  }
+  gate_cv.notify_all();
+}
+int record(std::string tag, int x) {
+  std::lock_guard lock(gate_mu);
+  recorded.push_back(std::move(tag));
+  return x;
+}
+std::vector<std::string> run_log() {
+  std::lock_guard lock(gate_mu);
+  return recorded;
+}
 }  // namespace cluster_fns
 
 TASKWIRE_REGISTER(cluster_fns::inc);
@@ -63,3 +94,5 @@ TASKWIRE_REGISTER(cluster_fns::noop);
 TASKWIRE_REGISTER(cluster_fns::blob);
 TASKWIRE_REGISTER(cluster_fns::concat);
 TASKWIRE_REGISTER(cluster_fns::flaky);
+TASKWIRE_REGISTER(cluster_fns::gated);
+TASKWIRE_REGISTER(cluster_fns::record);

@@ -26,7 +26,7 @@ namespace taskwire::fuzz {
 // (scheduler/scheduler_server.cpp, worker/worker_server.cpp, worker/peer_transfers.cpp,
 // client/client_core.cpp). A new operation goes here too.
 #define TASKWIRE_FUZZ_OPERATIONS(X)                                                    \
-  X(update_graph, UpdateGraph) X(release_keys, Keys) X(cancel_keys, Keys)              \
+  X(update_graph, UpdateGraph) X(release_keys, Keys) X(cancel_keys, CancelKeys)           \
   X(shutdown, Empty) X(key_in_memory, KeyInMemory) X(key_erred, KeyErred)              \
   X(key_cancelled, KeysCancelled) X(shutting_down, Empty) X(key_lost, Keys)            \
   X(register_worker, RegisterWorker) X(heartbeat, Heartbeat) X(task_finished, TaskFinished) \

@@ -34,10 +34,12 @@ protocol::TaskSpec sample_task() {
   t.dependencies = {"inc-0"};
   t.priority = -3;
   t.retries = 2;
+  t.user_priority = 1;
   return t;
 }
 void fill(protocol::UpdateGraph& b) { b = {{sample_task()}, {"inc-1"}}; }
 void fill(protocol::Keys& b) { b.keys = {"a", "bb"}; }
+void fill(protocol::CancelKeys& b) { b = {{"a", "bb"}, true}; }
 void fill(protocol::KeysCancelled& b) { b = {{"a"}, "cancelled by client"}; }
 void fill(protocol::KeyInMemory& b) { b = {"inc-1", 8, {"tcp://127.0.0.1:4000"}}; }
 void fill(protocol::KeyErred& b) {

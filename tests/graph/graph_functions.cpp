@@ -6,6 +6,7 @@
 #include <functional>
 #include <mutex>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -75,6 +76,17 @@ int uneven(int x) {
   return 1;
 }
 
+namespace {
+std::mutex seen_mu;
+std::set<int> seen_inputs;
+}  // namespace
+
+int fail_first(int x) {
+  std::lock_guard lock(seen_mu);
+  if (seen_inputs.insert(x).second) throw std::runtime_error("first call for " + std::to_string(x));
+  return x;
+}
+
 std::vector<std::size_t> concat_threads() {
   std::lock_guard lock(threads_mu);
   return threads;
@@ -88,6 +100,7 @@ void reset_concat_threads() {
 }  // namespace graph_fns
 
 TASKWIRE_REGISTER(graph_fns::square);
+TASKWIRE_REGISTER(graph_fns::fail_first);
 TASKWIRE_REGISTER(graph_fns::widen_square);
 TASKWIRE_REGISTER(graph_fns::sum);
 TASKWIRE_REGISTER(graph_fns::tag);

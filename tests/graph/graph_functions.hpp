@@ -14,6 +14,7 @@ std::string tag(int x);
 std::string concat(std::vector<std::string> parts);
 std::string join_with(const std::vector<std::string>& parts, const std::string& separator);
 int fail_on_13(int x);  ///< throws "bad input 13" for 13
+int fail_first(int x);  ///< throws "first call for x" the first time it sees x, then returns x
 std::string tag_or_fail(int x);  ///< tag(x), but throws "bad input 13" for 13
 int unregistered(int x);         ///< not registered on purpose
 std::string refuse(std::vector<std::string> parts);  ///< always throws "combine refused"

@@ -273,6 +273,16 @@ TEST_CASE("graph: a failing map task names its input and message", "[graph][erro
   CHECK(graph::execute(graph::map(graph_fns::square, iota(3)), *cl.client) == std::vector{0, 1, 4});
 }
 
+TEST_CASE("graph: execute passes retries and priority to every task", "[graph][errors]") {
+  GraphCluster cl;
+  const std::vector<int> inputs{100, 101, 102};
+  CHECK_THROWS_WITH(graph::execute(graph::map(graph_fns::fail_first, inputs), *cl.client),
+                    Catch::Contains("first call for 10"));
+  const std::vector<int> fresh{200, 201, 202};
+  CHECK(graph::execute(graph::map(graph_fns::fail_first, fresh), *cl.client,
+                       {.priority = 5, .retries = 1}) == fresh);
+}
+
 TEST_CASE("graph: a failing combine fails execute with its message", "[graph][errors]") {
   GraphCluster cl;
   auto g = graph::reduce(graph::map(graph_fns::tag, iota(6)), graph_fns::refuse);

@@ -422,7 +422,8 @@ TEST_CASE("scheduler: graphs past max_tasks are refused", "[scheduler]") {
 TEST_CASE("scheduler: task states and instructions format for logs", "[scheduler]") {
   CHECK(fmt::format("{}", S::no_worker) == "no-worker");
   CHECK(fmt::format("{:>10}", S::memory) == "    memory");
-  CHECK(fmt::format("{}", Priority{3, 7}) == "(3, 7)");
+  CHECK(fmt::format("{}", Priority{.generation = 3, .order = 7}) == "(3, 7)");
+  CHECK(fmt::format("{}", Priority{.user = 2, .generation = 3, .order = 7}) == "(user 2, 3, 7)");
   const Instruction free = FreeKeys{"tcp://a:1", {"x", "y"}, "s-1"};
   CHECK(fmt::format("{}", free) == "free-keys [\"x\", \"y\"] -> tcp://a:1 [s-1]");
   const Instruction log = LogEvent{LogLevel::warning, "hello", "s-2"};

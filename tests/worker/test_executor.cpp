@@ -21,7 +21,7 @@ TEST_CASE("executor: queued jobs run lowest priority first, ties in submission o
   std::promise<void> release;
   std::shared_future<void> gate = release.get_future().share();
   std::promise<void> blocked;
-  ex.submit(0, [&] {
+  ex.submit({}, [&] {
     blocked.set_value();
     gate.wait();
   });
@@ -30,7 +30,7 @@ TEST_CASE("executor: queued jobs run lowest priority first, ties in submission o
   std::vector<int> order;
   std::promise<void> all_done;
   for (int p : {5, 1, 3, 1, 0}) {
-    ex.submit(p, [&, p] {
+    ex.submit({.order = p}, [&, p] {
       std::lock_guard lock(mu);
       order.push_back(p * 10 + static_cast<int>(order.size()));
       if (order.size() == 5) all_done.set_value();
@@ -48,8 +48,8 @@ TEST_CASE("executor: nthreads jobs run at once", "[worker][executor]") {
   ex.start();
   std::promise<void> a_started, b_started, release;
   std::shared_future<void> gate = release.get_future().share();
-  ex.submit(0, [&] { a_started.set_value(); gate.wait(); });
-  ex.submit(0, [&] { b_started.set_value(); gate.wait(); });
+  ex.submit({}, [&] { a_started.set_value(); gate.wait(); });
+  ex.submit({}, [&] { b_started.set_value(); gate.wait(); });
   CHECK(a_started.get_future().wait_for(10s) == std::future_status::ready);
   CHECK(b_started.get_future().wait_for(10s) == std::future_status::ready);
   CHECK(ex.running() == 2);
@@ -64,18 +64,18 @@ TEST_CASE("executor: stop lets running jobs finish and discards queued ones",
   ex.start();
   std::promise<void> started;
   std::atomic<bool> finished{false}, ran_queued{false};
-  ex.submit(0, [&] {
+  ex.submit({}, [&] {
     started.set_value();
     std::this_thread::sleep_for(50ms);
     finished = true;
   });
   REQUIRE(started.get_future().wait_for(10s) == std::future_status::ready);
-  ex.submit(0, [&] { ran_queued = true; });
+  ex.submit({}, [&] { ran_queued = true; });
   auto stopped = std::async(std::launch::async, [&] { ex.stop(); });
   REQUIRE(stopped.wait_for(10s) == std::future_status::ready);
   CHECK(finished);
   CHECK_FALSE(ran_queued);
-  CHECK_FALSE(ex.submit(0, [] {}));
+  CHECK_FALSE(ex.submit({}, [] {}));
   ex.stop();  // idempotent
 }
 
@@ -83,9 +83,9 @@ TEST_CASE("executor: a job that throws does not take its thread down, and stop f
           "thread is refused", "[worker][executor]") {
   Executor ex(1);
   ex.start();
-  ex.submit(0, [] { throw std::runtime_error("job failure"); });
+  ex.submit({}, [] { throw std::runtime_error("job failure"); });
   std::promise<bool> refused;
-  ex.submit(1, [&] {
+  ex.submit({.order = 1}, [&] {
     try {
       ex.stop();
       refused.set_value(false);
@@ -97,6 +97,6 @@ TEST_CASE("executor: a job that throws does not take its thread down, and stop f
   REQUIRE(f.wait_for(10s) == std::future_status::ready);
   CHECK(f.get());
   std::promise<void> still_runs;
-  CHECK(ex.submit(0, [&] { still_runs.set_value(); }));  // the refused stop changed nothing
+  CHECK(ex.submit({}, [&] { still_runs.set_value(); }));  // the refused stop changed nothing
   CHECK(still_runs.get_future().wait_for(10s) == std::future_status::ready);
 }

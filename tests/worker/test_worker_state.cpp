@@ -234,6 +234,23 @@ TEST_CASE("worker state: ready tasks run lowest priority first", "[worker][state
     out = step(ws, success("p3"));
     CHECK(executed(out) == std::vector<std::string>{"p5"});
   }
+  SECTION("a higher user priority first, whatever the order") {
+    WorkerState ws(options(1));
+    auto urgent = compute("urgent", 9);
+    urgent.spec.user_priority = 5;
+    auto low = compute("low", 0);
+    low.spec.user_priority = -1;
+    auto out = step(ws, compute("busy", 0));
+    CHECK(executed(out) == std::vector<std::string>{"busy"});
+    out = step_all(ws, {compute("p1", 1), low, urgent});  // arrive while busy runs
+    CHECK(executed(out).empty());
+    out = step(ws, success("busy"));
+    CHECK(executed(out) == std::vector<std::string>{"urgent"});
+    out = step(ws, success("urgent"));
+    CHECK(executed(out) == std::vector<std::string>{"p1"});
+    out = step(ws, success("p1"));
+    CHECK(executed(out) == std::vector<std::string>{"low"});
+  }
   SECTION("two threads; equal priorities in arrival order") {
     WorkerState ws(options(2));
     auto out = step_all(ws, {compute("a", 2), compute("b", 0), compute("c", 2), compute("d", 1)});
