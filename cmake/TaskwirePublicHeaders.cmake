@@ -7,7 +7,7 @@
 # Entry points: what a program, a plugin or an embedding of the servers includes.
 set(TASKWIRE_PUBLIC_ENTRY_HEADERS
   taskwire.hpp                      # umbrella
-  client/client.hpp client/future.hpp client/task_error.hpp
+  client/client.hpp client/future.hpp client/task_error.hpp client/as_completed.hpp
   client/progress.hpp client/scheduler_info.hpp
   client/mpi/launch.hpp             # initialize / initialize_pool / run_cluster
   graph/graph.hpp graph/execute.hpp
@@ -20,6 +20,7 @@ set(TASKWIRE_PUBLIC_ENTRY_HEADERS
 # Included by the entry points: installed because they must be, not API of their own.
 set(TASKWIRE_PUBLIC_INCLUDED_HEADERS
   client/client_core.hpp client/outbox.hpp          # future.hpp
+  client/callback_runner.hpp                        # client_core.hpp
   comm/core/address.hpp comm/core/backend.hpp comm/core/comm.hpp comm/core/error.hpp
   comm/core/handshake.hpp comm/core/registry.hpp
   graph/options.hpp graph/plan.hpp graph/run.hpp
