@@ -20,8 +20,10 @@ comm::Registry& LocalCluster::make_registry(const char* role) {
   return *registries.back();
 }
 
-LocalCluster::LocalCluster(const std::string& backend, int nworkers, bool dashboard) {
+LocalCluster::LocalCluster(const std::string& backend, int nworkers, bool dashboard,
+                           bool work_stealing) {
   scheduler::SchedulerServerOptions so;
+  so.state.work_stealing = work_stealing;
   so.listen = {backend == "tcp" ? "tcp://127.0.0.1:0" : "inproc://auto"};
   so.dashboard.enabled = dashboard;
   so.dashboard.address = "127.0.0.1:0";

@@ -17,6 +17,7 @@ struct TasksOptions {
   /// /metrics scraped once a second), or "compare": each repeat runs a fresh cluster without
   /// and one with them, in alternating order, and prints both medians and their ratio.
   std::string dashboard = "off";
+  bool work_stealing = true;  ///< alone only: the scheduler's SchedulerOptions::work_stealing
   std::string csv;
 };
 

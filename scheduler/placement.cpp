@@ -145,6 +145,7 @@ void SchedulerState::add_to_processing(TaskState* ts, WorkerState* ws) {
   ++ws->processing_by_function[ts->function];
   ts->processing_on = ws;
   ts->state = TaskStatus::processing;
+  classify_for_stealing(ws);
   emit_to_worker(ws, std::move(msg));
 }
 
@@ -158,6 +159,9 @@ WorkerState* SchedulerState::exit_processing(TaskState* ts) {
   }
   ws->fetch_bytes -= ts->fetch_bytes;
   ts->fetch_bytes = 0;
+  end_steal(ts);
+  ts->steal_refused = false;
+  classify_for_stealing(ws);
   return ws->removed ? nullptr : ws;
 }
 

@@ -36,7 +36,8 @@ namespace taskwire::comm {
 /// 6: register_worker carries the worker's other addresses (a tcp:// door next to mpi://).
 /// 7: scheduler_info and its reply; heartbeat carries the worker's memory and running tasks;
 ///    register_worker carries its host name.
-inline constexpr std::uint32_t kProtocolVersion = 7;
+/// 8: work stealing: steal_request (scheduler -> worker) and steal_response.
+inline constexpr std::uint32_t kProtocolVersion = 8;
 
 /// What a comm accepts while its peer has not authenticated: the handshake's messages are
 /// one frame of a few KiB at most, so a peer announcing more is refused before anything is

@@ -5,6 +5,8 @@
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
 
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -50,6 +52,28 @@ int calls_of(const std::string& tag) {
   auto it = flaky_calls.find(tag);
   return it == flaky_calls.end() ? 0 : it->second;
 }
+
+namespace {
+std::mutex gates_mu;
+std::condition_variable gates_cv;
+std::map<std::string, bool> gates;  ///< gate -> opened; present once a hold entered it
+}  // namespace
+
+int hold(std::string gate) {
+  std::unique_lock lock(gates_mu);
+  gates.try_emplace(gate, false);
+  gates_cv.notify_all();
+  return gates_cv.wait_for(lock, std::chrono::minutes(2), [&] { return gates[gate]; }) ? 1 : 0;
+}
+void open_gate(const std::string& gate) {
+  std::lock_guard lock(gates_mu);
+  gates[gate] = true;
+  gates_cv.notify_all();
+}
+bool entered(const std::string& gate) {
+  std::unique_lock lock(gates_mu);
+  return gates_cv.wait_for(lock, std::chrono::minutes(1), [&] { return gates.count(gate) > 0; });
+}
 }  // namespace cluster_fns
 
 TASKWIRE_REGISTER(cluster_fns::inc);
@@ -63,3 +87,4 @@ TASKWIRE_REGISTER(cluster_fns::noop);
 TASKWIRE_REGISTER(cluster_fns::blob);
 TASKWIRE_REGISTER(cluster_fns::concat);
 TASKWIRE_REGISTER(cluster_fns::flaky);
+TASKWIRE_REGISTER(cluster_fns::hold);

@@ -19,4 +19,10 @@ std::string concat(std::string a, std::string b);
 /// at most `failures`, then returns the count.
 int flaky(std::string tag, int failures);
 int calls_of(const std::string& tag);  ///< flaky's count for `tag` (not registered)
+/// Blocks until open_gate(gate) (at most two minutes, so a failing test still ends), then
+/// returns 1 if the gate was opened, 0 if it timed out.
+int hold(std::string gate);
+void open_gate(const std::string& gate);     ///< (not registered)
+/// Waits (at most a minute) until a hold(gate) has started; false if none did.
+bool entered(const std::string& gate);
 }  // namespace cluster_fns
