@@ -21,9 +21,9 @@ comm::Registry& LocalCluster::make_registry(const char* role) {
 }
 
 LocalCluster::LocalCluster(const std::string& backend, int nworkers, bool dashboard,
-                           bool work_stealing) {
+                           scheduler::SchedulerOptions state) {
   scheduler::SchedulerServerOptions so;
-  so.state.work_stealing = work_stealing;
+  so.state = state;
   so.listen = {backend == "tcp" ? "tcp://127.0.0.1:0" : "inproc://auto"};
   so.dashboard.enabled = dashboard;
   so.dashboard.address = "127.0.0.1:0";

@@ -130,8 +130,14 @@ int tasks_main(const std::vector<std::string>& args) {
       "submit().get() repetitions (0 skips them)")(
       "repeats", po::value(&o.repeats)->default_value(o.repeats), "runs per workload (median reported)")(
       "pool", po::bool_switch(&o.pool), "under mpiexec: the scheduler runs in the client's rank")(
-      "no-work-stealing", po::bool_switch()->notifier([&o](bool off) { o.work_stealing = !off; }),
+      "no-work-stealing",
+      po::bool_switch()->notifier([&o](bool off) { o.scheduler.work_stealing = !off; }),
       "alone: the scheduler never moves a placed task to an idle worker")(
+      "short-task-cover",
+      po::value(&o.scheduler.short_task_cover_seconds)
+          ->default_value(o.scheduler.short_task_cover_seconds),
+      "alone: SchedulerOptions::short_task_cover_seconds (0: short root tasks get no extra "
+      "slots)")(
       "dashboard", po::value(&o.dashboard)->default_value(o.dashboard),
       "alone: off, on (HTTP dashboards, /metrics scraped every second) or compare (fresh "
       "clusters without and with them, alternating, medians and ratio)")(

@@ -124,7 +124,7 @@ int run_uneven(const UnevenOptions& o) {
                        "measured_work_s,others_s");
   for (const auto& backend : o.backends) {
     for (const bool stealing : {false, true}) {
-      LocalCluster cluster(backend, o.workers, false, stealing);
+      LocalCluster cluster(backend, o.workers, false, {.work_stealing = stealing});
       Client client(cluster.make_registry("client"), cluster.address);
       client.submit(uneven_sleep, 0.0).get();  // warm up connections between every component
       std::vector<double> makespans, measured, others;

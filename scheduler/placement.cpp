@@ -83,7 +83,7 @@ WorkerState* SchedulerState::decide_worker(const TaskState* ts) {
 
   // Candidates: the workers holding some dependency (Dask), plus the idlest worker, so that a
   // pile of dependents of one key spreads out once its holder is busy (Dask relies on work
-  // stealing for that, which taskwire does not have).
+  // stealing for that; stealing here moves them only later, a round trip each).
   const std::uint64_t epoch = ++placement_epoch_;
   std::vector<WorkerState*> candidates;
   std::int64_t total_bytes = 0;
