@@ -165,7 +165,8 @@ int uneven_main(const std::vector<std::string>& args) {
       "taskwire-bench uneven: independent tasks of lognormal durations on single-thread workers,\n"
       "all in this process; the makespan against the lower bound max(total work / threads,\n"
       "longest task). A task sleeps its duration by default, so that 4 workers on 2 cores\n"
-      "still work in parallel; --work spin burns CPU instead (needs a core per worker).\n\n"
+      "still work in parallel; --work spin burns CPU instead (needs a core per worker).\n"
+      "Each backend runs on a cluster without work stealing, then on one with it.\n\n"
       "Options");
   desc.add_options()("help,h", "show this help")(
       "backend,b", po::value(&backends)->default_value(backends), "comma-separated: tcp, inproc")(
