@@ -180,7 +180,7 @@ int uneven_main(const std::vector<std::string>& args) {
       "stuck-seconds", po::value(&o.stuck_seconds)->default_value(o.stuck_seconds),
       "one more task, submitted first, that takes this long (0: none); the others' completion "
       "time is reported too")(
-      "csv", po::value(&o.csv), "append rows backend,stealing,tasks,workers,work,seed,bound_s,makespan_s,ratio,measured_work_s,others_s")(
+      "csv", po::value(&o.csv), "append rows backend,tasks,workers,work,seed,bound_s,makespan_s,ratio,measured_work_s,stealing,others_s")(
       "log-level", po::value(&level)->default_value(level), "trace .. off");
   if (!parse_options(args, desc, level)) return 0;
   if (o.workers < 1 || o.tasks < 1 || o.repeats < 1 || o.median_ms <= 0 || o.sigma < 0 ||

@@ -120,8 +120,8 @@ int run_uneven(const UnevenOptions& o) {
   fmt::print("{:<8} {:<9} {:>11} {:>8} {:>16} {:>16} {:>9} {:>9}\n", "backend", "stealing",
              "makespan s", "/bound", "measured work s", "/(measured/thr)", "others s",
              "/bound");
-  CsvWriter csv(o.csv, "backend,stealing,tasks,workers,work,seed,bound_s,makespan_s,ratio,"
-                       "measured_work_s,others_s");
+  CsvWriter csv(o.csv, "backend,tasks,workers,work,seed,bound_s,makespan_s,ratio,"
+                       "measured_work_s,stealing,others_s");
   for (const auto& backend : o.backends) {
     for (const bool stealing : {false, true}) {
       LocalCluster cluster(backend, o.workers, false, {.work_stealing = stealing});
@@ -140,9 +140,9 @@ int run_uneven(const UnevenOptions& o) {
                  backend, stealing ? "on" : "off", makespan, makespan / bound.all, work,
                  makespan / std::max(work / o.workers, bound.longest), others_done,
                  others_done / bound.others);
-      csv.row(fmt::format("{},{},{},{},{},{},{:.6f},{:.6f},{:.4f},{:.6f},{:.6f}", backend,
-                          stealing ? "on" : "off", o.tasks, o.workers, o.work, o.seed, bound.all,
-                          makespan, makespan / bound.all, work, others_done));
+      csv.row(fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.4f},{:.6f},{},{:.6f}", backend,
+                          o.tasks, o.workers, o.work, o.seed, bound.all, makespan,
+                          makespan / bound.all, work, stealing ? "on" : "off", others_done));
       std::fflush(stdout);
     }
   }
