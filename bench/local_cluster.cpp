@@ -20,8 +20,10 @@ comm::Registry& LocalCluster::make_registry(const char* role) {
   return *registries.back();
 }
 
-LocalCluster::LocalCluster(const std::string& backend, int nworkers, bool dashboard) {
+LocalCluster::LocalCluster(const std::string& backend, int nworkers, bool dashboard,
+                           scheduler::SchedulerOptions state) {
   scheduler::SchedulerServerOptions so;
+  so.state = state;
   so.listen = {backend == "tcp" ? "tcp://127.0.0.1:0" : "inproc://auto"};
   so.dashboard.enabled = dashboard;
   so.dashboard.address = "127.0.0.1:0";

@@ -22,7 +22,8 @@ struct LocalCluster {
 
   /// backend: "tcp" (127.0.0.1) or "inproc"; returns once every worker has registered (or
   /// after about 5 s).
-  LocalCluster(const std::string& backend, int nworkers, bool dashboard = false);
+  LocalCluster(const std::string& backend, int nworkers, bool dashboard = false,
+               scheduler::SchedulerOptions state = {});
   ~LocalCluster();
   LocalCluster(const LocalCluster&) = delete;
   LocalCluster& operator=(const LocalCluster&) = delete;

@@ -130,6 +130,14 @@ int tasks_main(const std::vector<std::string>& args) {
       "submit().get() repetitions (0 skips them)")(
       "repeats", po::value(&o.repeats)->default_value(o.repeats), "runs per workload (median reported)")(
       "pool", po::bool_switch(&o.pool), "under mpiexec: the scheduler runs in the client's rank")(
+      "no-work-stealing",
+      po::bool_switch()->notifier([&o](bool off) { o.scheduler.work_stealing = !off; }),
+      "alone: the scheduler never moves a placed task to an idle worker")(
+      "short-task-cover",
+      po::value(&o.scheduler.short_task_cover_seconds)
+          ->default_value(o.scheduler.short_task_cover_seconds),
+      "alone: SchedulerOptions::short_task_cover_seconds (0: short root tasks get no extra "
+      "slots)")(
       "dashboard", po::value(&o.dashboard)->default_value(o.dashboard),
       "alone: off, on (HTTP dashboards, /metrics scraped every second) or compare (fresh "
       "clusters without and with them, alternating, medians and ratio)")(
@@ -157,7 +165,8 @@ int uneven_main(const std::vector<std::string>& args) {
       "taskwire-bench uneven: independent tasks of lognormal durations on single-thread workers,\n"
       "all in this process; the makespan against the lower bound max(total work / threads,\n"
       "longest task). A task sleeps its duration by default, so that 4 workers on 2 cores\n"
-      "still work in parallel; --work spin burns CPU instead (needs a core per worker).\n\n"
+      "still work in parallel; --work spin burns CPU instead (needs a core per worker).\n"
+      "Each backend runs on a cluster without work stealing, then on one with it.\n\n"
       "Options");
   desc.add_options()("help,h", "show this help")(
       "backend,b", po::value(&backends)->default_value(backends), "comma-separated: tcp, inproc")(
@@ -168,13 +177,18 @@ int uneven_main(const std::vector<std::string>& args) {
       "seed", po::value(&o.seed)->default_value(o.seed), "the durations' seed")(
       "work", po::value(&o.work)->default_value(o.work), "sleep or spin")(
       "repeats", po::value(&o.repeats)->default_value(o.repeats), "runs per backend (median reported)")(
-      "csv", po::value(&o.csv), "append rows backend,tasks,workers,work,seed,bound_s,makespan_s,ratio,measured_work_s")(
+      "stuck-seconds", po::value(&o.stuck_seconds)->default_value(o.stuck_seconds),
+      "one more task, submitted first, that takes this long (0: none); the others' completion "
+      "time is reported too")(
+      "csv", po::value(&o.csv), "append rows backend,tasks,workers,work,seed,bound_s,makespan_s,ratio,measured_work_s,stealing,others_s")(
       "log-level", po::value(&level)->default_value(level), "trace .. off");
   if (!parse_options(args, desc, level)) return 0;
   if (o.workers < 1 || o.tasks < 1 || o.repeats < 1 || o.median_ms <= 0 || o.sigma < 0 ||
+      o.stuck_seconds < 0 ||
       (o.work != "sleep" && o.work != "spin")) {
     fmt::print(stderr, "taskwire-bench uneven: --workers, --tasks, --repeats and --median-ms must "
-                       "be positive, --sigma not negative, --work sleep or spin\n");
+                       "be positive, --sigma and --stuck-seconds not negative, --work sleep or "
+                       "spin\n");
     return 2;
   }
   o.backends = split(backends);

@@ -153,7 +153,7 @@ int run_tasks_on_ranks(const TasksOptions& o) {
 // One fresh cluster per run, with or without dashboards (each scraped once a second).
 std::vector<Result> run_on_fresh_cluster(const std::string& backend, const TasksOptions& o,
                                          bool dashboard) {
-  LocalCluster cluster(backend, o.workers, dashboard);
+  LocalCluster cluster(backend, o.workers, dashboard, o.scheduler);
   MetricsScraper scraper(cluster.dashboard_urls(), std::chrono::seconds(1));
   auto& client_reg = cluster.make_registry("client");
   Client client(client_reg, cluster.address);
@@ -203,7 +203,7 @@ int run_tasks(const TasksOptions& o) {
   CsvWriter csv(o.csv, "backend,workload,tasks,seconds,tasks_per_s,per_task_us");
   print_header();
   for (const auto& backend : o.backends) {
-    LocalCluster cluster(backend, o.workers, o.dashboard == "on");
+    LocalCluster cluster(backend, o.workers, o.dashboard == "on", o.scheduler);
     MetricsScraper scraper(cluster.dashboard_urls(), std::chrono::seconds(1));
     auto& client_reg = cluster.make_registry("client");
     Client client(client_reg, cluster.address);

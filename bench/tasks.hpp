@@ -1,4 +1,6 @@
 #pragma once
+#include <taskwire/scheduler/scheduler_state.hpp>
+
 #include <string>
 #include <vector>
 
@@ -17,6 +19,8 @@ struct TasksOptions {
   /// /metrics scraped once a second), or "compare": each repeat runs a fresh cluster without
   /// and one with them, in alternating order, and prints both medians and their ratio.
   std::string dashboard = "off";
+  /// Alone only: the scheduler's placement policy (--no-work-stealing, --short-task-cover).
+  scheduler::SchedulerOptions scheduler;
   std::string csv;
 };
 

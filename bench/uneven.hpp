@@ -16,6 +16,9 @@ struct UnevenOptions {
   /// "spin": it burns CPU that long (honest about CPU, but needs a core per worker).
   std::string work = "sleep";
   int repeats = 3;  ///< runs on one cluster, the same durations each time; medians reported
+  /// One more task that takes this long, submitted before the others (0: none): a stuck or
+  /// very slow task must not hold other tasks while a worker idles.
+  double stuck_seconds = 0;
   std::string csv;
 };
 

@@ -57,11 +57,13 @@ enum class Op : std::uint8_t {
   register_worker = 40, heartbeat = 41, task_finished = 42, task_erred = 43, missing_data = 44,
   worker_closing = 45,
   threads_busy = 46,  // since protocol version 4
+  steal_response = 47,  // since protocol version 8
   // nanny -> scheduler (since protocol version 4)
   worker_died = 50,
   // scheduler -> worker
   compute_task = 60, free_keys = 61, close_worker = 62, worker_refused = 63,
   free_processing = 66,  // free_keys of tasks processing there; answered by threads_busy (v4)
+  steal_request = 67,    // since protocol version 8; answered by steal_response
   // anyone -> worker (peer data)
   get_data = 80, data_reply = 81,
 };
@@ -197,6 +199,21 @@ struct MissingData {
   std::string from; ///< the worker that was asked
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & key & missing & from; }
+};
+/// steal_request: the scheduler would move `key` to another worker; the worker gives it up
+/// if it has not started it.
+struct StealRequest {
+  Key key;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & key; }
+};
+/// steal_response: `stolen` when the task was still waiting and the worker dropped it; false
+/// when it is running, done, or not there.
+struct StealResponse {
+  Key key;
+  bool stolen = false;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & key & stolen; }
 };
 struct ComputeTask {
   TaskSpec spec;

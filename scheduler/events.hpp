@@ -152,8 +152,18 @@ struct MissingData {
   std::string stimulus_id;
 };
 
+/// A victim's answer to a StealRequest: `stolen` when the task was still waiting there (not
+/// running, not done) and the worker dropped it; the scheduler then sends it to the thief.
+struct StealResponse {
+  static constexpr std::string_view kind = "steal-response";
+  std::string worker;
+  std::string key;
+  bool stolen = false;
+  std::string stimulus_id;
+};
+
 using Event = std::variant<UpdateGraph, ClientReleasesKeys, CancelKeys, RemoveClient, AddWorker,
                            RemoveWorker, WorkerDied, ThreadsBusy, Heartbeat, CheckHeartbeats,
-                           TaskFinished, TaskErred, MissingData>;
+                           TaskFinished, TaskErred, MissingData, StealResponse>;
 
 }  // namespace taskwire::scheduler

@@ -42,6 +42,9 @@ struct Describe {
   auto operator()(const sch::FreeKeys& i) const {
     return fmt::format_to(out, "free-keys {} -> {} [{}]", i.keys, i.worker, i.stimulus_id);
   }
+  auto operator()(const sch::StealRequest& i) const {
+    return fmt::format_to(out, "steal-request '{}' -> {} [{}]", i.key, i.worker, i.stimulus_id);
+  }
   auto operator()(const sch::RefuseWorker& i) const {
     return fmt::format_to(out, "refuse-worker {} ({}) [{}]", i.worker, i.reason, i.stimulus_id);
   }

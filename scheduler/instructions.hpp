@@ -43,6 +43,14 @@ struct FreeKeys {
   bool processing = false;
 };
 
+/// Work stealing: ask the worker processing `key` to give it up if it has not started it.
+/// The worker answers with a StealResponse; until then the task stays where it is.
+struct StealRequest {
+  std::string worker;
+  std::string key;
+  std::string stimulus_id;
+};
+
 /// Turn a registering worker away (it was not added): tell it `reason` and close its comm.
 struct RefuseWorker {
   std::string worker;
@@ -114,8 +122,9 @@ struct LogEvent {
 };
 
 using Instruction =
-    std::variant<ComputeTask, FreeKeys, RefuseWorker, CloseWorker, ReportKeyInMemory,
-                 ReportTaskErred, ReportKeyLost, ReportCancelled, DropTaskSpec, LogEvent>;
+    std::variant<ComputeTask, FreeKeys, StealRequest, RefuseWorker, CloseWorker,
+                 ReportKeyInMemory, ReportTaskErred, ReportKeyLost, ReportCancelled,
+                 DropTaskSpec, LogEvent>;
 using Instructions = std::vector<Instruction>;
 
 const std::string& stimulus_of(const Instruction& instruction) noexcept;

@@ -83,7 +83,7 @@ WorkerState* SchedulerState::decide_worker(const TaskState* ts) {
 
   // Candidates: the workers holding some dependency (Dask), plus the idlest worker, so that a
   // pile of dependents of one key spreads out once its holder is busy (Dask relies on work
-  // stealing for that, which taskwire does not have).
+  // stealing for that; stealing here moves them only later, a round trip each).
   const std::uint64_t epoch = ++placement_epoch_;
   std::vector<WorkerState*> candidates;
   std::int64_t total_bytes = 0;
@@ -145,6 +145,7 @@ void SchedulerState::add_to_processing(TaskState* ts, WorkerState* ws) {
   ++ws->processing_by_function[ts->function];
   ts->processing_on = ws;
   ts->state = TaskStatus::processing;
+  classify_for_stealing(ws);
   emit_to_worker(ws, std::move(msg));
 }
 
@@ -158,6 +159,9 @@ WorkerState* SchedulerState::exit_processing(TaskState* ts) {
   }
   ws->fetch_bytes -= ts->fetch_bytes;
   ts->fetch_bytes = 0;
+  end_steal(ts);
+  ts->steal_refused = false;
+  classify_for_stealing(ws);
   return ws->removed ? nullptr : ws;
 }
 

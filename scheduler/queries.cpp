@@ -123,6 +123,7 @@ std::string SchedulerState::validate() const {
   if (dependency_edges != dependent_edges) return "dependency and dependent edges differ";
   if (std::string problem = validate_counts(); !problem.empty()) return problem;
   if (std::string problem = validate_workers(); !problem.empty()) return problem;
+  if (std::string problem = validate_steals(); !problem.empty()) return problem;
   for (const auto& [id, cs] : clients_) {
     for (const TaskState* ts : cs->wants_what) {
       if (find_task(ts->key) != ts) return fmt::format("client {} wants a dead task", id);

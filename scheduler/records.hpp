@@ -64,6 +64,11 @@ struct TaskState {
   std::int64_t fetch_bytes = 0;               ///< dependency bytes its worker must fetch
   std::vector<ClientState*> who_wants;
 
+  // Work stealing (processing only; reset when it leaves processing_on).
+  bool steal_pending = false;           ///< a StealRequest awaits its victim's answer
+  WorkerState* steal_thief = nullptr;   ///< where it goes if confirmed; null: the thief left
+  bool steal_refused = false;           ///< its worker said it runs (or ran) it: not again
+
   int suspicious = 0;                          ///< workers that died while running it
   std::vector<std::string> killed;             ///< their names, in order
   bool has_lost_dependencies = false;          ///< a dependency was forgotten: can never run
@@ -89,6 +94,9 @@ struct WorkerState {
   std::int64_t nbytes = 0;       ///< bytes of the results it holds
   std::int64_t fetch_bytes = 0;  ///< dependency bytes its processing tasks must fetch
   std::unordered_map<std::string, int> processing_by_function;  ///< for occupancy
+  PtrSet<TaskState> incoming_steals;  ///< tasks a pending steal would move here
+  bool listed_idle = false;           ///< in SchedulerState::idle_
+  bool listed_saturated = false;      ///< in SchedulerState::saturated_
 
   std::uint64_t placement_epoch = 0;  ///< scratch for decide_worker
   std::int64_t held_dependency_bytes = 0;
@@ -113,6 +121,13 @@ inline std::vector<TaskState*> by_priority(const PtrSet<TaskState>& set) {
   std::sort(v.begin(), v.end(), ByPriority{});
   return v;
 }
+
+/// Orders workers by address, so that stealing visits them deterministically.
+struct ByAddress {
+  bool operator()(const WorkerState* a, const WorkerState* b) const {
+    return a->address < b->address;
+  }
+};
 
 /// Lets maps keyed by std::string be searched with a std::string_view.
 struct StringHash {

@@ -32,6 +32,7 @@ struct MainOptions {
   double no_workers_timeout = 0;
   std::string dashboard_address = scheduler::DashboardOptions{}.address;
   bool no_dashboard = false;
+  bool no_work_stealing = false;
 };
 
 po::options_description describe(MainOptions& o) {
@@ -58,6 +59,8 @@ po::options_description describe(MainOptions& o) {
       "root tasks in flight per worker thread")(
       "allowed-failures", po::value(&o.allowed_failures)->default_value(o.allowed_failures),
       "a task errs once this many workers died while running it")(
+      "no-work-stealing", po::bool_switch(&o.no_work_stealing),
+      "never move a task, once placed, from a busy worker to an idle one")(
       "no-workers-timeout", po::value(&o.no_workers_timeout)->default_value(o.no_workers_timeout),
       "seconds without any worker after which the tasks waiting for one err (0: wait)")(
       "dashboard-address", po::value(&o.dashboard_address)->default_value(o.dashboard_address),
@@ -126,6 +129,7 @@ int run_scheduler(MainOptions& o) {
       std::chrono::milliseconds(static_cast<long>(o.heartbeat_timeout * 1000));
   options.state.worker_saturation = o.saturation;
   options.state.allowed_failures = o.allowed_failures;
+  options.state.work_stealing = !o.no_work_stealing;
   options.state.no_workers_timeout = o.no_workers_timeout;
   options.dashboard.enabled = !o.no_dashboard;
   options.dashboard.address = o.dashboard_address;

@@ -155,6 +155,10 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     if (auto* out = out_to(peer_of(workers, f.worker)))
       out->add(f.processing ? Op::free_processing : Op::free_keys, protocol::Keys{f.keys});
   }
+  void emit(StealRequest& s) {
+    if (auto* out = out_to(peer_of(workers, s.worker)))
+      out->add(Op::steal_request, protocol::StealRequest{s.key});
+  }
   void emit(RefuseWorker& r) {  // the state machine logged why, with both addresses
     const auto peer = peer_of(workers, r.worker);
     if (!peer) return;
@@ -260,6 +264,11 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
       case Op::threads_busy: {
         auto b = r.body<protocol::ThreadsBusy>();
         handle(ThreadsBusy{require_worker(p, "threads_busy"), static_cast<int>(b.count), ""});
+        return true;
+      }
+      case Op::steal_response: {
+        auto b = r.body<protocol::StealResponse>();
+        handle(StealResponse{require_worker(p, "steal_response"), std::move(b.key), b.stolen, ""});
         return true;
       }
       case Op::worker_died: {  // from a nanny, on a connection of its own

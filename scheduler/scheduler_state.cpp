@@ -26,6 +26,7 @@ Instructions SchedulerState::handle(const Event& event) {
       event);
   run_transitions();
   schedule_queued();  // anything may have freed a slot; ready non-root work went first
+  balance();          // what the queue did not fill, stealing may
   forgotten_.clear();
   removed_workers_.clear();
   last_to_worker_.clear();

@@ -11,7 +11,8 @@
 // most dependency bytes unless it is much busier. Root tasks (no dependencies) are queued on
 // the scheduler and released to the least loaded worker that has fewer than
 // ceil(nthreads * worker_saturation) tasks processing (more for short tasks, see
-// SchedulerOptions::short_task_cover_seconds).
+// SchedulerOptions::short_task_cover_seconds). Work stealing (stealing.cpp) moves tasks not
+// yet started from saturated workers to idle ones.
 #include <taskwire/scheduler/events.hpp>
 #include <taskwire/scheduler/instructions.hpp>
 #include <taskwire/scheduler/records.hpp>
@@ -41,11 +42,15 @@ struct SchedulerOptions {
   double worker_saturation = 1.1;
   /// Short root tasks get more slots than worker_saturation gives: enough to keep each thread
   /// busy for this many seconds by their expected duration, so that a worker does not idle
-  /// for a scheduler round trip after every couple of microsecond-long tasks (Dask would
-  /// have work stealing and a slower worker for that). 0 disables.
+  /// for a scheduler round trip after every couple of microsecond-long tasks. Stealing does
+  /// not do this: it moves tasks to an idle worker after the fact, at a round trip's cost
+  /// per task, which is the very gap these slots cover. 0 disables.
   double short_task_cover_seconds = 0.002;
   /// The most slots per thread short tasks can get that way.
   int max_short_task_slots = 64;
+  /// Move tasks not yet started from saturated workers to idle ones, the victim confirming
+  /// (Dask's distributed.scheduler.work-stealing).
+  bool work_stealing = true;
   /// A task errs once this many workers died while running it (a task that crashes its
   /// worker, however often it is retried elsewhere, must not take the cluster down).
   /// Expected removals do not count, nor, when a nanny reported the death, tasks that were
@@ -184,6 +189,7 @@ class SchedulerState {
   void on(const TaskFinished& e);
   void on(const TaskErred& e);
   void on(const MissingData& e);
+  void on(const StealResponse& e);
   void detach_worker(WorkerState* ws, const std::string& reason, bool expected);
   /// `report`: the nanny's, if any (then only its running tasks are blamed); `how` ends the
   /// error of a task that killed too many workers ("by SIGSEGV", "(connection lost)").
@@ -246,6 +252,20 @@ class SchedulerState {
   void schedule_unrunnable();
   void record_duration(const std::string& function, double seconds);
 
+  // work stealing (stealing.cpp)
+  /// Lists `ws` in idle_ / saturated_ as its load says (delists a removed worker).
+  void classify_for_stealing(WorkerState* ws);
+  /// Sends StealRequests from saturated to idle workers while one pays off.
+  void balance();
+  bool steal_for(WorkerState* thief);
+  /// The task of `victim` best moved to `thief`, if moving one pays off.
+  TaskState* steal_candidate(WorkerState* victim, WorkerState* thief) const;
+  /// Seconds before `thief` could start `ts`: its own load, the fetch, the round trips.
+  double start_on_thief(const TaskState* ts, const WorkerState* thief) const;
+  void end_steal(TaskState* ts);
+  void forget_thief(WorkerState* thief);  ///< it left: pending steals to it lose their target
+  std::string validate_steals() const;
+
   // instructions
   void emit_to_worker(WorkerState* ws, Instruction instruction);
   void free_keys(WorkerState* ws, const std::string& key, bool processing = false);
@@ -270,6 +290,11 @@ class SchedulerState {
       clients_;
   std::set<TaskState*, ByPriority> queued_;
   std::set<TaskState*, ByPriority> unrunnable_;  ///< no-worker
+  // Work stealing: workers with a thread and nothing for it, and workers with tasks waiting
+  // for a thread; kept up to date as tasks come and go, so balancing never walks all workers
+  // or tasks.
+  std::set<WorkerState*, ByAddress> idle_;
+  std::set<WorkerState*, ByAddress> saturated_;
   std::unordered_map<std::string, double, StringHash, std::equal_to<>> durations_;
   // A ring of the last transition_log_length transitions; once full, a record's strings are
   // overwritten in place (their capacity reused), so logging allocates nothing (it was 7 % of

@@ -203,7 +203,10 @@ void SchedulerState::processing_to_released(TaskState* ts) {
     free_keys(ws, ts->key, release_may_leave_running_);
     // It may be running there and go on running: assume so until the worker answers
     // (ThreadsBusy).
-    if (release_may_leave_running_) ws->busy_threads = std::min(ws->nthreads, ws->busy_threads + 1);
+    if (release_may_leave_running_) {
+      ws->busy_threads = std::min(ws->nthreads, ws->busy_threads + 1);
+      classify_for_stealing(ws);
+    }
   }
   propagate_released(ts);
 }

@@ -49,7 +49,9 @@ void SchedulerState::on(const AddWorker& e) {
   owned->nthreads = std::max(1, e.nthreads);
   owned->last_seen = e.now;
   owned->nanny = e.nanny;
+  WorkerState* ws = owned.get();
   workers_.emplace(e.address, std::move(owned));
+  classify_for_stealing(ws);
   log(LogLevel::info, fmt::format("worker {} ({}) joined with {} threads", e.address, name,
                                   std::max(1, e.nthreads)));
   schedule_unrunnable();  // queued roots follow in handle(), via schedule_queued()
@@ -106,6 +108,8 @@ void SchedulerState::detach_worker(WorkerState* ws, const std::string& reason, b
   log(expected ? LogLevel::info : LogLevel::warning,
       fmt::format("removing worker {}: {}", ws->address, reason));
   ws->removed = true;
+  forget_thief(ws);
+  classify_for_stealing(ws);
   removed_workers_.push_back(std::move(workers_.extract(ws->address).mapped()));
 }
 
@@ -171,6 +175,7 @@ void SchedulerState::on(const ThreadsBusy& e) {
   WorkerState* ws = find_worker(e.worker);
   if (!ws) return;
   ws->busy_threads = std::clamp(e.count, 0, ws->nthreads);  // handle() fills freed slots
+  classify_for_stealing(ws);
 }
 
 void SchedulerState::check_no_workers(double now) {

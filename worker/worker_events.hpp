@@ -38,6 +38,14 @@ struct FreeKeysEvent {
   std::string stimulus_id;
 };
 
+/// The scheduler would move `key` to another worker (work stealing): give it up if it is
+/// still waiting here, and say whether it was (SendStealResponse).
+struct StealRequestEvent {
+  static constexpr std::string_view kind = "steal-request";
+  Key key;
+  std::string stimulus_id;
+};
+
 /// A peer answered a GatherDep. `data` holds the keys it had; any requested key not in
 /// `data` (listed in `missing` or not) was not there.
 struct GatherDepDone {
@@ -94,7 +102,7 @@ struct ExecuteFailure {
   TaskRun run{};
 };
 
-using Event = std::variant<ComputeTaskEvent, FreeKeysEvent, GatherDepDone, GatherDepFailed,
-                           ExecuteSuccess, ExecuteFailure>;
+using Event = std::variant<ComputeTaskEvent, FreeKeysEvent, StealRequestEvent, GatherDepDone,
+                           GatherDepFailed, ExecuteSuccess, ExecuteFailure>;
 
 }  // namespace taskwire::worker

@@ -62,8 +62,15 @@ struct SendMissingData {
   std::string stimulus_id;
 };
 
-using Instruction =
-    std::variant<Execute, GatherDep, SendTaskFinished, SendTaskErred, SendMissingData>;
+/// The answer to a StealRequestEvent: `stolen` when the task was dropped, not having started.
+struct SendStealResponse {
+  Key key;
+  bool stolen = false;
+  std::string stimulus_id;
+};
+
+using Instruction = std::variant<Execute, GatherDep, SendTaskFinished, SendTaskErred,
+                                 SendMissingData, SendStealResponse>;
 using Instructions = std::vector<Instruction>;
 
 const std::string& stimulus_of(const Instruction& instruction) noexcept;

@@ -368,6 +368,9 @@ void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message)
         case Op::free_keys:
           events.emplace_back(FreeKeysEvent{r.body<protocol::Keys>().keys, ""});
           break;
+        case Op::steal_request:
+          events.emplace_back(StealRequestEvent{r.body<protocol::StealRequest>().key, ""});
+          break;
         case Op::close_worker:
           r.body<protocol::Empty>();
           close_requested = true;
@@ -484,6 +487,9 @@ void Worker::Impl::run(Instructions instructions) {
             },
             [this](SendMissingData& i) {
               to_scheduler(Op::missing_data, protocol::MissingData{i.key, i.missing, i.from});
+            },
+            [this](SendStealResponse& i) {
+              to_scheduler(Op::steal_response, protocol::StealResponse{i.key, i.stolen});
             },
         },
         instruction);

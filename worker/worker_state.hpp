@@ -123,6 +123,7 @@ class WorkerState {
 
   void apply(ComputeTaskEvent& e);
   void apply(FreeKeysEvent& e);
+  void apply(StealRequestEvent& e);
   void apply(GatherDepDone& e);
   void apply(GatherDepFailed& e);
   void apply(ExecuteSuccess& e);

@@ -175,6 +175,19 @@ void WorkerState::fail_task(TaskState& ts, std::string message, std::string exce
 // ---- releasing ----
 
 // Releases `key` if neither the scheduler nor a local task needs it.
+// Only a task that has not started (nor been needed by another task here) is given up; one
+// on a thread, fetching as a dependency, or done stays, and the scheduler leaves it here.
+void WorkerState::apply(StealRequestEvent& e) {
+  TaskState* ts = find(e.key);
+  const bool stolen = ts && ts->assigned && ts->dependents.empty() &&
+                      (ts->status == TaskStatus::waiting || ts->status == TaskStatus::ready);
+  if (stolen) {
+    ts->assigned = false;
+    release(e.key);
+  }
+  emit(SendStealResponse{e.key, stolen, stimulus_});
+}
+
 void WorkerState::maybe_release(const Key& key) {
   TaskState* ts = find(key);
   if (!ts || ts->assigned || !ts->dependents.empty()) return;

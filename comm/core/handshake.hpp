@@ -38,7 +38,8 @@ namespace taskwire::comm {
 ///    register_worker carries its host name.
 /// 8: task_finished carries the thread that ran the task and its dependencies' transfers;
 ///    cancel_keys carries `force` (protocol::CancelKeys); TaskSpec (update_graph,
-///    compute_task) carries the user's priority.
+///    compute_task) carries the user's priority; steal_request (scheduler -> worker) and
+///    steal_response (work stealing).
 inline constexpr std::uint32_t kProtocolVersion = 8;
 
 /// What a comm accepts while its peer has not authenticated: the handshake's messages are

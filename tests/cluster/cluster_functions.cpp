@@ -5,9 +5,9 @@
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
 
+#include <chrono>
 #include <condition_variable>
 #include <map>
-#include <set>
 #include <mutex>
 #include <numeric>
 #include <stdexcept>
@@ -54,31 +54,38 @@ int calls_of(const std::string& tag) {
 }
 
 namespace {
-std::mutex gate_mu;
-std::condition_variable gate_cv;
-std::set<std::string> open_gates;
+std::mutex gates_mu;
+std::condition_variable gates_cv;
+std::map<std::string, bool> gates;  ///< gate -> opened; present once a hold entered it
 std::vector<std::string> recorded;
 }  // namespace
 
+int hold(std::string gate) {
+  std::unique_lock lock(gates_mu);
+  gates.try_emplace(gate, false);
+  gates_cv.notify_all();
+  return gates_cv.wait_for(lock, std::chrono::minutes(2), [&] { return gates[gate]; }) ? 1 : 0;
+}
 int gated(std::string gate, int x) {
-  std::unique_lock lock(gate_mu);
-  gate_cv.wait_for(lock, std::chrono::seconds(60), [&] { return open_gates.count(gate) > 0; });
+  hold(std::move(gate));
   return x;
 }
 void open_gate(const std::string& gate) {
-  {
-    std::lock_guard lock(gate_mu);
-    open_gates.insert(gate);
-  }
-  gate_cv.notify_all();
+  std::lock_guard lock(gates_mu);
+  gates[gate] = true;
+  gates_cv.notify_all();
+}
+bool entered(const std::string& gate) {
+  std::unique_lock lock(gates_mu);
+  return gates_cv.wait_for(lock, std::chrono::minutes(1), [&] { return gates.count(gate) > 0; });
 }
 int record(std::string tag, int x) {
-  std::lock_guard lock(gate_mu);
+  std::lock_guard lock(gates_mu);
   recorded.push_back(std::move(tag));
   return x;
 }
 std::vector<std::string> run_log() {
-  std::lock_guard lock(gate_mu);
+  std::lock_guard lock(gates_mu);
   return recorded;
 }
 }  // namespace cluster_fns
@@ -96,3 +103,4 @@ TASKWIRE_REGISTER(cluster_fns::concat);
 TASKWIRE_REGISTER(cluster_fns::flaky);
 TASKWIRE_REGISTER(cluster_fns::gated);
 TASKWIRE_REGISTER(cluster_fns::record);
+TASKWIRE_REGISTER(cluster_fns::hold);

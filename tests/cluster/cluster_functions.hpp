@@ -19,9 +19,14 @@ std::string concat(std::string a, std::string b);
 /// at most `failures`, then returns the count.
 int flaky(std::string tag, int failures);
 int calls_of(const std::string& tag);  ///< flaky's count for `tag` (not registered)
-/// Blocks until open_gate(gate) (at most 60 s, so that a failing test ends), then returns x.
+/// Blocks until open_gate(gate) (at most two minutes, so a failing test still ends), then
+/// returns 1 if the gate was opened, 0 if it timed out.
+int hold(std::string gate);
+/// hold(gate), then returns x.
 int gated(std::string gate, int x);
-void open_gate(const std::string& gate);  ///< not registered; opens it for good
+void open_gate(const std::string& gate);     ///< (not registered) opens it for good
+/// Waits (at most a minute) until a hold(gate) has started; false if none did.
+bool entered(const std::string& gate);
 /// Appends `tag` to the run log (in this process) and returns x.
 int record(std::string tag, int x);
 std::vector<std::string> run_log();  ///< record's tags in the order the calls began

@@ -410,3 +410,46 @@ TEST_CASE("worker state: stale and unexpected events are ignored", "[worker][sta
   CHECK(step(ws, FreeKeysEvent{{"nobody"}, ""}).empty());
   CHECK(ws.task_count() == 0);
 }
+
+TEST_CASE("worker state: a steal request takes a task that has not started, never a running one",
+          "[worker][stealing]") {
+  WorkerState ws(options(1));
+  auto out = step_all(ws, {compute("a", 0), compute("b", 1)});
+  REQUIRE(executed(out) == std::vector<std::string>{"a"});
+
+  out = step(ws, StealRequestEvent{"a", ""});  // running: refused, still running
+  auto answers = only<SendStealResponse>(out);
+  REQUIRE(answers.size() == 1);
+  CHECK_FALSE(answers[0].stolen);
+  CHECK(ws.status("a") == TaskStatus::executing);
+
+  out = step(ws, StealRequestEvent{"b", ""});  // ready, not started: given up
+  answers = only<SendStealResponse>(out);
+  REQUIRE(answers.size() == 1);
+  CHECK(answers[0].key == "b");
+  CHECK(answers[0].stolen);
+  CHECK_FALSE(ws.status("b"));
+
+  // Once a finishes, b (gone) is not run here; a done task is not given up either.
+  out = step(ws, success("a"));
+  CHECK(executed(out).empty());
+  answers = only<SendStealResponse>(step(ws, StealRequestEvent{"a", ""}));
+  REQUIRE(answers.size() == 1);
+  CHECK_FALSE(answers[0].stolen);
+  answers = only<SendStealResponse>(step(ws, StealRequestEvent{"unknown", ""}));
+  REQUIRE(answers.size() == 1);
+  CHECK_FALSE(answers[0].stolen);
+}
+
+TEST_CASE("worker state: a stolen task waiting for data stops waiting for it",
+          "[worker][stealing]") {
+  WorkerState ws(options(1));
+  step(ws, compute("c", 0, {{"d", {"inproc://peer"}}}));
+  REQUIRE(ws.status("c") == TaskStatus::waiting);
+  auto answers = only<SendStealResponse>(step(ws, StealRequestEvent{"c", ""}));
+  REQUIRE(answers.size() == 1);
+  CHECK(answers[0].stolen);
+  CHECK_FALSE(ws.status("c"));
+  // The data arriving now runs nothing.
+  CHECK(executed(step(ws, done("inproc://peer", {"d"}))).empty());
+}
