@@ -1,5 +1,7 @@
 #include <taskwire/worker/data_store.hpp>
 
+#include <taskwire/runtime/process_info.hpp>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -130,15 +132,19 @@ DataStore::Lookup DataStore::get_many(const std::vector<std::string>& keys) cons
   std::lock_guard lock(mu_);
   for (const auto& key : keys) {
     auto it = data_.find(key);
-    if (it == data_.end() || (!it->second.in_memory && !unspill_locked(it->second, key))) {
+    if (it == data_.end()) {
       out.missing.push_back(key);
-      continue;
+    } else if (it->second.in_memory) {
+      touch_locked(it->second);
+      out.found.emplace_back(key, it->second.frame);
+    } else if (auto frame = read_spilled_locked(it->second, key)) {
+      // Read for a peer or a client, not brought back: it would push out data this worker's
+      // own tasks use, for a copy that lives only until the reply is sent.
+      out.found.emplace_back(key, std::move(*frame));
+    } else {
+      out.missing.push_back(key);
     }
-    touch_locked(it->second);
-    out.found.emplace_back(key, it->second.frame);
   }
-  // After the whole request: spilling a value just found would write it only to read it back.
-  spill_to_target_locked();
   return out;
 }
 
@@ -171,13 +177,19 @@ bool DataStore::spill_locked(Entry& e, const std::string& key) const {
   return true;
 }
 
-bool DataStore::unspill_locked(Entry& e, const std::string& key) const {
+std::optional<Frame> DataStore::read_spilled_locked(const Entry& e, const std::string& key) const {
   try {
-    e.frame = read_file(e.file, e.nbytes);
+    return read_file(e.file, e.nbytes);
   } catch (const std::exception& ex) {
     spdlog::error("worker data store: {}; the value of '{}' is lost", ex.what(), key);
-    return false;
+    return std::nullopt;
   }
+}
+
+bool DataStore::unspill_locked(Entry& e, const std::string& key) const {
+  auto frame = read_spilled_locked(e, key);
+  if (!frame) return false;
+  e.frame = std::move(*frame);
   e.in_memory = true;
   e.lru = lru_.insert(lru_.end(), key);
   counts_.memory_bytes += e.nbytes;
@@ -189,10 +201,15 @@ bool DataStore::unspill_locked(Entry& e, const std::string& key) const {
 
 void DataStore::spill_to_target_locked() const {
   if (spill_.target_bytes == 0 || spill_.directory.empty()) return;
+  bool spilled = false;
   while (counts_.memory_bytes > spill_.target_bytes && !lru_.empty()) {
     const std::string key = lru_.front();
-    if (!spill_locked(data_.at(key), key)) return;
+    if (!spill_locked(data_.at(key), key)) break;
+    spilled = true;
   }
+  // The allocator would keep the freed pages for a while (jemalloc: seconds), and the
+  // process's memory, which the worker holds to its limit, would not fall.
+  if (spilled) runtime::release_free_memory();
 }
 
 std::uint64_t DataStore::spill_to(std::uint64_t memory_bytes) {

@@ -67,6 +67,8 @@ class DataStore {
 
   /// For a get_data request: the frames of the keys held, in request order, and the keys
   /// not held (or whose spill file could not be read). One lock for the whole request.
+  /// Spilled values are read from disk but stay spilled (a peer's copy is not this worker's
+  /// working set).
   struct Lookup {
     std::vector<std::pair<std::string, Frame>> found;
     std::vector<std::string> missing;
@@ -99,6 +101,7 @@ class DataStore {
 
   bool spill_locked(Entry& e, const std::string& key) const;
   bool unspill_locked(Entry& e, const std::string& key) const;
+  std::optional<Frame> read_spilled_locked(const Entry& e, const std::string& key) const;
   void spill_to_target_locked() const;
   void drop_locked(std::unordered_map<std::string, Entry>::iterator it) const;
   void touch_locked(Entry& e) const;

@@ -131,8 +131,10 @@ void Worker::Impl::update_pause(std::uint64_t rss) {
 void Worker::Impl::terminate_for_memory(std::uint64_t rss) {
   const auto& m = options_.memory;
   const auto reason = fmt::format(
-      "process memory {} is past {:.0f}% of its memory limit {} (--memory-limit)",
-      format_bytes(rss), m.terminate * 100, format_bytes(m.limit));
+      "process memory {} is past {:.0f}% of its memory limit {} (--memory-limit; results "
+      "held in memory: {})",
+      format_bytes(rss), m.terminate * 100, format_bytes(m.limit),
+      format_bytes(data_->counts().memory_bytes));
   if (!options_.nanny) return begin_close(reason + "; closing the worker", false);
   // Under the nanny: leave at once with the status that asks it for a restart (a close
   // would first wait for running tasks, which may be what holds the memory).

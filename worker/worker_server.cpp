@@ -168,6 +168,10 @@ void Worker::Impl::start() {
   so.name = name_;
   so.nthreads = options_.nthreads;
   so.max_gather_peers = options_.max_gather_peers;
+  // A reply holds every key asked at once, in memory on both sides, and the sizes of the keys
+  // to fetch are not known here: under a memory limit, one key per request keeps a transfer
+  // to one result's size (docs/scheduling.md, "Memory").
+  if (options_.memory.limit > 0) so.max_keys_per_gather = 1;
   state_ = std::make_unique<WorkerState>(std::move(so), data_);
   executor_.start();
   start_dashboard();

@@ -78,7 +78,7 @@ namespace {
 constexpr std::uint64_t kWorkerLimit = std::uint64_t{96} << 20;
 constexpr int kWorkers = 2;
 // Intermediate data twice the workers' limits together, held at once.
-constexpr std::size_t kBlobs = 2 * kWorkers * kWorkerLimit / (test::kMemoryBlobWords * 8);
+constexpr std::size_t kBlobs = 2 * kWorkers * kWorkerLimit / ((test::kMemoryBlobWords + 1) * 8);
 
 std::uint64_t status_field_bytes(pid_t pid, const std::string& field) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
@@ -122,7 +122,7 @@ TEST_CASE("worker daemons: intermediate data twice their memory limits spills, c
     workers.push_back(std::make_unique<Daemon>(std::vector<std::string>{
         address, "--no-nanny", "--nthreads", "1", "--name", "m" + std::to_string(i),
         "--preload", TASKWIRE_MEMORY_PRELOAD_LIB, "--memory-limit", "96MiB",
-        "--local-directory", local_dir.string(), "--no-dashboard", "--log-level", "info"}));
+        "--local-directory", local_dir.string(), "--no-dashboard", "--log-level", "debug"}));
   for (auto& w : workers) REQUIRE(w->wait_for_stderr("memory limit 96.0 MiB"));
   {
     Client client(registry, address);
@@ -145,7 +145,7 @@ TEST_CASE("worker daemons: intermediate data twice their memory limits spills, c
       CHECK(peak < kWorkerLimit);
       std::printf("memory test: %zu blobs of %zu MiB, %zu spill files; worker pid %d peak RSS "
                   "%.1f MiB of a %.1f MiB limit\n",
-                  kBlobs, test::kMemoryBlobWords * 8 >> 20, spilled_files,
+                  kBlobs, (test::kMemoryBlobWords + 1) * 8 >> 20, spilled_files,
                   static_cast<int>(w->pid()), static_cast<double>(peak) / (1 << 20),
                   static_cast<double>(kWorkerLimit) / (1 << 20));
     }
