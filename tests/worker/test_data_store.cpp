@@ -125,12 +125,16 @@ TEST_CASE("data store: a spilled value comes back intact when read, and its file
     REQUIRE(many.found.size() == 2);
     CHECK(many.found[0].second.view() == big);
     CHECK(many.missing == std::vector<std::string>{"nope"});
+    CHECK(s.spilled("v"));  // a peer's read leaves it on disk
+    CHECK(s.counts().unspills_total == 0);
+    CHECK(s.get("v")->view() == big);  // a local read brings it back
     CHECK_FALSE(s.spilled("v"));
     CHECK(s.counts().unspills_total == 1);
-    CHECK(s.spill_oldest() == 1000);  // v was read before w: the oldest again
+    CHECK(s.spill_oldest() == 10);  // w is the least recently used now
+    CHECK(s.spill_oldest() == 1000);
+    CHECK(s.counts().spills_total == 2);  // v's file was kept: spilling it again wrote nothing
     CHECK(s.get("v")->view() == big);
-    CHECK(s.counts().spills_total == 1);  // its file was kept: spilling again wrote nothing
-    CHECK(s.spill_to(0) == 1010);
+    CHECK(s.spill_to(0) == 1000);
     CHECK(s.erase("v"));
     CHECK(dir.files() == 1);  // w's
     CHECK(s.counts().spilled_bytes == 10);

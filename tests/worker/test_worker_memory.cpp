@@ -29,7 +29,7 @@ TEST_CASE("memory limit: bytes with units, fractions of the machine, auto and no
   CHECK(parse_memory_limit("4e9", 1) == 4'000'000'000u);
   CHECK(parse_memory_limit("4GB", 1) == 4'000'000'000u);
   CHECK(parse_memory_limit("4 GiB", 1) == (std::uint64_t{4} << 30));
-  CHECK(parse_memory_limit("96MiB", 1) == (std::uint64_t{128} << 20));
+  CHECK(parse_memory_limit("96MiB", 1) == (std::uint64_t{96} << 20));
   CHECK(parse_memory_limit("1500kb", 1) == 1'500'000u);
   CHECK(parse_memory_limit("none", 1) == 0);
   CHECK(parse_memory_limit("0", 1) == 0);
@@ -46,7 +46,7 @@ TEST_CASE("memory limit: bytes with units, fractions of the machine, auto and no
   CHECK_THROWS_AS(parse_memory_limit("-1GB", 1), std::invalid_argument);
 }
 
-TEST_CASE("memory fractions: each off or in (0, 1], in order", "[worker][memory]") {
+TEST_CASE("memory fractions: each off or at most 1, and in order", "[worker][memory]") {
   MemoryOptions m;
   CHECK_NOTHROW(check_memory_fractions(m));
   m.spill = 0;  // off: skipped in the order check
