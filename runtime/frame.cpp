@@ -94,6 +94,16 @@ class LargeBufferCache {
     give(p, capacity);
   }
 
+  void release_free() noexcept {
+    std::multimap<std::size_t, char*> kept;
+    {
+      std::lock_guard lock(mu_);
+      kept.swap(free_);
+      bytes_ = 0;
+    }
+    for (const auto& [capacity, p] : kept) std::free(p);
+  }
+
   void give(char* p, std::size_t capacity) noexcept {
     if (capacity > kMaxBytes) {
       munmap(p, capacity);
@@ -155,5 +165,7 @@ void deallocate_buffer(void* p, std::size_t bytes) noexcept {
     LargeBufferCache::instance().give_back(static_cast<char*>(p), bytes);
   else std::free(p);
 }
+
+void release_kept_buffers() noexcept { LargeBufferCache::instance().release_free(); }
 
 }  // namespace taskwire::runtime

@@ -25,6 +25,8 @@ inline constexpr std::size_t kLargeBufferBytes = std::size_t{16} << 20;
 void* allocate_buffer(std::size_t bytes);
 /// Frees what allocate_buffer(bytes) returned; pass the same `bytes`.
 void deallocate_buffer(void* p, std::size_t bytes) noexcept;
+/// Frees the buffers kept for reuse (a worker near its memory limit wants the memory back).
+void release_kept_buffers() noexcept;
 
 /// A standard allocator over allocate_buffer that leaves new elements default-initialised
 /// (a resize() of doubles does not zero them: they are about to be written, by a

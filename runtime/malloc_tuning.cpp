@@ -38,6 +38,9 @@
 #include <string_view>
 #include <vector>
 
+#include <taskwire/runtime/large_buffer.hpp>
+#include <taskwire/runtime/process_info.hpp>
+
 #ifdef TASKWIRE_WITH_JEMALLOC
 extern "C" {
 // jemalloc's documented hook: the process's first definition of this symbol is its option string.
@@ -175,4 +178,18 @@ const bool tuned = [] {
 }();
 
 }  // namespace
+void release_free_memory() noexcept {
+  release_kept_buffers();
+  // Looked up, not linked: a program that dlopens libtaskwire keeps its own malloc, and
+  // jemalloc may serve this process only through LD_PRELOAD.
+  using Mallctl = int (*)(const char*, void*, std::size_t*, void*, std::size_t);
+  if (auto* mallctl = reinterpret_cast<Mallctl>(::dlsym(RTLD_DEFAULT, "mallctl"))) {
+    // Arena 4096 is MALLCTL_ARENAS_ALL: every arena's unused pages go back at once instead
+    // of after jemalloc's decay time.
+    mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);
+  } else if (!malloc_is_not_glibcs()) {
+    malloc_trim(0);
+  }
+}
+
 }  // namespace taskwire::runtime

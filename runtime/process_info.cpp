@@ -17,6 +17,18 @@ std::uint64_t resident_set_bytes() noexcept {
   return static_cast<std::uint64_t>(resident_pages) * static_cast<std::uint64_t>(page);
 }
 
+std::uint64_t peak_resident_set_bytes() noexcept {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kib = 0;
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, f))
+    found = std::sscanf(line, "VmHWM: %llu kB", &kib) == 1;
+  std::fclose(f);
+  return found ? static_cast<std::uint64_t>(kib) * 1024 : 0;
+}
+
 std::string host_name() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0) return {};

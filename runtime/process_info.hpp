@@ -10,6 +10,16 @@ namespace taskwire::runtime {
 /// Reads a small file: cheap enough for a heartbeat, not for a hot loop.
 std::uint64_t resident_set_bytes() noexcept;
 
+/// Peak resident set size of this process in bytes (VmHWM in /proc/self/status); 0 when it
+/// cannot be read.
+std::uint64_t peak_resident_set_bytes() noexcept;
+
+/// Gives the memory the allocator and the frame buffer cache keep for reuse back to the
+/// operating system (jemalloc: purges every arena; glibc: malloc_trim), so that freeing
+/// data lowers the resident set size at once. Costs a few milliseconds: for a process near
+/// its memory limit, not for a hot loop.
+void release_free_memory() noexcept;
+
 /// This machine's host name (gethostname); empty when it cannot be read.
 std::string host_name();
 

@@ -1,22 +1,95 @@
 #include <taskwire/worker/data_store.hpp>
 
+#include <taskwire/runtime/process_info.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
 namespace taskwire::worker {
+namespace {
+
+std::runtime_error file_error(const char* what, const std::filesystem::path& path, int err) {
+  return std::runtime_error(fmt::format("{} {}: {}", what, path.string(), std::strerror(err)));
+}
+
+void write_file(const std::filesystem::path& path, const Frame& frame) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) throw file_error("cannot create spill file", path, errno);
+  std::size_t done = 0;
+  while (done < frame.size()) {
+    const ssize_t n = ::write(fd, frame.data() + done, frame.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      ::close(fd);
+      ::unlink(path.c_str());
+      throw file_error("cannot write spill file", path, err);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(path.c_str());
+    throw file_error("cannot write spill file", path, err);
+  }
+}
+
+Frame read_file(const std::filesystem::path& path, std::uint64_t nbytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw file_error("cannot open spill file", path, errno);
+  Frame frame = Frame::allocate(nbytes);
+  std::size_t done = 0;
+  while (done < nbytes) {
+    const ssize_t n = ::read(fd, frame.mutable_data() + done, nbytes - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      throw file_error(n == 0 ? "spill file is short:" : "cannot read spill file", path, err);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  return frame;
+}
+
+}  // namespace
+
+DataStore::DataStore(SpillOptions spill) : spill_(std::move(spill)) {}
+
+DataStore::~DataStore() {
+  for (const auto& [key, e] : data_)
+    if (!e.file.empty()) ::unlink(e.file.c_str());
+}
 
 void DataStore::put(const std::string& key, Frame frame) {
   std::lock_guard lock(mu_);
-  nbytes_ += frame.size();
-  auto [it, inserted] = data_.try_emplace(key, std::move(frame));
-  if (!inserted) {
-    nbytes_ -= it->second.size();
-    it->second = std::move(frame);
-  }
+  if (auto it = data_.find(key); it != data_.end()) drop_locked(it);
+  Entry& e = data_[key];
+  e.nbytes = frame.size();
+  e.frame = std::move(frame);
+  nbytes_ += e.nbytes;
+  counts_.memory_bytes += e.nbytes;
+  e.lru = lru_.insert(lru_.end(), key);
+  spill_to_target_locked();
 }
 
 std::optional<Frame> DataStore::get(const std::string& key) const {
   std::lock_guard lock(mu_);
   auto it = data_.find(key);
   if (it == data_.end()) return std::nullopt;
-  return it->second;
+  if (!it->second.in_memory && !unspill_locked(it->second, key)) return std::nullopt;
+  Frame out = it->second.frame;
+  touch_locked(it->second);
+  spill_to_target_locked();
+  return out;
 }
 
 bool DataStore::contains(const std::string& key) const {
@@ -24,24 +97,147 @@ bool DataStore::contains(const std::string& key) const {
   return data_.count(key) != 0;
 }
 
+bool DataStore::spilled(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = data_.find(key);
+  return it != data_.end() && !it->second.in_memory;
+}
+
 bool DataStore::erase(const std::string& key) {
   std::lock_guard lock(mu_);
   auto it = data_.find(key);
   if (it == data_.end()) return false;
-  nbytes_ -= it->second.size();
-  data_.erase(it);
+  drop_locked(it);
   return true;
 }
+
+void DataStore::drop_locked(std::unordered_map<std::string, Entry>::iterator it) const {
+  Entry& e = it->second;
+  nbytes_ -= e.nbytes;
+  if (e.in_memory) {
+    counts_.memory_bytes -= e.nbytes;
+    lru_.erase(e.lru);
+  } else {
+    --counts_.spilled_keys;
+    counts_.spilled_bytes -= e.nbytes;
+  }
+  if (!e.file.empty()) ::unlink(e.file.c_str());
+  data_.erase(it);
+}
+
+void DataStore::touch_locked(Entry& e) const { lru_.splice(lru_.end(), lru_, e.lru); }
 
 DataStore::Lookup DataStore::get_many(const std::vector<std::string>& keys) const {
   Lookup out;
   std::lock_guard lock(mu_);
   for (const auto& key : keys) {
     auto it = data_.find(key);
-    if (it == data_.end()) out.missing.push_back(key);
-    else out.found.emplace_back(key, it->second);
+    if (it == data_.end()) {
+      out.missing.push_back(key);
+    } else if (it->second.in_memory) {
+      touch_locked(it->second);
+      out.found.emplace_back(key, it->second.frame);
+    } else if (auto frame = read_spilled_locked(it->second, key)) {
+      // Read for a peer or a client, not brought back: it would push out data this worker's
+      // own tasks use, for a copy that lives only until the reply is sent.
+      out.found.emplace_back(key, std::move(*frame));
+    } else {
+      out.missing.push_back(key);
+    }
   }
   return out;
+}
+
+bool DataStore::spill_locked(Entry& e, const std::string& key) const {
+  if (e.file.empty()) {
+    auto path = spill_.directory / fmt::format("spill-{}", next_file_++);
+    try {
+      write_file(path, e.frame);
+    } catch (const std::exception& ex) {
+      ++counts_.spill_failures_total;
+      // Once per run of failures: a full disk would otherwise log every put.
+      if (!failing_)
+        spdlog::error("worker data store: {}; keeping '{}' ({} bytes) and the rest in memory",
+                      ex.what(), key, e.nbytes);
+      failing_ = true;
+      return false;
+    }
+    if (failing_) spdlog::info("worker data store: spilling to {} works again", path.string());
+    failing_ = false;
+    e.file = std::move(path);
+    ++counts_.spills_total;
+    counts_.spilled_bytes_total += e.nbytes;
+  }
+  e.frame = Frame();
+  e.in_memory = false;
+  lru_.erase(e.lru);
+  counts_.memory_bytes -= e.nbytes;
+  ++counts_.spilled_keys;
+  counts_.spilled_bytes += e.nbytes;
+  return true;
+}
+
+std::optional<Frame> DataStore::read_spilled_locked(const Entry& e, const std::string& key) const {
+  try {
+    return read_file(e.file, e.nbytes);
+  } catch (const std::exception& ex) {
+    spdlog::error("worker data store: {}; the value of '{}' is lost", ex.what(), key);
+    return std::nullopt;
+  }
+}
+
+bool DataStore::unspill_locked(Entry& e, const std::string& key) const {
+  auto frame = read_spilled_locked(e, key);
+  if (!frame) return false;
+  e.frame = std::move(*frame);
+  e.in_memory = true;
+  e.lru = lru_.insert(lru_.end(), key);
+  counts_.memory_bytes += e.nbytes;
+  --counts_.spilled_keys;
+  counts_.spilled_bytes -= e.nbytes;
+  ++counts_.unspills_total;
+  return true;
+}
+
+void DataStore::spill_to_target_locked() const {
+  if (spill_.target_bytes == 0 || spill_.directory.empty()) return;
+  bool spilled = false;
+  while (counts_.memory_bytes > spill_.target_bytes && !lru_.empty()) {
+    const std::string key = lru_.front();
+    if (!spill_locked(data_.at(key), key)) break;
+    spilled = true;
+  }
+  // The allocator would keep the freed pages for a while (jemalloc: seconds), and the
+  // process's memory, which the worker holds to its limit, would not fall.
+  if (spilled) runtime::release_free_memory();
+}
+
+std::uint64_t DataStore::spill_to(std::uint64_t memory_bytes) {
+  std::lock_guard lock(mu_);
+  if (spill_.directory.empty()) return 0;
+  std::uint64_t spilled = 0;
+  while (counts_.memory_bytes > memory_bytes && !lru_.empty()) {
+    const std::string key = lru_.front();
+    Entry& e = data_.at(key);
+    if (!spill_locked(e, key)) break;
+    spilled += e.nbytes;
+  }
+  return spilled;
+}
+
+std::uint64_t DataStore::spill_oldest() {
+  std::lock_guard lock(mu_);
+  if (spill_.directory.empty() || lru_.empty()) return 0;
+  const std::string key = lru_.front();
+  Entry& e = data_.at(key);
+  return spill_locked(e, key) ? e.nbytes : 0;
+}
+
+DataStoreCounts DataStore::counts() const {
+  std::lock_guard lock(mu_);
+  DataStoreCounts c = counts_;
+  c.keys = data_.size();
+  return c;
 }
 
 std::size_t DataStore::size() const {

@@ -2,12 +2,21 @@
 // The worker's data: key -> result frame, with byte accounting. Frames are shared, never
 // copied: the frame an executor produced is the one a peer's get_data receives.
 //
+// Spilling (after Dask's SpillBuffer): with a spill directory and a target, once the frames
+// held in memory pass the target, the least recently used ones are written to files there and
+// dropped from memory; a spilled key stays held (contains, keys, size, nbytes count it) and
+// comes back into memory, transparently, the next time it is read. A file that cannot be
+// written (no permission, full disk) leaves its value in memory: data is never lost for want
+// of disk, and the error is logged with the path.
+//
 // Thread-safety: every member may be called from any thread. The worker state machine writes
 // (results, fetched dependencies) from the worker's strand while get_data requests read from
-// the comms' strands.
+// the comms' strands. Spilling and unspilling read and write files under the store's lock.
 #include <taskwire/runtime/frame.hpp>
 
 #include <cstdint>
+#include <filesystem>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -19,22 +28,47 @@ namespace taskwire::worker {
 
 using runtime::Frame;
 
+struct SpillOptions {
+  /// Where spilled values go (one file each); empty: never spill.
+  std::filesystem::path directory;
+  /// Frames held in memory beyond this many bytes push the least recently used ones to disk
+  /// (Dask's memory target); 0: only spill_to() spills.
+  std::uint64_t target_bytes = 0;
+};
+
+/// What the store holds and has moved, for metrics and logs.
+struct DataStoreCounts {
+  std::size_t keys = 0;
+  std::uint64_t memory_bytes = 0;   ///< frames held in memory
+  std::size_t spilled_keys = 0;     ///< values on disk now
+  std::uint64_t spilled_bytes = 0;  ///< their bytes
+  std::uint64_t spills_total = 0;   ///< values written to disk since start
+  std::uint64_t spilled_bytes_total = 0;
+  std::uint64_t unspills_total = 0;     ///< values read back
+  std::uint64_t spill_failures_total = 0;  ///< writes that failed (the value stayed in memory)
+};
+
 class DataStore {
  public:
-  DataStore() = default;
+  explicit DataStore(SpillOptions spill = {});
+  ~DataStore();  ///< removes the spill files it wrote
   DataStore(const DataStore&) = delete;
   DataStore& operator=(const DataStore&) = delete;
 
-  /// Stores (or replaces) the frame held for `key`.
+  /// Stores (or replaces) the frame held for `key`, as the most recently used; then spills
+  /// down to the target.
   void put(const std::string& key, Frame frame);
-  /// The frame held for `key`, if any.
+  /// The frame held for `key`, if any, read back from disk if it was spilled (nullopt, with
+  /// an error logged, if its file cannot be read). Marks it most recently used.
   std::optional<Frame> get(const std::string& key) const;
   bool contains(const std::string& key) const;
-  /// Drops `key`; returns whether it was held.
+  /// Drops `key` (and its spill file); returns whether it was held.
   bool erase(const std::string& key);
 
   /// For a get_data request: the frames of the keys held, in request order, and the keys
-  /// not held. One lock for the whole request.
+  /// not held (or whose spill file could not be read). One lock for the whole request.
+  /// Spilled values are read from disk but stay spilled (a peer's copy is not this worker's
+  /// working set).
   struct Lookup {
     std::vector<std::pair<std::string, Frame>> found;
     std::vector<std::string> missing;
@@ -42,13 +76,45 @@ class DataStore {
   Lookup get_many(const std::vector<std::string>& keys) const;
 
   std::size_t size() const;
-  std::uint64_t nbytes() const;  ///< sum of the held frames' sizes
+  std::uint64_t nbytes() const;  ///< sum of the held values' sizes, in memory or spilled
   std::vector<std::string> keys() const;
 
+  /// Spills least recently used values until at most `memory_bytes` stay in memory, or none
+  /// is left, or a write fails; returns the bytes spilled. No-op without a spill directory.
+  std::uint64_t spill_to(std::uint64_t memory_bytes);
+  /// Spills the least recently used value in memory; returns its bytes (0: none spilled).
+  std::uint64_t spill_oldest();
+  DataStoreCounts counts() const;
+  bool spilled(const std::string& key) const;
+  const SpillOptions& spill_options() const noexcept { return spill_; }
+
  private:
+  struct Entry {
+    Frame frame;  ///< empty while spilled
+    std::uint64_t nbytes = 0;
+    bool in_memory = true;
+    /// A copy on disk, kept when the value is read back (it has not changed), so that
+    /// spilling it again writes nothing; empty: none.
+    std::filesystem::path file;
+    std::list<std::string>::iterator lru;  ///< in lru_ while in memory
+  };
+
+  bool spill_locked(Entry& e, const std::string& key) const;
+  bool unspill_locked(Entry& e, const std::string& key) const;
+  std::optional<Frame> read_spilled_locked(const Entry& e, const std::string& key) const;
+  void spill_to_target_locked() const;
+  void drop_locked(std::unordered_map<std::string, Entry>::iterator it) const;
+  void touch_locked(Entry& e) const;
+
+  SpillOptions spill_;
+  // Reading may unspill: the containers change under a const get().
   mutable std::mutex mu_;
-  std::unordered_map<std::string, Frame> data_;
-  std::uint64_t nbytes_ = 0;
+  mutable std::unordered_map<std::string, Entry> data_;
+  mutable std::list<std::string> lru_;  ///< in-memory keys, least recently used first
+  mutable DataStoreCounts counts_;
+  mutable std::uint64_t nbytes_ = 0;
+  mutable std::uint64_t next_file_ = 0;
+  mutable bool failing_ = false;  ///< the last write failed: log the next failure quietly
 };
 
 }  // namespace taskwire::worker

@@ -4,6 +4,7 @@
 #include <taskwire/runtime/batch.hpp>
 #include <taskwire/runtime/scheduler_file.hpp>
 #include <taskwire/worker/crash_record.hpp>
+#include <taskwire/worker/memory_limits.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -162,14 +163,19 @@ void Nanny::on_stop_signal(int signo) {
 }
 
 int Nanny::on_child_ended(int status) {
-  if (WIFEXITED(status)) {
+  // A worker past its memory's terminate threshold leaves with kExitMemoryLimit for a
+  // restart, as if it had been killed (Dask's nanny kills it itself).
+  const bool memory_exit = WIFEXITED(status) && WEXITSTATUS(status) == kExitMemoryLimit;
+  if (WIFEXITED(status) && !memory_exit) {
     const int code = WEXITSTATUS(status);
     if (code != 0) spdlog::warn("nanny: the worker exited with status {}", code);
     return stop_signal_ && code == 0 ? 0 : code;
   }
-  const int signo = WTERMSIG(status);
   if (stop_signal_) return 128 + stop_signal_;
-  protocol::WorkerDied died{record_.address(), record_.name(), crash::describe_signal(signo), {}};
+  protocol::WorkerDied died{record_.address(), record_.name(),
+                            memory_exit ? std::string("memory use past its terminate threshold")
+                                        : crash::describe_signal(WTERMSIG(status)),
+                            {}};
   std::string running;
   for (const auto& r : record_.running()) {
     running += fmt::format("{}'{}' ({})", running.empty() ? "" : ", ", r.key, r.function);

@@ -93,13 +93,50 @@ void write_transfers(http::PrometheusText& p, const WorkerFacts& f) {
     p.sample("taskwire_worker_transfer_bytes_total", static_cast<double>(t.bytes), {{"transport", scheme}});
 }
 
+void write_memory(http::PrometheusText& p, const WorkerFacts& f) {
+  auto gauge = [&p](const char* name, const char* help, double value) {
+    p.single(name, "gauge", help, value);
+  };
+  auto counter = [&p](const char* name, const char* help, double value) {
+    p.single(name, "counter", help, value);
+  };
+  const auto& s = f.store;
+  gauge("taskwire_worker_managed_memory_bytes",
+        "Bytes of results and dependencies held in memory (spilled ones not counted).",
+        static_cast<double>(s.memory_bytes));
+  gauge("taskwire_worker_spilled_bytes", "Bytes of results spilled to disk now.",
+        static_cast<double>(s.spilled_bytes));
+  gauge("taskwire_worker_spilled_keys", "Results spilled to disk now.",
+        static_cast<double>(s.spilled_keys));
+  counter("taskwire_worker_spills_total", "Results written to disk.",
+          static_cast<double>(s.spills_total));
+  counter("taskwire_worker_spilled_bytes_total", "Bytes written to disk.",
+          static_cast<double>(s.spilled_bytes_total));
+  counter("taskwire_worker_unspills_total", "Spilled results read back into memory.",
+          static_cast<double>(s.unspills_total));
+  counter("taskwire_worker_spill_failures_total",
+          "Writes to the spill directory that failed (the result stayed in memory).",
+          static_cast<double>(s.spill_failures_total));
+  gauge("taskwire_worker_memory_limit_bytes", "The worker's memory limit; 0: none.",
+        static_cast<double>(f.memory_limit));
+  gauge("taskwire_worker_process_memory_bytes", "The worker process's resident set size.",
+        static_cast<double>(f.process_bytes));
+  gauge("taskwire_worker_process_memory_peak_bytes",
+        "The worker process's peak resident set size (VmHWM).",
+        static_cast<double>(f.process_peak_bytes));
+  gauge("taskwire_worker_paused", "1 while the worker's memory is past its pause threshold.",
+        f.paused ? 1.0 : 0.0);
+}
+
 std::string render_metrics(const WorkerFacts& f) {
   http::PrometheusText p;
   write_tasks(p, f);
   write_transfers(p, f);
   p.single("taskwire_worker_threads", "gauge", "Threads running tasks.", f.nthreads);
-  p.single("taskwire_worker_memory_bytes", "gauge", "Bytes of results and dependencies held.",
+  p.single("taskwire_worker_memory_bytes", "gauge",
+           "Bytes of results and dependencies held, in memory or spilled to disk.",
            static_cast<double>(f.memory_bytes));
+  write_memory(p, f);
   p.single("taskwire_worker_keys", "gauge", "Results and dependencies held.", static_cast<double>(f.keys));
   p.single("taskwire_worker_event_loop_lag_seconds", "gauge",
            "How late the last probe timer fired on the worker's strand.", f.loop_lag);
@@ -115,7 +152,11 @@ nlohmann::json to_json(const WorkerFacts& f) {
   const std::size_t queued = f.ready;
   nlohmann::json self = {{"address", f.address}, {"name", f.name},          {"nthreads", f.nthreads},
                          {"memory_bytes", f.memory_bytes}, {"running", f.executing},
-                         {"queued", queued},       {"keys", f.keys}};
+                         {"queued", queued},       {"keys", f.keys},
+                         {"managed_bytes", f.store.memory_bytes},
+                         {"spilled_bytes", f.store.spilled_bytes},
+                         {"memory_limit", f.memory_limit}, {"rss", f.process_bytes},
+                         {"paused", f.paused}};
   nlohmann::json functions = nlohmann::json::array(), transfers = nlohmann::json::object();
   std::uint64_t completed = 0, erred = 0;
   for (const auto& [name, m] : f.functions) {

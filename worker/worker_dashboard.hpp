@@ -5,6 +5,7 @@
 #include <taskwire/http/dashboard_page.hpp>
 #include <taskwire/http/task_stream.hpp>
 #include <taskwire/runtime/histogram.hpp>
+#include <taskwire/worker/data_store.hpp>
 #include <taskwire/worker/worker_events.hpp>
 
 #include <chrono>
@@ -66,6 +67,9 @@ struct WorkerFacts {
   double uptime = 0, loop_lag = 0, loop_lag_max = 0;
   std::size_t tasks = 0, executing = 0, ready = 0, fetching = 0, keys = 0;
   std::uint64_t memory_bytes = 0;
+  DataStoreCounts store;  ///< memory, spilled, spills
+  std::uint64_t memory_limit = 0, process_bytes = 0, process_peak_bytes = 0;
+  bool paused = false;
   std::map<std::string, WorkerFunctionMetrics, std::less<>> functions;
   std::map<std::string, TransferCounts, std::less<>> transfers;
   std::vector<http::TaskStreamEntry> stream;  ///< json requests only

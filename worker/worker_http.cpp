@@ -2,6 +2,8 @@
 // facts one request copies there (worker_dashboard.hpp renders them).
 #include <taskwire/worker/worker_server_impl.hpp>
 
+#include <taskwire/runtime/process_info.hpp>
+
 #include <taskwire/http/daemon_answers.hpp>
 
 #include <spdlog/spdlog.h>
@@ -62,9 +64,14 @@ WorkerFacts Worker::Impl::collect_facts(const http::RoutedRequest& request) cons
     f.executing = state_->executing_count();
     f.ready = state_->ready_count();
     f.fetching = state_->fetch_count();
+    f.paused = state_->paused();
   }
+  f.store = data_->counts();
   f.memory_bytes = data_->nbytes();
-  f.keys = data_->size();
+  f.keys = f.store.keys;
+  f.memory_limit = options_.memory.limit;
+  f.process_bytes = runtime::resident_set_bytes();
+  f.process_peak_bytes = runtime::peak_resident_set_bytes();
   if (recorder_) collect_recorded(*recorder_, request, f);
   if (lag_) f.loop_lag = lag_->last_seconds(), f.loop_lag_max = lag_->max_seconds();
   return f;

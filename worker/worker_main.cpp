@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -36,6 +37,20 @@ using namespace taskwire::worker;
 namespace {
 
 constexpr const char* kProgram = "taskwire-worker";
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? value : fallback;
+}
+
+// A malformed value is reported by check() (as --memory-* would be): NaN fails its range test.
+double env_fraction(const char* name, double fallback) {
+  const char* value = std::getenv(name);
+  if (!value || !*value) return fallback;
+  char* end = nullptr;
+  const double parsed = std::strtod(value, &end);
+  return end && *end == '\0' ? parsed : std::numeric_limits<double>::quiet_NaN();
+}
 
 struct MainOptions {
   std::string scheduler, scheduler_file, name, listen, host, interface;
@@ -50,6 +65,13 @@ struct MainOptions {
   int restart_limit = 10;
   std::string dashboard_address = worker::WorkerOptions{}.dashboard_address;
   bool no_dashboard = false;
+  // Defaults from TASKWIRE_MEMORY_* and TASKWIRE_LOCAL_DIRECTORY, else Dask's.
+  std::string memory_limit = env_or("TASKWIRE_MEMORY_LIMIT", "auto");
+  std::string local_directory = env_or("TASKWIRE_LOCAL_DIRECTORY", "");
+  double memory_target = env_fraction("TASKWIRE_MEMORY_TARGET", MemoryOptions{}.target);
+  double memory_spill = env_fraction("TASKWIRE_MEMORY_SPILL", MemoryOptions{}.spill);
+  double memory_pause = env_fraction("TASKWIRE_MEMORY_PAUSE", MemoryOptions{}.pause);
+  double memory_terminate = env_fraction("TASKWIRE_MEMORY_TERMINATE", MemoryOptions{}.terminate);
 };
 
 po::options_description describe(MainOptions& o) {
@@ -96,11 +118,43 @@ po::options_description describe(MainOptions& o) {
       "dashboard-address", po::value(&o.dashboard_address)->default_value(o.dashboard_address),
       "where this worker's dashboard, /metrics and /json are served: :PORT (127.0.0.1 only), "
       "HOST:PORT, 0.0.0.0:PORT (every interface); port 0: a free one, printed in the log")(
-      "no-dashboard", po::bool_switch(&o.no_dashboard), "serve no dashboard (no HTTP at all)");
+      "no-dashboard", po::bool_switch(&o.no_dashboard), "serve no dashboard (no HTTP at all)")(
+      "memory-limit", po::value(&o.memory_limit)->default_value(o.memory_limit),
+      "memory this worker's process may use: bytes (4e9, 4GB, 4GiB), a fraction of the "
+      "machine's memory (0.5), auto (the machine's memory, or its cgroup's limit, times "
+      "nthreads / cores), or none (also 0). Results past the target fraction of it spill to "
+      "--local-directory (env TASKWIRE_MEMORY_LIMIT)")(
+      "local-directory", po::value(&o.local_directory),
+      "where spilled results go: a fresh directory inside it, removed at exit (default: "
+      "$TMPDIR or /tmp; env TASKWIRE_LOCAL_DIRECTORY)")(
+      "memory-target-fraction", po::value(&o.memory_target)->default_value(o.memory_target),
+      "results held in memory past this fraction of --memory-limit spill, least recently used "
+      "first; 0: off (env TASKWIRE_MEMORY_TARGET)")(
+      "memory-spill-fraction", po::value(&o.memory_spill)->default_value(o.memory_spill),
+      "process memory (RSS) past this fraction spills results until below the target; 0: off "
+      "(env TASKWIRE_MEMORY_SPILL)")(
+      "memory-pause-fraction", po::value(&o.memory_pause)->default_value(o.memory_pause),
+      "process memory past this fraction pauses the worker: no new task, no fetch, until it "
+      "falls; 0: off (env TASKWIRE_MEMORY_PAUSE)")(
+      "memory-terminate-fraction",
+      po::value(&o.memory_terminate)->default_value(o.memory_terminate),
+      "process memory past this fraction restarts the worker (its nanny does; with "
+      "--no-nanny it exits 1); 0: off (env TASKWIRE_MEMORY_TERMINATE)");
   runtime::add_daemon_common_options(
       desc, o.common,
       "also log to this file ({rank} and {pid} are replaced); the nanny and its worker share it");
   return desc;
+}
+
+worker::MemoryOptions memory_options(const MainOptions& o) {
+  worker::MemoryOptions m;
+  m.limit = worker::parse_memory_limit(o.memory_limit, o.nthreads, "--memory-limit");
+  m.target = o.memory_target;
+  m.spill = o.memory_spill;
+  m.pause = o.memory_pause;
+  m.terminate = o.memory_terminate;
+  m.local_directory = o.local_directory;
+  return m;
 }
 
 void check(const MainOptions& o) {
@@ -116,6 +170,12 @@ void check(const MainOptions& o) {
   runtime::parse_timeout(o.connect_timeout, "--connect-timeout");
   if (o.fetch_timeout_ms < 0) throw po::error("--fetch-timeout-ms must not be negative");
   if (o.restart_limit < 0) throw po::error("--restart-limit must not be negative");
+  try {
+    worker::parse_memory_limit(o.memory_limit, o.nthreads, "--memory-limit");
+    worker::check_memory_fractions(memory_options(o));
+  } catch (const std::invalid_argument& e) {
+    throw po::error(e.what());
+  }
   try {
     http::parse_listen_address(o.dashboard_address);
   } catch (const std::invalid_argument& e) {
@@ -174,6 +234,7 @@ worker::WorkerOptions worker_options(const MainOptions& o, const std::string& sc
   options.fetch_timeout = std::chrono::milliseconds(o.fetch_timeout_ms);
   options.dashboard = !o.no_dashboard;
   options.dashboard_address = o.dashboard_address;
+  options.memory = memory_options(o);
   return options;
 }
 

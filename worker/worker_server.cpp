@@ -111,9 +111,11 @@ const DataStore& Worker::data() const { return impl_->data(); }
 Worker::Impl::Impl(runtime::Context& context, comm::Registry& registry, WorkerOptions options)
     : context_(context), registry_(registry), options_(std::move(options)),
       handshake_(comm::HandshakeOptions::from(context.config())),
-      strand_(asio::make_strand(context.executor())), data_(std::make_shared<DataStore>()),
+      spill_directory_(make_spill_directory(options_.memory)),
+      strand_(asio::make_strand(context.executor())),
+      data_(std::make_shared<DataStore>(spill_options(options_.memory, spill_directory_))),
       executor_(options_.nthreads ? options_.nthreads : 1), heartbeat_(strand_),
-      goodbye_timer_(strand_) {
+      goodbye_timer_(strand_), memory_timer_(strand_) {
   if (options_.nthreads == 0) options_.nthreads = 1;
   handshake_.role = "worker";
   if (!options_.name.empty()) handshake_.name = options_.name;
@@ -166,11 +168,20 @@ void Worker::Impl::start() {
   so.name = name_;
   so.nthreads = options_.nthreads;
   so.max_gather_peers = options_.max_gather_peers;
+  // A reply holds every key asked at once, in memory on both sides, and the sizes of the keys
+  // to fetch are not known here: under a memory limit, one key per request keeps a transfer
+  // to one result's size (docs/scheduling.md, "Memory").
+  if (options_.memory.limit > 0) so.max_keys_per_gather = 1;
   state_ = std::make_unique<WorkerState>(std::move(so), data_);
   executor_.start();
   start_dashboard();
   spdlog::info("worker {}: listening at {}, {} thread{}, scheduler {}", name_, address_,
                options_.nthreads, options_.nthreads == 1 ? "" : "s", options_.scheduler_address);
+  if (const auto& m = options_.memory; m.limit > 0)
+    spdlog::info("worker {}: memory limit {} (spill past {:.0f}%/{:.0f}%, pause {:.0f}%, "
+                 "terminate {:.0f}%), spilling to {}",
+                 name_, format_bytes(m.limit), m.target * 100, m.spill * 100, m.pause * 100,
+                 m.terminate * 100, spill_directory_.string());
   asio::post(strand_, [self = shared_from_this()] { self->on_started(); });
 }
 
@@ -184,6 +195,7 @@ void Worker::Impl::on_started() {
   crash::set_identity(name_, address_);
   read_scheduler();
   schedule_heartbeat();
+  start_memory_monitor();
 }
 
 std::unique_ptr<comm::Listener> Worker::Impl::listen_at_address(const std::string& address) {
@@ -272,6 +284,7 @@ void Worker::Impl::begin_close(std::string reason, bool clean) {
   if (clean) spdlog::info("worker {}: closing: {}", name_, reason);
   else spdlog::error("worker {}: closing: {}", name_, reason);
   heartbeat_.cancel();
+  memory_timer_.cancel();
   stop_dashboard();
   if (listener_) listener_->stop();
   for (auto& extra : extra_listeners_) extra->stop();

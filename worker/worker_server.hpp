@@ -13,6 +13,7 @@
 #include <taskwire/comm/core/registry.hpp>
 #include <taskwire/runtime/context.hpp>
 #include <taskwire/worker/data_store.hpp>
+#include <taskwire/worker/memory_limits.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -86,6 +87,11 @@ struct WorkerOptions {
   /// Where: HOST:PORT, ":PORT" (127.0.0.1), port 0 for a free port (the default; the log
   /// says "dashboard at http://...").
   std::string dashboard_address = ":0";
+  /// The memory limit, its thresholds and where results spill (see memory_limits.hpp).
+  /// Default: no limit (taskwire-worker's default is --memory-limit auto). With a limit the
+  /// worker makes its spill directory in the constructor (std::runtime_error if it cannot)
+  /// and removes it when destroyed.
+  MemoryOptions memory;
 };
 
 /// How the worker ended.

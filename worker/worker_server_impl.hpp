@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
@@ -60,9 +61,16 @@ inline constexpr int kInlineStrikes = 3;
 inline constexpr int kInlineStrikeWeight = 10;
 inline constexpr int kInlineStrikeFade = 1000;
 
+/// A fresh directory for this worker's spilled results inside options.local_directory (or
+/// the temporary directory); none (empty) without a memory limit. Throws std::runtime_error
+/// naming the directory when it cannot be made.
+std::filesystem::path make_spill_directory(const MemoryOptions& options);
+SpillOptions spill_options(const MemoryOptions& options, const std::filesystem::path& directory);
+
 class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
  public:
   Impl(runtime::Context& context, comm::Registry& registry, WorkerOptions options);
+  ~Impl();  ///< removes the spill directory
 
   void start();
   void request_stop();
@@ -96,6 +104,13 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   void send_heartbeat();
   void begin_close(std::string reason, bool clean);
   void finish_close(std::string reason, bool clean);
+
+  // worker_memory.cpp
+  void start_memory_monitor();
+  void check_memory();
+  std::uint64_t spill_for_process_memory(std::uint64_t rss);
+  void update_pause(std::uint64_t rss);
+  void terminate_for_memory(std::uint64_t rss);
 
   // worker_http.cpp
   void start_dashboard();
@@ -132,6 +147,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   comm::Registry& registry_;
   WorkerOptions options_;
   comm::HandshakeOptions handshake_;
+  std::filesystem::path spill_directory_;  ///< made for this worker; empty: no spilling
   asio::strand<asio::any_io_executor> strand_;
   std::shared_ptr<DataStore> data_;
   Executor executor_;
@@ -149,6 +165,8 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   bool handling_ = false;  // inside handle(), which flushes the outbox at its end
   asio::steady_timer heartbeat_;
   asio::steady_timer goodbye_timer_;  // bounds the wait for worker_closing to be sent
+  asio::steady_timer memory_timer_;   // MemoryOptions::monitor_interval
+  bool spill_warned_ = false;  // process memory past `spill` with nothing left to spill
   std::map<std::string, std::shared_ptr<PeerLink>> peers_;
   std::uint64_t next_request_id_ = 0;
   struct FunctionTiming {

@@ -285,7 +285,7 @@ void WorkerState::dequeue(TaskState& ts) {
 // Plans transfers for queued dependencies, most urgent first: one GatherDep per peer not
 // already busy, several keys per peer (batched), at most max_gather_peers peers at once.
 void WorkerState::ensure_communicating() {
-  if (fetch_queue_.empty() || in_flight_.size() >= options_.max_gather_peers) return;
+  if (paused_ || fetch_queue_.empty() || in_flight_.size() >= options_.max_gather_peers) return;
   std::map<std::string, std::vector<Key>> plan;
   std::vector<QueueEntry> planned;
   for (const auto& entry : fetch_queue_) {
@@ -321,7 +321,7 @@ void WorkerState::ensure_communicating() {
 }
 
 void WorkerState::ensure_computing() {
-  while (executing_count_ < options_.nthreads && !ready_.empty()) {
+  while (!paused_ && executing_count_ < options_.nthreads && !ready_.empty()) {
     const Key key = std::get<2>(*ready_.begin());
     ready_.erase(ready_.begin());
     TaskState& ts = tasks_.at(key);

@@ -100,6 +100,12 @@ class WorkerState {
   Instructions handle(std::vector<Event> events);
   Instructions handle(Event event);
 
+  /// Paused (the worker's memory is past its pause threshold): no task starts and no fetch
+  /// begins until unpaused; running ones finish. Unpausing starts nothing by itself: the
+  /// next handle() does (an empty event list will do).
+  void set_paused(bool paused) noexcept { paused_ = paused; }
+  bool paused() const noexcept { return paused_; }
+
   // Queries, for the server and tests.
   std::optional<TaskStatus> status(const Key& key) const;
   const TaskState* task(const Key& key) const;
@@ -164,6 +170,7 @@ class WorkerState {
   std::size_t executing_count_ = 0;  ///< executing + cancelled: threads in use
   std::size_t cancelled_count_ = 0;  ///< of those, cancelled
   std::uint64_t next_seq_ = 0;
+  bool paused_ = false;
   std::uint64_t stimulus_counter_ = 0;
   // The call in progress.
   Instructions out_;

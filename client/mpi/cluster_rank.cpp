@@ -159,6 +159,7 @@ void ClusterRank::start() {
     o.scheduler_address = scheduler_address_;
     o.name = fmt::format("rank-{}", env_.rank());
     o.nthreads = options_.nthreads;
+    o.memory = options_.memory;
     o.listen_address = listen_address();
     o.extra_listen_addresses = worker_doors(options_);
     o.connect_timeout = options_.connect_timeout;

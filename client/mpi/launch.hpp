@@ -17,6 +17,7 @@
 // mpi:// (default), tcp:// or tls:// under the same launch, so the two compare on the same work.
 // Failures: a rank that dies ends the whole job with a non-zero exit and a message naming the
 // rank (MpiEnvironment); a task that throws is a TaskError at its future, not fatal.
+#include <taskwire/worker/memory_limits.hpp>
 #include <taskwire/client/client.hpp>
 #include <taskwire/runtime/mpi_environment.hpp>
 
@@ -74,6 +75,10 @@ struct LaunchOptions {
   /// not unwound). A job without a program (Layout::client_rank -1) returns 0 from
   /// run_cluster instead. False: the signals' dispositions are left alone.
   bool handle_signals = true;
+  /// Each worker rank's memory limit and thresholds (worker::MemoryOptions; see
+  /// docs/scheduling.md, "Memory"). Default: no limit. A worker rank past `terminate` closes
+  /// (ranks have no nanny).
+  worker::MemoryOptions memory;
 };
 
 /// Which rank does what. `client_rank` may equal `scheduler_rank` (pool mode: the scheduler

@@ -1,7 +1,14 @@
 // The worker's data store: frames by key with byte accounting, safe from several threads.
 #include <taskwire/worker/data_store.hpp>
 
+#include "../cluster/log_capture.hpp"
+
 #include <catch2/catch.hpp>
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include <string>
 #include <thread>
@@ -55,4 +62,108 @@ TEST_CASE("data store: concurrent writers and readers keep a consistent count",
   for (auto& th : threads) th.join();
   CHECK(s.size() == 4 * 250);
   CHECK(s.nbytes() == 4 * 250 * 4);
+}
+
+namespace {
+
+// A fresh directory under the temporary directory, removed with everything in it at the end.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "taskwire-spill-XXXXXX").string();
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+    path = pattern;
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::size_t files() const {
+    return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(path),
+                                                  std::filesystem::directory_iterator()));
+  }
+};
+
+runtime::Frame bytes(char c, std::size_t n) { return runtime::Frame(std::string(n, c)); }
+
+}  // namespace
+
+TEST_CASE("data store: past its target it spills the least recently used values",
+          "[worker][data][spill]") {
+  TempDir dir;
+  DataStore s({dir.path, 10});
+  s.put("a", bytes('a', 4));
+  s.put("b", bytes('b', 4));
+  CHECK(s.get("a"));  // now b is the least recently used
+  s.put("c", bytes('c', 4));
+  CHECK(s.spilled("b"));
+  CHECK_FALSE(s.spilled("a"));
+  CHECK_FALSE(s.spilled("c"));
+  CHECK(dir.files() == 1);
+  const auto n = s.counts();
+  CHECK(n.keys == 3);
+  CHECK(n.memory_bytes == 8);
+  CHECK(n.spilled_keys == 1);
+  CHECK(n.spilled_bytes == 4);
+  CHECK(s.nbytes() == 12);  // held, wherever it is
+  CHECK(s.contains("b"));
+  s.put("d", bytes('d', 4));  // a is now the oldest in memory
+  CHECK(s.spilled("a"));
+  CHECK_FALSE(s.spilled("c"));
+}
+
+TEST_CASE("data store: a spilled value comes back intact when read, and its file goes with it",
+          "[worker][data][spill]") {
+  TempDir dir;
+  std::string big(1000, 'x');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7);
+  {
+    DataStore s({dir.path, 0});
+    s.put("v", runtime::Frame(big));
+    s.put("w", bytes('w', 10));
+    CHECK(s.spill_to(10) == 1000);  // v is older: it goes
+    REQUIRE(s.spilled("v"));
+    CHECK(s.counts().memory_bytes == 10);
+    auto many = s.get_many({"v", "w", "nope"});
+    REQUIRE(many.found.size() == 2);
+    CHECK(many.found[0].second.view() == big);
+    CHECK(many.missing == std::vector<std::string>{"nope"});
+    CHECK(s.spilled("v"));  // a peer's read leaves it on disk
+    CHECK(s.counts().unspills_total == 0);
+    CHECK(s.get("v")->view() == big);  // a local read brings it back
+    CHECK_FALSE(s.spilled("v"));
+    CHECK(s.counts().unspills_total == 1);
+    CHECK(s.spill_oldest() == 10);  // w is the least recently used now
+    CHECK(s.spill_oldest() == 1000);
+    CHECK(s.counts().spills_total == 2);  // v's file was kept: spilling it again wrote nothing
+    CHECK(s.get("v")->view() == big);
+    CHECK(s.spill_to(0) == 1000);
+    CHECK(s.erase("v"));
+    CHECK(dir.files() == 1);  // w's
+    CHECK(s.counts().spilled_bytes == 10);
+    s.put("w", bytes('W', 3));  // replacing a spilled value drops its file
+    CHECK(dir.files() == 0);
+    CHECK(s.get("w")->view() == "WWW");
+    s.spill_to(0);
+  }
+  CHECK(dir.files() == 0);  // the store removes its files
+}
+
+TEST_CASE("data store: a spill directory it cannot write to keeps the data in memory and says "
+          "where", "[worker][data][spill]") {
+  TempDir dir;
+  const auto not_a_directory = dir.path / "file";
+  std::ofstream(not_a_directory) << "x";
+  test::LogCapture log(spdlog::level::info);
+  DataStore s({not_a_directory, 4});
+  s.put("a", bytes('a', 8));
+  s.put("b", bytes('b', 8));
+  CHECK_FALSE(s.spilled("a"));
+  CHECK_FALSE(s.spilled("b"));
+  CHECK(s.get("a")->view() == std::string(8, 'a'));
+  CHECK(s.get("b")->view() == std::string(8, 'b'));
+  const auto n = s.counts();
+  CHECK(n.memory_bytes == 16);
+  CHECK(n.spill_failures_total >= 2);
+  const auto text = log.text();
+  CHECK(text.find(not_a_directory.string()) != std::string::npos);
+  CHECK(text.find("keeping 'a'") != std::string::npos);
+  CHECK(s.spill_oldest() == 0);
 }

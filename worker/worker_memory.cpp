@@ -1,0 +1,147 @@
+// The worker's memory management (memory_limits.hpp): a timer on the strand compares the
+// process's resident set size with the limit's thresholds, spills results past `spill`,
+// pauses past `pause` and ends the worker past `terminate`. Spilling past `target` happens
+// in the DataStore itself, as results arrive.
+#include <taskwire/worker/worker_server_impl.hpp>
+
+#include <taskwire/runtime/process_info.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <stdlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <system_error>
+
+namespace taskwire::worker {
+
+std::filesystem::path make_spill_directory(const MemoryOptions& options) {
+  if (options.limit == 0) return {};
+  std::filesystem::path parent = options.local_directory;
+  std::error_code ec;
+  if (parent.empty()) parent = std::filesystem::temp_directory_path(ec);
+  if (ec || parent.empty()) parent = "/tmp";
+  std::filesystem::create_directories(parent, ec);  // an error shows in mkdtemp's below
+  std::string pattern = (parent / "taskwire-worker-XXXXXX").string();
+  if (!::mkdtemp(pattern.data()))
+    throw std::runtime_error(fmt::format(
+        "worker: cannot make a directory for spilled results in {} (--local-directory): {}",
+        parent.string(), std::strerror(errno)));
+  return pattern;
+}
+
+SpillOptions spill_options(const MemoryOptions& options, const std::filesystem::path& directory) {
+  SpillOptions spill;
+  spill.directory = directory;
+  spill.target_bytes =
+      static_cast<std::uint64_t>(options.target * static_cast<double>(options.limit));
+  return spill;
+}
+
+Worker::Impl::~Impl() {
+  if (spill_directory_.empty()) return;
+  state_.reset();
+  data_.reset();  // its destructor removes the files (unless someone still holds the store)
+  std::error_code ec;
+  std::filesystem::remove_all(spill_directory_, ec);
+  if (ec)
+    spdlog::warn("worker: cannot remove its spill directory {}: {}", spill_directory_.string(),
+                 ec.message());
+}
+
+void Worker::Impl::start_memory_monitor() {
+  const auto& m = options_.memory;
+  if (m.limit == 0 || closing_) return;
+  if (m.monitor_interval.count() <= 0) return;
+  memory_timer_.expires_after(m.monitor_interval);
+  memory_timer_.async_wait([self = shared_from_this()](error_code ec) {
+    if (ec || self->closing_) return;
+    self->check_memory();
+    self->start_memory_monitor();
+  });
+}
+
+void Worker::Impl::check_memory() {
+  const auto& m = options_.memory;
+  const double limit = static_cast<double>(m.limit);
+  std::uint64_t rss = runtime::resident_set_bytes();
+  if (rss == 0) return;  // not measurable here
+  if (m.terminate > 0 && static_cast<double>(rss) > m.terminate * limit)
+    return terminate_for_memory(rss);
+  if (m.spill > 0 && static_cast<double>(rss) > m.spill * limit)
+    rss = spill_for_process_memory(rss);
+  update_pause(rss);
+}
+
+// As Dask's worker memory monitor: spill the least recently used results until as many bytes
+// as the process is above `target` (or `spill` if target is off) have gone, then hand the
+// freed memory back to the system and measure again.
+std::uint64_t Worker::Impl::spill_for_process_memory(std::uint64_t rss) {
+  const auto& m = options_.memory;
+  const double goal = (m.target > 0 ? m.target : m.spill) * static_cast<double>(m.limit);
+  const auto need = static_cast<std::uint64_t>(static_cast<double>(rss) - goal);
+  std::uint64_t spilled = 0;
+  std::size_t count = 0;
+  while (spilled < need) {
+    const auto n = data_->spill_oldest();
+    if (n == 0) break;
+    spilled += n;
+    ++count;
+  }
+  runtime::release_free_memory();
+  const std::uint64_t now = runtime::resident_set_bytes();
+  if (count > 0) {
+    spill_warned_ = false;
+    spdlog::debug("worker {}: process memory {} past {:.0f}% of its limit {}: spilled {} "
+                  "result(s), {}, to {}; now {}",
+                  name_, format_bytes(rss), m.spill * 100, format_bytes(m.limit), count,
+                  format_bytes(spilled), spill_directory_.string(), format_bytes(now));
+  } else if (!spill_warned_ && static_cast<double>(now) > m.spill * static_cast<double>(m.limit)) {
+    spill_warned_ = true;  // once per episode: the monitor runs ten times a second
+    spdlog::warn("worker {}: process memory {} is past {:.0f}% of its limit {} with no result "
+                 "left in memory to spill ({} held on disk): tasks or the process itself "
+                 "hold it",
+                 name_, format_bytes(now), m.spill * 100, format_bytes(m.limit),
+                 format_bytes(data_->counts().spilled_bytes));
+  }
+  return now ? now : rss;
+}
+
+void Worker::Impl::update_pause(std::uint64_t rss) {
+  const auto& m = options_.memory;
+  if (m.pause <= 0) return;
+  const bool over = static_cast<double>(rss) > m.pause * static_cast<double>(m.limit);
+  if (over == state_->paused()) return;
+  state_->set_paused(over);
+  if (over) {
+    spdlog::warn("worker {}: paused: process memory {} is past {:.0f}% of its limit {}; it "
+                 "starts no task and fetches nothing until that falls",
+                 name_, format_bytes(rss), m.pause * 100, format_bytes(m.limit));
+    return;
+  }
+  spdlog::info("worker {}: resumed: process memory {} is below {:.0f}% of its limit {}", name_,
+               format_bytes(rss), m.pause * 100, format_bytes(m.limit));
+  handle({});  // start what waited
+}
+
+void Worker::Impl::terminate_for_memory(std::uint64_t rss) {
+  const auto& m = options_.memory;
+  const auto reason = fmt::format(
+      "process memory {} is past {:.0f}% of its memory limit {} (--memory-limit; results "
+      "held in memory: {})",
+      format_bytes(rss), m.terminate * 100, format_bytes(m.limit),
+      format_bytes(data_->counts().memory_bytes));
+  if (!options_.nanny) return begin_close(reason + "; closing the worker", false);
+  // Under the nanny: leave at once with the status that asks it for a restart (a close
+  // would first wait for running tasks, which may be what holds the memory).
+  spdlog::error("worker {}: {}; exiting for the nanny to restart it", name_, reason);
+  spdlog::default_logger()->flush();
+  std::fflush(nullptr);
+  std::_Exit(kExitMemoryLimit);
+}
+
+}  // namespace taskwire::worker
