@@ -31,6 +31,6 @@ set(TASKWIRE_PUBLIC_INCLUDED_HEADERS
   scheduler/dashboard_options.hpp scheduler/events.hpp scheduler/instructions.hpp scheduler/ptr_set.hpp  # scheduler_server.hpp
   scheduler/records.hpp scheduler/scheduler_server_inspect.hpp scheduler/scheduler_state.hpp
   scheduler/task_spec.hpp scheduler/task_status.hpp
-  worker/data_store.hpp)                            # worker_server.hpp
+  worker/data_store.hpp worker/memory_limits.hpp)   # worker_server.hpp, launch.hpp
 
 set(TASKWIRE_PUBLIC_HEADERS ${TASKWIRE_PUBLIC_ENTRY_HEADERS} ${TASKWIRE_PUBLIC_INCLUDED_HEADERS})
