@@ -83,10 +83,22 @@ bool PendingHandshakes::finish(const Ticket& ticket) {
   return ticket->evicted;
 }
 
+// The listener is closing: no comm still in its handshake can be accepted any more. Each is
+// aborted rather than left to its handshake timeout, which may never fire once the runtime
+// stops, and a comm whose read handler holds its own handshake would then never be freed.
 void PendingHandshakes::stop() {
-  std::lock_guard lock(mu_);
-  stopped_ = true;
-  summary_timer_.cancel();
+  std::vector<CommPtr> in_handshake;
+  {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    summary_timer_.cancel();
+    for (auto& [seq, entry] : pending_) {
+      entry->evicted = true;  // its failure is no news (finish() says so)
+      if (auto c = entry->comm.lock()) in_handshake.push_back(std::move(c));
+    }
+    pending_.clear();
+  }
+  for (auto& c : in_handshake) c->abort();
 }
 
 void PendingHandshakes::note_eviction(const std::string& host) {

@@ -32,7 +32,8 @@ class PendingHandshakes : public std::enable_shared_from_this<PendingHandshakes>
   /// The comm's peer has authenticated or its handshake is over: it no longer counts
   /// (idempotent). True if it had been evicted before (its failure is then no news).
   bool finish(const Ticket& ticket);
-  /// Stops the summary timer; later admits still work.
+  /// Stops the summary timer and aborts the comms still in handshake (the listener closes);
+  /// later admits still work.
   void stop();
 
   /// The source host of a peer address ("tcp://10.0.0.5:4242" -> "10.0.0.5"); the whole

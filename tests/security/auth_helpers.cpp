@@ -33,17 +33,23 @@ comm::HandshakeOptions TestRuntime::handshake(const std::string& role,
 
 RecordingServer::RecordingServer(TestRuntime& rt, const std::string& address,
                                  comm::ListenOptions options) {
-  options.on_reject = [this](error_code ec, std::string detail, std::string peer) {
-    std::lock_guard lock(mu_);
-    rejected_.push_back({ec, std::move(detail), std::move(peer)});
-    cv_.notify_all();
+  // Weak: the record holds the accepted comms, whose handlers lead back to these.
+  options.on_reject = [weak = std::weak_ptr<Record>(record_)](error_code ec, std::string detail,
+                                                            std::string peer) {
+    const auto record = weak.lock();
+    if (!record) return;
+    std::lock_guard lock(record->mu);
+    record->rejected.push_back({ec, std::move(detail), std::move(peer)});
+    record->cv.notify_all();
   };
   listener_ = comm::listen(
       *rt.registry, address,
-      [this](comm::CommPtr c) {
-        std::lock_guard lock(mu_);
-        accepted_.push_back(std::move(c));
-        cv_.notify_all();
+      [weak = std::weak_ptr<Record>(record_)](comm::CommPtr c) {
+        const auto record = weak.lock();
+        if (!record) return;
+        std::lock_guard lock(record->mu);
+        record->accepted.push_back(std::move(c));
+        record->cv.notify_all();
       },
       std::move(options));
 }
@@ -53,18 +59,18 @@ std::uint16_t RecordingServer::port() const {
 }
 
 bool RecordingServer::wait_rejected(std::size_t n, std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return rejected_.size() >= n; });
+  std::unique_lock lock(record_->mu);
+  return record_->cv.wait_for(lock, timeout, [&] { return record_->rejected.size() >= n; });
 }
 
 bool RecordingServer::wait_accepted(std::size_t n, std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return accepted_.size() >= n; });
+  std::unique_lock lock(record_->mu);
+  return record_->cv.wait_for(lock, timeout, [&] { return record_->accepted.size() >= n; });
 }
 
 std::vector<Rejected> RecordingServer::rejections() {
-  std::lock_guard lock(mu_);
-  return rejected_;
+  std::lock_guard lock(record_->mu);
+  return record_->rejected;
 }
 
 tcp::socket raw_connect(asio::io_context& io, std::uint16_t port, const std::string& source) {

@@ -39,10 +39,15 @@ class RecordingServer {
   std::vector<Rejected> rejections();
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<comm::CommPtr> accepted_;
-  std::vector<Rejected> rejected_;
+  // Reached by the listener's handlers through a weak pointer: a pending handshake may still
+  // report a rejection on the io thread while (or after) this server is destroyed.
+  struct Record {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<comm::CommPtr> accepted;
+    std::vector<Rejected> rejected;
+  };
+  std::shared_ptr<Record> record_ = std::make_shared<Record>();
   std::unique_ptr<comm::Listener> listener_;
 };
 

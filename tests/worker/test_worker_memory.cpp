@@ -79,6 +79,11 @@ namespace {
 // allocator's pages) is a large part of its limit (docs/scheduling.md, "Memory").
 constexpr std::uint64_t kWorkerLimit = std::uint64_t{128} << 20;
 constexpr int kWorkers = 2;
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kUnderAddressSanitizer = true;  // RSS then counts the sanitizer's memory too
+#else
+constexpr bool kUnderAddressSanitizer = false;
+#endif
 // Intermediate data twice the workers' limits together, held at once.
 constexpr std::size_t kBlobs = 2 * kWorkers * kWorkerLimit / ((test::kMemoryBlobWords + 1) * 8);
 
@@ -120,11 +125,22 @@ TEST_CASE("worker daemons: intermediate data twice their memory limits spills, c
   scheduler.start();
   const auto address = scheduler.addresses().at(0);
   std::vector<std::unique_ptr<Daemon>> workers;
-  for (int i = 0; i < kWorkers; ++i)
-    workers.push_back(std::make_unique<Daemon>(std::vector<std::string>{
+  for (int i = 0; i < kWorkers; ++i) {
+    std::vector<std::string> args{
         address, "--no-nanny", "--nthreads", "1", "--name", "m" + std::to_string(i),
         "--preload", TASKWIRE_MEMORY_PRELOAD_LIB, "--memory-limit", "128MiB",
-        "--local-directory", local_dir.string(), "--memory-target-fraction", "0.3", "--no-dashboard", "--log-level", "info"}));
+        "--local-directory", local_dir.string(), "--memory-target-fraction", "0.3",
+        "--no-dashboard", "--log-level", "info"};
+    if (kUnderAddressSanitizer) {
+      // Under AddressSanitizer an idle worker's RSS is already past 128 MiB (its shadow and
+      // allocator): only the thresholds on the process's memory are off; spilling past the
+      // target (the results' own bytes) is exercised all the same.
+      for (const char* f : {"--memory-spill-fraction", "--memory-pause-fraction",
+                            "--memory-terminate-fraction"})
+        args.insert(args.end(), {f, "0"});
+    }
+    workers.push_back(std::make_unique<Daemon>(std::move(args)));
+  }
   for (auto& w : workers) REQUIRE(w->wait_for_stderr("memory limit 128.0 MiB"));
   {
     Client client(registry, address);
@@ -144,7 +160,7 @@ TEST_CASE("worker daemons: intermediate data twice their memory limits spills, c
       const auto peak = status_field_bytes(w->pid(), "VmHWM");
       INFO(w->stderr_text());
       CHECK(peak > 0);
-      CHECK(peak < kWorkerLimit);
+      if (!kUnderAddressSanitizer) CHECK(peak < kWorkerLimit);
       std::printf("memory test: %zu blobs of %zu MiB, %zu spill files; worker pid %d peak RSS "
                   "%.1f MiB of a %.1f MiB limit\n",
                   kBlobs, (test::kMemoryBlobWords + 1) * 8 >> 20, spilled_files,
