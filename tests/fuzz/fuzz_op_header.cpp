@@ -20,7 +20,8 @@ using taskwire::runtime::wire::Reader;
 template <class T>
 constexpr bool has_one_encoding =
     !std::is_same_v<T, protocol::RegisterWorker> && !std::is_same_v<T, protocol::ComputeTask> &&
-    !std::is_same_v<T, protocol::SchedulerInfo>;
+    !std::is_same_v<T, protocol::SchedulerInfo> && !std::is_same_v<T, protocol::CancelKeys> &&
+    !std::is_same_v<T, protocol::StealResponse>;
 
 template <class T>
 void fuzz_body(const char* data, std::size_t n) {

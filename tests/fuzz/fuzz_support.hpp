@@ -34,7 +34,8 @@ namespace taskwire::fuzz {
   X(threads_busy, ThreadsBusy) X(worker_died, WorkerDied) X(compute_task, ComputeTask) \
   X(free_keys, Keys) X(close_worker, Empty) X(worker_refused, WorkerRefused)           \
   X(free_processing, Keys) X(get_data, GetData) X(data_reply, DataReply)              \
-  X(scheduler_info, SchedulerInfoRequest) X(scheduler_info_reply, SchedulerInfo)
+  X(scheduler_info, SchedulerInfoRequest) X(scheduler_info_reply, SchedulerInfo)          \
+  X(steal_request, StealRequest) X(steal_response, StealResponse)
 
 /// Calls `visit(std::type_identity<Body>{})` with the body type of `op`; false (and no
 /// call) for a code no reader accepts.
