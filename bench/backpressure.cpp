@@ -28,10 +28,6 @@ std::uint64_t vm_rss() {
   return 0;
 }
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 // The slow end: full speed for `calibrate` messages, which times the writer, then a pause of
 // `slowdown` times that per message after each read. State is confined to the comm's strand.
 struct SlowReader : std::enable_shared_from_this<SlowReader> {

@@ -45,7 +45,7 @@ WindowHeader decode(const char* p, std::size_t n) {
   return {boost::endian::little_to_native(v[0]), boost::endian::little_to_native(v[1])};
 }
 
-struct Row {
+struct BandwidthRow {
   std::string backend;
   std::size_t bytes = 0, window = 0, messages = 0;
   double seconds = 0;
@@ -59,8 +59,8 @@ std::size_t window_for(const BandwidthOptions& o, std::size_t bytes) {
 // One warm-up window, then windows until the budget is spent (at least min_windows).
 // `send_window(n)` sends n messages and returns once the receiver acknowledged them.
 template <class SendWindow>
-Row stream(const BandwidthOptions& o, const std::string& backend, std::size_t bytes, SendWindow&& send_window) {
-  Row r;
+BandwidthRow stream(const BandwidthOptions& o, const std::string& backend, std::size_t bytes, SendWindow&& send_window) {
+  BandwidthRow r;
   r.backend = backend;
   r.bytes = bytes;
   r.window = window_for(o, bytes);
@@ -116,14 +116,14 @@ void send_comm_window(const comm::CommPtr& c, const runtime::Message& data, std:
   acked.get_future().get();
 }
 
-std::vector<Row> comm_backend(RankPair& pair, const BandwidthOptions& o, const std::string& backend) {
+std::vector<BandwidthRow> comm_backend(RankPair& pair, const BandwidthOptions& o, const std::string& backend) {
   const std::string contact = pair.listen_on_server(
       backend == "mpi" ? "mpi://1" : backend + "://" + pair.tcp_host() + ":0", [](comm::CommPtr c) {
         auto sink = std::make_shared<CommSink>();
         sink->comm = std::move(c);
         sink->read_header();
       });
-  std::vector<Row> rows;
+  std::vector<BandwidthRow> rows;
   if (pair.measures()) {
     auto c = comm::connect(pair.registry(), contact);
     for (auto bytes : o.sizes) {
@@ -138,11 +138,11 @@ std::vector<Row> comm_backend(RankPair& pair, const BandwidthOptions& o, const s
   return rows;
 }
 
-std::vector<Row> raw_tcp_backend(RankPair& pair, const BandwidthOptions& o) {
+std::vector<BandwidthRow> raw_tcp_backend(RankPair& pair, const BandwidthOptions& o) {
   std::unique_ptr<RawTcpAcceptor> acceptor;
   if (pair.serves()) acceptor = std::make_unique<RawTcpAcceptor>(pair.tcp_host());
   const auto contact = pair.pass_string(1, 0, acceptor ? acceptor->contact() : "");
-  std::vector<Row> rows;
+  std::vector<BandwidthRow> rows;
   if (pair.serves()) {
     auto sock = acceptor->accept();
     std::vector<char> header, data, ack(3, 'a');  // two buffers: no re-zeroing between sizes
@@ -176,8 +176,8 @@ std::vector<Row> raw_tcp_backend(RankPair& pair, const BandwidthOptions& o) {
 // what a plain MPI program does; only ranks 0 and 1 take part.
 constexpr int kHeaderTag = 91, kDataTag = 92, kAckTag = 93;
 
-std::vector<Row> raw_mpi_backend(RankPair& pair, const BandwidthOptions& o) {
-  std::vector<Row> rows;
+std::vector<BandwidthRow> raw_mpi_backend(RankPair& pair, const BandwidthOptions& o) {
+  std::vector<BandwidthRow> rows;
   if (pair.rank() > 1) return rows;
   std::lock_guard lock(*pair.env().mutex());
   std::uint64_t h[2] = {0, 0};
@@ -217,7 +217,7 @@ std::vector<Row> raw_mpi_backend(RankPair& pair, const BandwidthOptions& o) {
   return rows;
 }
 
-void print(const BandwidthOptions& o, const std::vector<Row>& rows) {
+void print(const BandwidthOptions& o, const std::vector<BandwidthRow>& rows) {
   CsvWriter csv(o.csv, "backend,bytes,messages,seconds,gb_per_s");
   std::map<std::pair<std::string, std::size_t>, double> gbs;
   fmt::print("{:<8} {:>8} {:>7} {:>9} {:>9} {:>9}\n", "backend", "size", "window", "messages", "seconds", "GB/s");
@@ -256,9 +256,9 @@ int run_bandwidth(const BandwidthOptions& o) {
   if (std::find(o.backends.begin(), o.backends.end(), "tls") != o.backends.end())
     tls_files = std::make_unique<BenchTlsFiles>(std::to_string(::getppid()));
   RankPair pair("taskwire-bench bandwidth");
-  std::vector<Row> rows;
+  std::vector<BandwidthRow> rows;
   for (const auto& backend : o.backends) {
-    std::vector<Row> more;
+    std::vector<BandwidthRow> more;
     if (backend == "raw-mpi") more = raw_mpi_backend(pair, o);
     else if (backend == "raw-tcp") more = raw_tcp_backend(pair, o);
     else more = comm_backend(pair, o, backend);

@@ -23,7 +23,7 @@
 namespace taskwire::bench {
 namespace {
 
-struct Row {
+struct LatencySummaryRow {
   std::string backend;
   std::size_t bytes;
   std::size_t iterations;
@@ -42,7 +42,7 @@ PingPongPlan plan_for(const LatencyOptions& o, std::size_t bytes) {
 
 // Client and echo server each on their own Context (one io thread each), as two
 // processes would be, so the comparison with the two-thread raw baseline is fair.
-std::vector<Row> measure_comm_backend(const LatencyOptions& o, const std::string& backend) {
+std::vector<LatencySummaryRow> measure_comm_backend(const LatencyOptions& o, const std::string& backend) {
   auto make = [](const char* role) {
     auto cfg = runtime::Config::from_env();
     cfg.role = role;
@@ -58,7 +58,7 @@ std::vector<Row> measure_comm_backend(const LatencyOptions& o, const std::string
   const std::string where = backend == "inproc" ? "inproc://auto" : backend + "://127.0.0.1:0";
   auto listener = comm::listen(server_reg, where, [](comm::CommPtr c) { echo_forever(c); });
   auto comm = comm::connect(client_reg, listener->contact_address());
-  std::vector<Row> rows;
+  std::vector<LatencySummaryRow> rows;
   for (auto bytes : o.sizes) {
     auto samples = ping_pong(comm, plan_for(o, bytes));
     rows.push_back({backend, bytes, samples.size(), summarize(samples)});
@@ -70,12 +70,12 @@ std::vector<Row> measure_comm_backend(const LatencyOptions& o, const std::string
   return rows;
 }
 
-std::vector<Row> measure_raw_tcp(const LatencyOptions& o) {
+std::vector<LatencySummaryRow> measure_raw_tcp(const LatencyOptions& o) {
   RawTcpAcceptor acceptor;
   std::thread server([&acceptor] {
     acceptor.accept().echo_until_closed();
   });
-  std::vector<Row> rows;
+  std::vector<LatencySummaryRow> rows;
   {
     auto sock = RawTcpSocket::connect("127.0.0.1", acceptor.port());
     for (auto bytes : o.sizes) {
@@ -89,10 +89,10 @@ std::vector<Row> measure_raw_tcp(const LatencyOptions& o) {
 
 }  // namespace
 
-int print_rows(const LatencyOptions& o, const std::vector<Row>& all);
+int print_rows(const LatencyOptions& o, const std::vector<LatencySummaryRow>& all);
 
 int run_latency(const LatencyOptions& o) {
-  std::vector<Row> all;
+  std::vector<LatencySummaryRow> all;
   bool needs_mpi = launched_by_mpiexec();
   for (const auto& b : o.backends) needs_mpi = needs_mpi || b == "mpi" || b == "raw-mpi";
   if (needs_mpi) {
@@ -112,7 +112,7 @@ int run_latency(const LatencyOptions& o) {
   }
   std::unique_ptr<BenchTlsFiles> tls_files;
   for (const auto& b : o.backends) {
-    std::vector<Row> rows;
+    std::vector<LatencySummaryRow> rows;
     if (b == "tls" && !tls_files) tls_files = std::make_unique<BenchTlsFiles>(std::to_string(::getpid()));
     if (b == "tcp" || b == "tls" || b == "inproc") rows = measure_comm_backend(o, b);
     else if (b == "raw-tcp") rows = measure_raw_tcp(o);
@@ -128,7 +128,7 @@ int run_latency(const LatencyOptions& o) {
 }
 
 // "A/B p50 round trip: 8 B 1.21  64 B 1.19 ...", when both were measured.
-void print_ratio(const std::vector<Row>& all, const std::string& a, const std::string& b) {
+void print_ratio(const std::vector<LatencySummaryRow>& all, const std::string& a, const std::string& b) {
   std::string line;
   for (const auto& ra : all)
     for (const auto& rb : all)
@@ -137,7 +137,7 @@ void print_ratio(const std::vector<Row>& all, const std::string& a, const std::s
   if (!line.empty()) fmt::print("{}/{} p50 round trip:{}\n", a, b, line);
 }
 
-int print_rows(const LatencyOptions& o, const std::vector<Row>& all) {
+int print_rows(const LatencyOptions& o, const std::vector<LatencySummaryRow>& all) {
   CsvWriter csv(o.csv, "backend,bytes,iterations,p50_us,p99_us,mean_us");
   for (const auto& r : all)
     csv.row(fmt::format("{},{},{},{:.3f},{:.3f},{:.3f}", r.backend, r.bytes, r.iterations, r.s.p50,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
@@ -16,6 +17,11 @@ inline std::string human_bytes(std::size_t n) {
   if (n >= (1u << 20) && n % (1u << 20) == 0) return fmt::format("{} MiB", n >> 20);
   if (n >= 1024 && n % 1024 == 0) return fmt::format("{} KiB", n >> 10);
   return fmt::format("{} B", n);
+}
+
+/// Seconds of the steady clock since t0.
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 /// The middle element (the upper one of an even count); v must not be empty.

@@ -34,10 +34,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 // Fan-in: `leaves` leaf tasks reduced pairwise by a binary tree of add tasks (leaves - 1 of
 // them); returns the root's value.
 long long tree_reduce(Client& client, int leaves) {

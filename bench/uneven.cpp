@@ -22,11 +22,6 @@ namespace taskwire::bench {
 
 using Clock = std::chrono::steady_clock;
 
-namespace {
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-}  // namespace
 
 /// Sleeps `seconds`; returns how long it took, as the worker saw it.
 double uneven_sleep(double seconds) {

@@ -58,6 +58,7 @@ std::optional<SchedulerFile> SchedulerFile::wait_and_read(
   constexpr auto kLogInterval = std::chrono::seconds(5);
   const auto t0 = Clock::now();
   auto last_log = t0;
+  bool logged_first = false;
   for (;;) {
     if (stop_requested && stop_requested()) return std::nullopt;
     std::error_code ec;
@@ -68,10 +69,15 @@ std::optional<SchedulerFile> SchedulerFile::wait_and_read(
       throw std::runtime_error(fmt::format(
           "no scheduler file '{}' after {} s: is a scheduler started with --scheduler-file {}?",
           path, waited.count(), path));
-    if (now - last_log >= kLogInterval) {
-      last_log = now;
-      spdlog::info("waiting for the scheduler file {} ({} s): it does not exist yet", path,
-                   waited.count());
+    // Info every few seconds; the first miss at debug level only, since a scheduler started
+    // with its workers writes its file a moment later.
+    const bool first = !logged_first;
+    if (first || now - last_log >= kLogInterval) {
+      if (!first) last_log = now;
+      logged_first = true;
+      spdlog::log(first ? spdlog::level::debug : spdlog::level::info,
+                  "waiting for the scheduler file {} ({} s): it does not exist yet", path,
+                  waited.count());
     }
     // Polling: inotify would not see a file on another host's view of a shared file system.
     std::this_thread::sleep_for(kPoll);

@@ -19,7 +19,8 @@ struct SchedulerFile {
   static SchedulerFile read(const std::string& path);
   /// Blocking: read() once the file exists, checking every 100 ms, since a scheduler started
   /// with its workers writes it a moment later (Dask's workers wait the same way). Logs
-  /// "waiting for the scheduler file F (N s)" at info level every few seconds. Returns
+  /// "waiting for the scheduler file F (N s)" at info level every few seconds (the first
+  /// miss at debug level). Returns
   /// nullopt as soon as `stop_requested()` is true (a signal); throws std::runtime_error when
   /// `timeout` passes first (nullopt: no limit), or at once when the file exists but is
   /// malformed.

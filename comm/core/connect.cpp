@@ -114,13 +114,16 @@ class ConnectOp : public std::enable_shared_from_this<ConnectOp> {
 
   void log_wait() {
     if (waiting_for_.empty()) return;
-    // The first line comes one interval in: a peer that is a moment late says nothing.
+    // Info comes one interval in (a peer that is a moment late says nothing); the first miss
+    // is logged at debug level only.
     const auto now = Clock::now();
-    if (now - last_wait_log_ < kWaitLogInterval) return;
-    last_wait_log_ = now;
-    spdlog::info("waiting for {} at {} ({} s): {}", waiting_for_, address_,
-                 std::chrono::duration_cast<std::chrono::seconds>(now - started_).count(),
-                 last_text_);
+    const bool first = attempts_ == 1;
+    if (!first && now - last_wait_log_ < kWaitLogInterval) return;
+    if (!first) last_wait_log_ = now;
+    spdlog::log(first ? spdlog::level::debug : spdlog::level::info,
+                "waiting for {} at {} ({} s): {}", waiting_for_, address_,
+                std::chrono::duration_cast<std::chrono::seconds>(now - started_).count(),
+                last_text_);
   }
 
   std::chrono::milliseconds next_delay() {

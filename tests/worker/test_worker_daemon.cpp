@@ -288,7 +288,8 @@ TEST_CASE("worker daemon: SIGTERM while it waits for its scheduler ends it with 
         std::pair{std::vector<std::string>{free_tcp_address(registry)}, "scheduler at"}}) {
     for (const char* nanny : {"--no-nanny", ""}) {
       auto args = where;
-      args.insert(args.end(), {"--log-level", "info"});
+      // At debug level the first failed look is logged at once (info comes seconds later).
+      args.insert(args.end(), {"--log-level", "debug"});
       if (*nanny) args.push_back(nanny);
       INFO(args[0] << " " << nanny);
       Daemon d(args);
