@@ -33,15 +33,16 @@ void WorkerDashboardRecorder::task_done(std::string_view worker, int nthreads,
   errors_.push_back({std::string(key), std::string(function), *error, stop});
 }
 
-void WorkerDashboardRecorder::transfer_done(std::string_view peer, std::string_view first_key,
-                                            std::size_t keys, std::uint64_t bytes, double sent) {
+void WorkerDashboardRecorder::transfer_done(std::string_view self, std::string_view peer,
+                                            std::string_view first_key, std::size_t keys,
+                                            std::uint64_t bytes, double sent) {
   const auto end = peer.find("://");
   const std::string_view scheme = end == std::string_view::npos ? peer : peer.substr(0, end);
   auto it = transfers_.find(scheme);
   if (it == transfers_.end()) it = transfers_.emplace(std::string(scheme), TransferCounts{}).first;
   ++it->second.count;
   it->second.bytes += bytes;
-  if (keys > 0) stream_.record_transfer(first_key, peer, sent, now(), static_cast<std::int64_t>(bytes));
+  if (keys > 0) stream_.record_transfer(first_key, self, sent, now(), static_cast<std::int64_t>(bytes));
 }
 
 http::RoutedRequest route_worker_request(const http::HttpRequest& request) {

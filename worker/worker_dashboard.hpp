@@ -42,9 +42,10 @@ class WorkerDashboardRecorder {
                  std::string_view function, double duration, std::int64_t nbytes,
                  const TaskRun& run, const std::string* error);
   /// A data_reply from `peer` (its address: the transport is its scheme) that took from
-  /// `sent` (seconds, as now()) until now.
-  void transfer_done(std::string_view peer, std::string_view first_key, std::size_t keys,
-                     std::uint64_t bytes, double sent);
+  /// `sent` (seconds, as now()) until now. The task stream shows it on `self`'s row (this
+  /// worker's address), where the data arrived, as the scheduler's stream does.
+  void transfer_done(std::string_view self, std::string_view peer, std::string_view first_key,
+                     std::size_t keys, std::uint64_t bytes, double sent);
 
   const http::TaskStream& stream() const { return stream_; }
   const std::deque<WorkerTaskError>& errors() const { return errors_; }

@@ -50,7 +50,7 @@ void Worker::Impl::record_transfer(const PeerLink& link, double seconds,
   std::uint64_t bytes = 0;
   for (const auto& f : frames) bytes += f.size();
   const double sent = recorder_->now() - seconds;
-  recorder_->transfer_done(link.address, keys.empty() ? std::string_view() : std::string_view(keys.front()),
+  recorder_->transfer_done(address_, link.address, keys.empty() ? std::string_view() : std::string_view(keys.front()),
                            keys.size(), bytes, sent);
 }
 

@@ -5,7 +5,8 @@
 #   metrics       /health answers ok; /metrics of the scheduler and both workers pass
 #                 `promtool check metrics`, before and after a graph, and its counters grew
 #                 (tasks, errors, per-function durations, worker-to-worker transfers); the
-#                 scheduler's task stream shows the transfers and the tasks' transfer times
+#                 scheduler's task stream shows the transfers and the tasks' transfer times, and each
+#                 worker's stream its own transfers on its own row
 #   bad-requests  404, an oversized header (431), an oversized body (413), garbage (400), a
 #                 client that never finishes its request (closed by the server), a flood of
 #                 idle connections past the cap: the scheduler still runs a graph after it
@@ -101,6 +102,21 @@ metrics)
   [ "$transfers" -ge 1 ] && [ "$transfer_bytes" -ge 65536 ] ||
     fail "worker-to-worker transfers: $transfers, $transfer_bytes bytes"
   ok "workers counted $worker_done tasks, $transfers transfers of $transfer_bytes bytes"
+  # A worker's own stream shows the transfers into it on its own row (its page draws rows by
+  # its own address), not under the peer's address.
+  drawn=0
+  for i in 1 2; do
+    address=$(grep -oE 'at tcp://127.0.0.1:[0-9]+' "$dir/worker$i.log" | head -n 1 | sed 's/^at //')
+    curl -sf "${wurls[$((i - 1))]}/json/task-stream" >"$dir/wstream.json" || fail "worker $i task stream"
+    grep -oE '\{[^{}]*"transfer":true[^{}]*\}' "$dir/wstream.json" >"$dir/wtransfers.txt" || true
+    if [ -s "$dir/wtransfers.txt" ]; then
+      grep -v "\"worker\":\"$address\"" "$dir/wtransfers.txt" &&
+        fail "worker $i ($address) has transfers under another row"
+      drawn=$((drawn + 1))
+    fi
+  done
+  [ "$drawn" -ge 1 ] || fail "no worker's task stream has a transfer"
+  ok "the workers' task streams show their transfers on their own rows"
   curl -sf "$surl/json/dashboard" >"$dir/d.json" || fail "GET /json/dashboard"
   grep -q '"function":"cluster_fns::inc"' "$dir/d.json" || fail "no inc in the task stream"
   grep -q '"message":"bad input 13"' "$dir/d.json" || fail "no error in /json/dashboard"
