@@ -59,7 +59,7 @@ wait_for "$dir/worker1.log" "dashboard at http://"
 wait_for "$dir/worker2.log" "dashboard at http://"
 wurls=("$(url_in "$dir/worker1.log")" "$(url_in "$dir/worker2.log")")
 for _ in $(seq 1 300); do
-  curl -sf "$surl/metrics" | grep -q '^taskwire_scheduler_workers 2$' && break; sleep 0.1
+  grep -q '^taskwire_scheduler_workers 2$' <<<"$(curl -sf "$surl/metrics")" && break; sleep 0.1
 done
 
 shutdown() {
@@ -170,7 +170,8 @@ page|screenshot)
       --user-data-dir="$dir/chromium" --virtual-time-budget=3000 "$@" "$surl/" 2>>"$dir/chromium.log"
   }
   for _ in $(seq 1 100); do  # until the graph is under way
-    curl -sf "$surl/metrics" | grep -qE '^taskwire_scheduler_tasks_completed_total [1-9]' && break; sleep 0.1
+    grep -qE '^taskwire_scheduler_tasks_completed_total [1-9]' <<<"$(curl -sf "$surl/metrics")" && break
+    sleep 0.1
   done
   dump --dump-dom >"$dir/dom1.html" || fail "chromium --dump-dom"
   if [ "$mode" = screenshot ]; then

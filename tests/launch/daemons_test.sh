@@ -45,7 +45,10 @@ if [ "$mode" = door ]; then
   wurls=$(grep -oE 'worker dashboard at http://[0-9.]+:[0-9]+' "$dir/mpi.log" | sed 's/.* at //')
   [ "$(echo "$wurls" | grep -c http)" -eq 2 ] || fail "not two worker dashboards: $wurls"
   for u in $wurls; do
-    curl -sf --max-time 10 "$u/metrics" | grep -q '^taskwire_worker_tasks_completed_total' ||
+    # Not `curl | grep -q`: grep stops reading at the first match, curl then fails to write
+    # the rest, and pipefail reports that as a failure.
+    metrics=$(curl -sSf --max-time 10 "$u/metrics") || fail "GET $u/metrics"
+    grep -q '^taskwire_worker_tasks_completed_total' <<<"$metrics" ||
       fail "no worker metrics at $u/metrics"
   done
   # spread: results of MiB, which the client outside the job fetches from the workers.
