@@ -43,6 +43,15 @@ class FunctionName {
   const std::string* name_ = nullptr;
 };
 
+/// Where a task may run (SubmitOptions::resources, workers, allow_other_workers); a task
+/// without any holds none (most tasks: they pay one pointer).
+struct TaskRestrictions {
+  runtime::Resources resources;       ///< consumed on its worker while processing there
+  std::vector<std::string> workers;   ///< addresses or names; empty: any
+  bool loose = false;                 ///< `workers` is a preference (allow_other_workers)
+  bool warned = false;                ///< its no-worker warning was logged
+};
+
 struct TaskState {
   std::string key;
   FunctionName function;
@@ -52,6 +61,7 @@ struct TaskState {
   bool spec_held = true;
   Priority priority;
   int retries = 0;
+  std::unique_ptr<TaskRestrictions> restrictions;  ///< null: it may run anywhere
   TaskStatus state = TaskStatus::released;
   std::int64_t nbytes = -1;  ///< -1 until a worker reported the size
 
@@ -88,6 +98,10 @@ struct WorkerState {
   double last_seen = 0;
   bool removed = false;
   bool nanny = false;  ///< a nanny reports its death (WorkerDied)
+  /// Its memory is past its pause threshold (WorkerStatusChanged): nothing new goes there.
+  bool paused = false;
+  runtime::Resources resources;       ///< what it offers
+  runtime::Resources used_resources;  ///< held by the restricted tasks processing there
 
   PtrSet<TaskState> processing;
   PtrSet<TaskState> has_what;
