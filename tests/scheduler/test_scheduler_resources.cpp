@@ -193,8 +193,8 @@ TEST_CASE("paused: tasks with dependencies and restricted tasks avoid a paused w
   CHECK(sorted(computed(out)) == std::vector<std::string>{"g", "y"});
 }
 
-TEST_CASE("stealing: never to a worker lacking the task's resources or paused, nor a task "
-          "pinned elsewhere",
+TEST_CASE("stealing: never to a worker lacking the task's resources, nor a task pinned "
+          "elsewhere",
           "[scheduler][resources][stealing]") {
   Harness h;
   add_worker_with(h, "a", {{"GPU", 2}});
@@ -202,17 +202,31 @@ TEST_CASE("stealing: never to a worker lacking the task's resources or paused, n
             pinned("p", {"a"})});
   REQUIRE(h.s.processing("a").size() == 3);
   CHECK(only<StealRequest>(h.add_worker("b")).empty());  // no GPU there; p is pinned
-  h.handle(AddWorker{"c", 1, "", 0, "", false, {{"GPU", 1}}});
-  h.handle(WorkerStatusChanged{"c", true, ""});
-  CHECK(only<StealRequest>(h.last).empty());
-  const auto& out = h.handle(WorkerStatusChanged{"c", false, ""});
-  const auto requests = only<StealRequest>(out);
+  add_worker_with(h, "c", {{"GPU", 1}});
+  const auto requests = only<StealRequest>(h.last);
   REQUIRE(requests.size() == 1);
+  CHECK(requests[0].worker == "a");
   CHECK(requests[0].key != "p");
   h.handle(StealResponse{"a", requests[0].key, true, ""});
   CHECK(h.s.processing_on(requests[0].key) == "c");
   CHECK(h.s.worker("c")->used_resources == taskwire::runtime::Resources{{"GPU", 1}});
   CHECK(h.s.worker("a")->used_resources == taskwire::runtime::Resources{{"GPU", 1}});
+}
+
+TEST_CASE("stealing: a thief that paused before the victim confirmed does not get the task",
+          "[scheduler][resources][stealing]") {
+  Harness h;
+  add_worker_with(h, "a", {{"GPU", 2}});
+  h.submit({needing("g1", {{"GPU", 1}}, "slow"), needing("g2", {{"GPU", 1}}, "slow")});
+  add_worker_with(h, "c", {{"GPU", 1}});
+  const auto requests = only<StealRequest>(h.last);
+  REQUIRE(requests.size() == 1);
+  h.handle(WorkerStatusChanged{"c", true, ""});
+  const auto& out = h.handle(StealResponse{"a", requests[0].key, true, ""});
+  const auto sent = only<ComputeTask>(out);
+  REQUIRE(sent.size() == 1);  // placed anew: back on a, the one worker that may take it
+  CHECK(sent[0].worker == "a");
+  CHECK(h.s.processing("c").empty());
 }
 
 TEST_CASE("stealing: a paused worker's waiting tasks may go to an idle one",
