@@ -90,7 +90,7 @@ TEST_CASE("resources: a resource no worker has waits, listed by scheduler_info, 
   CHECK(client.scheduler_info().unrunnable.empty());
 }
 
-TEST_CASE("workers=: tasks pinned to one worker run there; allow_other_workers falls back",
+TEST_CASE("workers=: tasks pinned to one worker run there, and allow_other_workers falls back",
           "[cluster][resources]") {
   Cluster cl(3);
   REQUIRE(cl.wait_workers(3));

@@ -137,7 +137,7 @@ TEST_CASE("workers=: tasks run only on the workers named, by address or name",
   CHECK(only<StealRequest>(h.last).empty());
 }
 
-TEST_CASE("workers=: naming no connected worker waits until it joins; allow_other_workers "
+TEST_CASE("workers=: naming no connected worker waits until it joins, allow_other_workers "
           "runs elsewhere",
           "[scheduler][resources]") {
   Harness h;
@@ -161,7 +161,7 @@ TEST_CASE("workers=: allow_other_workers prefers the named worker while it can t
   CHECK(h.s.processing_on("l2") == "b");
 }
 
-TEST_CASE("paused: a paused worker gets no new task; it resumes and gets them",
+TEST_CASE("paused: a paused worker gets no new task, and gets them once it resumes",
           "[scheduler][resources]") {
   Harness h;
   h.add_worker("a", 2);
