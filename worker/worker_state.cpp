@@ -393,6 +393,23 @@ TaskRun WorkerState::transfers_into(const TaskState& ts) const {
 
 // ---- invariants ----
 
+void WorkerState::validate_resources() const {
+  runtime::Resources used;
+  for (const auto& [key, ts] : tasks_)
+    if (ts.status == TaskStatus::executing || ts.status == TaskStatus::cancelled)
+      runtime::account_resources(used, ts.resources, 1);
+  if (!runtime::resources_fit(used, used_resources_) ||
+      !runtime::resources_fit(used_resources_, used))
+    throw std::logic_error(fmt::format("WorkerState: tasks on threads hold resources {}, "
+                                       "counted {}",
+                                       runtime::format_resources(used),
+                                       runtime::format_resources(used_resources_)));
+  if (!runtime::resources_fit(used_resources_, options_.resources))
+    throw std::logic_error(fmt::format("WorkerState: resources in use {} exceed those offered {}",
+                                       runtime::format_resources(used_resources_),
+                                       runtime::format_resources(options_.resources)));
+}
+
 void WorkerState::validate() const {
   auto fail = [](const std::string& what) { throw std::logic_error("WorkerState: " + what); };
   std::size_t on_threads = 0, cancelled = 0;
@@ -441,18 +458,7 @@ void WorkerState::validate() const {
         fail(fmt::format("'{}' lists dependent '{}', which does not depend on it", key, d));
     }
   }
-  runtime::Resources used;
-  for (const auto& [key, ts] : tasks_)
-    if (ts.status == TaskStatus::executing || ts.status == TaskStatus::cancelled)
-      runtime::account_resources(used, ts.resources, 1);
-  if (!runtime::resources_fit(used, used_resources_) ||
-      !runtime::resources_fit(used_resources_, used))
-    fail(fmt::format("tasks on threads hold resources {}, counted {}",
-                     runtime::format_resources(used), runtime::format_resources(used_resources_)));
-  if (!runtime::resources_fit(used_resources_, options_.resources))
-    fail(fmt::format("resources in use {} exceed those offered {}",
-                     runtime::format_resources(used_resources_),
-                     runtime::format_resources(options_.resources)));
+  validate_resources();
   if (cancelled != cancelled_count_)
     fail(fmt::format("{} tasks cancelled on threads but cancelled_count is {}", cancelled,
                      cancelled_count_));

@@ -130,6 +130,7 @@ class WorkerState {
 
   /// Checks the machine's invariants; throws std::logic_error describing the first broken one.
   void validate() const;
+  void validate_resources() const;  ///< validate()'s part on resources
 
  private:
   using QueueEntry = std::tuple<RunOrder, std::uint64_t, Key>;
