@@ -66,3 +66,21 @@ TEST_CASE("worker resources: a task needing more than the worker offers errs",
   CHECK_THAT(errs[0].message, Catch::Contains("TPU=1") && Catch::Contains("GPU=1"));
   CHECK(executed(out).empty());
 }
+
+TEST_CASE("resources: parsing NAME=AMOUNT lists", "[worker][resources]") {
+  CHECK(runtime::parse_resources("") == runtime::Resources{});
+  CHECK(runtime::parse_resources(" GPU = 2 , MEM=64e9") ==
+        runtime::Resources{{"GPU", 2}, {"MEM", 64e9}});
+  CHECK_THROWS_WITH(runtime::parse_resources("GPU", "--resources"),
+                    Catch::Contains("--resources") && Catch::Contains("NAME=AMOUNT"));
+  CHECK_THROWS_WITH(runtime::parse_resources("GPU=-1"), Catch::Contains("positive"));
+  CHECK_THROWS_WITH(runtime::parse_resources("GPU=1,GPU=2"), Catch::Contains("twice"));
+  CHECK_THROWS(runtime::parse_resources("=3"));
+  CHECK(runtime::resources_fit({{"GPU", 1}}, {{"GPU", 2}}, {{"GPU", 1}}));
+  CHECK_FALSE(runtime::resources_fit({{"GPU", 1}}, {{"GPU", 2}}, {{"GPU", 1.5}}));
+  CHECK_FALSE(runtime::resources_fit({{"TPU", 1}}, {{"GPU", 2}}));
+  runtime::Resources used;
+  for (int i = 0; i < 10; ++i) runtime::account_resources(used, {{"MEM", 0.1}}, 1);
+  for (int i = 0; i < 10; ++i) runtime::account_resources(used, {{"MEM", 0.1}}, -1);
+  CHECK(used.empty());  // sums of doubles back to nothing, not a hair off
+}
