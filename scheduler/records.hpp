@@ -56,12 +56,9 @@ struct TaskState {
   std::string key;
   FunctionName function;
   SpecRef spec = 0;
-  /// The server still holds the spec's payload (the arguments). Dropped once the task can
-  /// never run again: forgotten, or erred for good (retries happen before erred).
-  bool spec_held = true;
   Priority priority;
-  int retries = 0;
   std::unique_ptr<TaskRestrictions> restrictions;  ///< null: it may run anywhere
+  int retries = 0;
   TaskStatus state = TaskStatus::released;
   std::int64_t nbytes = -1;  ///< -1 until a worker reported the size
 
@@ -82,6 +79,11 @@ struct TaskState {
   int suspicious = 0;                          ///< workers that died while running it
   std::vector<std::string> killed;             ///< their names, in order
   bool has_lost_dependencies = false;          ///< a dependency was forgotten: can never run
+  // Here, next to another bool, not after `spec`: in the padding (a million-task graph holds
+  // a million of these; 8 bytes more cross an allocator size class).
+  /// The server still holds the spec's payload (the arguments). Dropped once the task can
+  /// never run again: forgotten, or erred for good (retries happen before erred).
+  bool spec_held = true;
   std::shared_ptr<const TaskFailure> failure;  ///< set once it or a dependency erred
   std::vector<std::string> erred_on;  ///< workers that reported it erred (to free it there)
 

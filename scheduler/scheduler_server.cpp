@@ -40,7 +40,6 @@ struct StoredSpec {
   std::vector<protocol::ArgSpec> args;  // frame args re-indexed into `frames`
   std::vector<protocol::Key> dependencies;
   std::uint32_t retries = 0;
-  std::map<std::string, double> resources;  // sent with compute_task: the worker counts them
   std::vector<runtime::Frame> frames;
 };
 
@@ -149,7 +148,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     const StoredSpec& s = it->second;
     out->add(Op::compute_task,
              ComputeTaskWire{ct.key, ct.function, s.args, s.dependencies, ct.priority.order,
-                             s.retries, ct.priority.user, s.resources, ct.dependencies},
+                             s.retries, ct.priority.user, ct.resources, ct.dependencies},
              s.frames);
   }
   void emit(FreeKeys& f) {
@@ -424,8 +423,8 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
       const SpecRef ref = ++next_spec;
       ev.tasks.push_back(TaskSpec{std::move(t.key), std::move(t.function), t.dependencies,
                                   t.priority, static_cast<int>(t.retries), ref, t.user_priority,
-                                  t.resources, std::move(t.workers), t.allow_other_workers});
-      stored.resources = std::move(t.resources);
+                                  std::move(t.resources), std::move(t.workers),
+                                  t.allow_other_workers});
       stored.args = std::move(t.args);
       stored.dependencies = std::move(t.dependencies);
       stored.retries = t.retries;
