@@ -35,8 +35,13 @@ SchedulerInfo Client::scheduler_info(std::chrono::milliseconds timeout) {
     worker.keys_held = w.keys_held;
     worker.bytes_held = w.bytes_held;
     worker.since_heartbeat_seconds = w.since_heartbeat_s;
+    worker.resources = std::move(w.resources);
+    worker.used_resources = std::move(w.used_resources);
+    worker.paused = w.paused;
     info.workers.push_back(std::move(worker));
   }
+  for (auto& u : reply.unrunnable)
+    info.unrunnable.push_back({std::move(u.key), std::move(u.needs)});
   return info;
 }
 

@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -59,6 +60,17 @@ struct SubmitOptions {
   /// future arguments), the same in every client: equal submissions share one task, which
   /// runs once while any of them holds a future to it. Ignored when `key` is given.
   bool pure = false;
+  /// What the task consumes while it runs, e.g. {{"GPU", 1}}: it runs only on a worker that
+  /// offers at least that much (taskwire-worker --resources "GPU=2"), and only while that
+  /// much is free there. A resource no connected worker has: the task waits (no-worker,
+  /// listed by scheduler_info()) until one joins. Never relaxed by allow_other_workers.
+  std::map<std::string, double> resources = {};
+  /// Workers the task may run on, by address or name; empty: any. None of them connected:
+  /// the task waits (no-worker) until one joins, unless allow_other_workers.
+  std::vector<std::string> workers = {};
+  /// `workers` is a preference: one of them if any is connected and can take the task
+  /// (not paused, enough resources free), any other otherwise.
+  bool allow_other_workers = false;
 };
 
 /// What wait(futures, options) waits for, designated-initializer friendly:
@@ -257,6 +269,9 @@ class Client {
     }
     spec.retries = options.retries;
     spec.user_priority = options.priority;
+    spec.resources = options.resources;
+    spec.workers = options.workers;
+    spec.allow_other_workers = options.allow_other_workers;
   }
   /// "<function>-<hash>": SHA-256 (the first 128 bits) of the function's name and of each
   /// argument, its serialized bytes or the key of the future passed.

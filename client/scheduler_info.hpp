@@ -26,6 +26,17 @@ struct WorkerInfo {
   std::size_t keys_held = 0;      ///< results it holds
   std::uint64_t bytes_held = 0;   ///< their size, as reported
   double since_heartbeat_seconds = 0;  ///< since the scheduler last heard from it
+  std::map<std::string, double> resources;       ///< what it offers (--resources)
+  std::map<std::string, double> used_resources;  ///< held by the tasks placed on it
+  /// Its memory is past the pause threshold: it starts no task, and gets none.
+  bool paused = false;
+};
+
+/// A task no connected worker can run (SubmitOptions::resources no worker has, or workers
+/// naming none connected): it waits in "no-worker" until one joins.
+struct UnrunnableTask {
+  std::string key;
+  std::string needs;  ///< e.g. "resources GPU=1"
 };
 
 struct SchedulerInfo {
@@ -36,6 +47,9 @@ struct SchedulerInfo {
   /// "processing", "memory", "erred"; every state present, 0 when none).
   std::map<std::string, std::size_t> tasks_by_state;
   std::vector<WorkerInfo> workers;  ///< sorted by address
+  /// Tasks waiting for a worker that can run them, best priority first, at most 100 (the
+  /// "no-worker" count has them all, and tasks waiting only for resources to free up).
+  std::vector<UnrunnableTask> unrunnable;
 
   /// tasks_by_state[state], 0 for a state not listed.
   std::size_t tasks(std::string_view state) const {

@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace taskwire::graph {
 
@@ -51,6 +53,11 @@ struct ExecuteOptions {
   std::int32_t priority = 0;
   /// Times each task runs again after it throws or its worker dies (SubmitOptions::retries).
   std::uint32_t retries = 0;
+  /// Every task of the graph runs under these restrictions (SubmitOptions::resources,
+  /// workers, allow_other_workers).
+  std::map<std::string, double> resources = {};
+  std::vector<std::string> workers = {};
+  bool allow_other_workers = false;
   /// > 0: once execute has its result, arm force_exit_after(exit_after_seconds) so that a
   /// run-once batch program whose teardown then hangs still exits (status 124). 0: off.
   double exit_after_seconds = 0;

@@ -114,6 +114,9 @@ class Runner {
   void apply_options(protocol::TaskSpec& spec) const {
     spec.user_priority = options_.priority;
     spec.retries = options_.retries;
+    spec.resources = options_.resources;
+    spec.workers = options_.workers;
+    spec.allow_other_workers = options_.allow_other_workers;
   }
 
   // Submits the map tasks the window allows, then every node whose parts are all submitted, as

@@ -37,9 +37,16 @@ struct TaskSpec {
   /// SubmitOptions::priority: higher runs first, ahead of `priority` and of graphs submitted
   /// earlier (since protocol version 8).
   std::int32_t user_priority = 0;
+  // Restrictions (since protocol version 9): SubmitOptions::resources, workers and
+  // allow_other_workers. Workers receive only `resources` (the scheduler sends the other two
+  // empty): they keep their own account of what runs.
+  std::map<std::string, double> resources = {};  ///< consumed while it runs
+  std::vector<std::string> workers = {};         ///< addresses or names it may run on
+  bool allow_other_workers = false;              ///< `workers` is a preference, not a rule
   template <class Ar>
   void serialize(Ar& ar, unsigned) {
     ar & key & function & args & dependencies & priority & retries & user_priority;
+    ar & resources & workers & allow_other_workers;
   }
 };
 
@@ -58,6 +65,7 @@ enum class Op : std::uint8_t {
   worker_closing = 45,
   threads_busy = 46,  // since protocol version 4
   steal_response = 47,  // since protocol version 8
+  worker_status = 48,   // since protocol version 9: paused or running (protocol::WorkerStatus)
   // nanny -> scheduler (since protocol version 4)
   worker_died = 50,
   // scheduler -> worker
@@ -129,8 +137,19 @@ struct RegisterWorker {
   /// tcp:// door of a worker that talks mpi:// to its peers; since version 6).
   std::vector<std::string> other_addresses = {};
   std::string host = {};  ///< the worker's host name (since version 7)
+  /// What it offers tasks, e.g. {"GPU": 2} (--resources; since version 9).
+  std::map<std::string, double> resources = {};
   template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & name & address & nthreads & nanny & other_addresses & host; }
+  void serialize(Ar& ar, unsigned) {
+    ar & name & address & nthreads & nanny & other_addresses & host & resources;
+  }
+};
+/// worker_status: the worker paused (its memory is past the pause threshold: it starts no
+/// task) or resumed. The scheduler places nothing new on a paused worker.
+struct WorkerStatus {
+  bool paused = false;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & paused; }
 };
 /// heartbeat (a body since protocol version 7): what the worker reports of itself, sent right
 /// after register_worker and then at each heartbeat interval.
@@ -253,11 +272,24 @@ struct WorkerReport {
   std::uint64_t keys_held = 0;
   std::uint64_t bytes_held = 0;
   double since_heartbeat_s = 0;  ///< seconds since the scheduler last heard from it
+  // Since protocol version 9.
+  std::map<std::string, double> resources = {};       ///< what it offers (--resources)
+  std::map<std::string, double> used_resources = {};  ///< held by tasks placed there
+  bool paused = false;                                ///< as it last said (worker_status)
   template <class Ar>
   void serialize(Ar& ar, unsigned) {
     ar & address & other_addresses & name & host & nthreads & memory_rss & executing &
         processing & keys_held & bytes_held & since_heartbeat_s;
+    ar & resources & used_resources & paused;
   }
+};
+/// A task in no-worker state that no connected worker can ever run (SchedulerInfo): what it
+/// waits for.
+struct UnrunnableTask {
+  Key key;
+  std::string needs;  ///< e.g. "resources GPU=1", "one of the workers tcp://..."
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & key & needs; }
 };
 /// scheduler_info_reply: the cluster as the scheduler sees it when it handles the request.
 struct SchedulerInfo {
@@ -267,9 +299,13 @@ struct SchedulerInfo {
   std::uint64_t clients = 0;           ///< connected clients, the asking one included
   std::map<std::string, std::uint64_t> tasks_by_state;  ///< "memory" -> count, ...
   std::vector<WorkerReport> workers;   ///< sorted by address
+  /// Tasks no connected worker can run (a resource none has, workers= naming none), by
+  /// priority, at most kMaxUnrunnableReported; the no-worker count has them all (since 9).
+  std::vector<UnrunnableTask> unrunnable = {};
+  static constexpr std::size_t kMaxUnrunnableReported = 100;
   template <class Ar>
   void serialize(Ar& ar, unsigned) {
-    ar & request_id & address & addresses & clients & tasks_by_state & workers;
+    ar & request_id & address & addresses & clients & tasks_by_state & workers & unrunnable;
   }
 };
 struct Empty {  ///< shutdown, shutting_down, close_worker, worker_closing

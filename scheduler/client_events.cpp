@@ -144,6 +144,7 @@ std::vector<TaskState*> SchedulerState::add_tasks(const std::vector<const TaskSp
     ts->spec = spec->spec;
     ts->priority = Priority{spec->user_priority, generation_, spec->priority};
     ts->retries = std::max(0, spec->retries);
+    set_restrictions(ts, *spec);
     ts->dependencies.reserve(spec->dependencies.size());
     for (const std::string& dep_key : spec->dependencies) {
       TaskState* dep = find_task(dep_key);  // created earlier: dependencies come first

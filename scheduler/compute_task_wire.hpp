@@ -8,6 +8,8 @@
 #include <taskwire/scheduler/instructions.hpp>
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 namespace taskwire::scheduler {
@@ -20,11 +22,16 @@ struct ComputeTaskWire {
   std::int64_t priority;
   std::uint32_t retries;
   std::int32_t user_priority;
+  const std::map<std::string, double>& resources;  ///< the worker's own accounting needs them
   const std::vector<DependencyLocation>& locations;  ///< sent as ComputeTask::who_has
   template <class Ar>
   void serialize(Ar& ar, unsigned) {
     // protocol::TaskSpec::serialize's order, then the who_has map: a count, then pairs.
     ar & key & function & args & dependencies & priority & retries & user_priority;
+    // Then resources; `workers` and allow_other_workers concern the scheduler only: empty.
+    static const std::vector<std::string> kNoWorkers;
+    constexpr bool kStrict = false;
+    ar & resources & kNoWorkers & kStrict;
     ar & static_cast<std::uint64_t>(locations.size());
     for (const auto& d : locations) ar & d.key & d.who_has;
   }

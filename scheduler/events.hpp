@@ -66,6 +66,7 @@ struct AddWorker {
   double now = 0;  ///< seconds, on the clock CheckHeartbeats uses; counts as a heartbeat
   std::string stimulus_id;
   bool nanny = false;  ///< a nanny reports this worker's death (WorkerDied)
+  runtime::Resources resources = {};  ///< what it offers tasks (--resources)
 };
 
 /// The worker is gone (connection lost, or it said goodbye when `expected`). Its tasks are
@@ -102,6 +103,15 @@ struct ThreadsBusy {
   static constexpr std::string_view kind = "threads-busy";
   std::string worker;
   int count = 0;
+  std::string stimulus_id;
+};
+
+/// The worker paused (its memory is past the pause threshold) or resumed. Nothing new is
+/// placed on, or stolen to, a paused worker; what waits there may be stolen from it.
+struct WorkerStatusChanged {
+  static constexpr std::string_view kind = "worker-status";
+  std::string worker;
+  bool paused = false;
   std::string stimulus_id;
 };
 
@@ -164,6 +174,7 @@ struct StealResponse {
 
 using Event = std::variant<UpdateGraph, ClientReleasesKeys, CancelKeys, RemoveClient, AddWorker,
                            RemoveWorker, WorkerDied, ThreadsBusy, Heartbeat, CheckHeartbeats,
-                           TaskFinished, TaskErred, MissingData, StealResponse>;
+                           TaskFinished, TaskErred, MissingData, StealResponse,
+                           WorkerStatusChanged>;
 
 }  // namespace taskwire::scheduler

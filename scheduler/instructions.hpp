@@ -31,6 +31,8 @@ struct ComputeTask {
   std::vector<DependencyLocation> dependencies;
   Priority priority;
   std::string stimulus_id;
+  /// What it consumes there (SubmitOptions::resources): the worker keeps its own account.
+  runtime::Resources resources = {};
 };
 
 /// Drop these keys: their data, or their execution if still pending or running.

@@ -15,7 +15,7 @@ int SchedulerState::free_threads(const WorkerState* ws) const {
 }
 
 double SchedulerState::load_per_thread(const WorkerState* ws, double work) const {
-  const int threads = free_threads(ws);
+  const int threads = ws->paused ? 0 : free_threads(ws);
   // A worker whose every thread is held by a task nobody waits for (cancelled, hung) comes
   // last: new work there would wait behind it.
   return threads > 0 ? work / threads : 1e12 + work;
@@ -23,7 +23,7 @@ double SchedulerState::load_per_thread(const WorkerState* ws, double work) const
 
 int SchedulerState::task_slots(const WorkerState* ws, const TaskState* next) const {
   const int threads = free_threads(ws);
-  if (threads == 0) return 0;
+  if (threads == 0 || ws->paused) return 0;
   int capacity = std::max(1, static_cast<int>(std::ceil(options_.worker_saturation * threads)));
   if (next && options_.short_task_cover_seconds > 0) {
     // Known-short tasks: cover the refill round trip (expected_duration is the default, long,
@@ -69,17 +69,24 @@ WorkerState* SchedulerState::decide_root_worker(const TaskState* ts) const {
 }
 
 WorkerState* SchedulerState::decide_worker(const TaskState* ts) {
-  if (workers_.empty()) return nullptr;
+  if (WorkerState* ws = decide_worker_among(ts, true)) return ws;
+  // allow_other_workers: none of the named workers can take it now, any other may.
+  const TaskRestrictions* r = ts->restrictions.get();
+  return r && r->loose && !r->workers.empty() ? decide_worker_among(ts, false) : nullptr;
+}
+
+WorkerState* SchedulerState::decide_worker_among(const TaskState* ts, bool honour_workers) {
   WorkerState* idlest = nullptr;
   double idlest_load = 0;
   for (const auto& [address, ws] : workers_) {
+    if (!eligible(ts, ws.get(), honour_workers)) continue;
     const double load = load_per_thread(ws.get(), occupancy(ws.get()));
     if (!idlest || load < idlest_load) {
       idlest = ws.get();
       idlest_load = load;
     }
   }
-  if (ts->dependencies.empty()) return idlest;
+  if (!idlest || ts->dependencies.empty()) return idlest;
 
   // Candidates: the workers holding some dependency (Dask), plus the idlest worker, so that a
   // pile of dependents of one key spreads out once its holder is busy (Dask relies on work
@@ -91,6 +98,7 @@ WorkerState* SchedulerState::decide_worker(const TaskState* ts) {
     const std::int64_t bytes = size_of(dep);
     total_bytes += bytes;
     for (WorkerState* ws : dep->who_has) {
+      if (ws->placement_epoch != epoch && !eligible(ts, ws, honour_workers)) continue;
       if (ws->placement_epoch != epoch) {
         ws->placement_epoch = epoch;
         ws->held_dependency_bytes = 0;
@@ -126,6 +134,7 @@ WorkerState* SchedulerState::decide_worker(const TaskState* ts) {
 
 void SchedulerState::add_to_processing(TaskState* ts, WorkerState* ws) {
   ComputeTask msg{ws->address, ts->key, ts->function, ts->spec, {}, ts->priority, stimulus_id_};
+  if (ts->restrictions) msg.resources = ts->restrictions->resources;
   msg.dependencies.reserve(ts->dependencies.size());
   std::int64_t fetch = 0;
   for (const TaskState* dep : ts->dependencies) {
@@ -141,6 +150,7 @@ void SchedulerState::add_to_processing(TaskState* ts, WorkerState* ws) {
   }
   ts->fetch_bytes = fetch;
   ws->fetch_bytes += fetch;
+  acquire_resources(ts, ws);
   ws->processing.insert(ts);
   ++ws->processing_by_function[ts->function];
   ts->processing_on = ws;
@@ -159,6 +169,7 @@ WorkerState* SchedulerState::exit_processing(TaskState* ts) {
   }
   ws->fetch_bytes -= ts->fetch_bytes;
   ts->fetch_bytes = 0;
+  release_resources(ts, ws);
   end_steal(ts);
   ts->steal_refused = false;
   classify_for_stealing(ws);

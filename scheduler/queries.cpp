@@ -70,7 +70,8 @@ std::optional<WorkerInfo> SchedulerState::worker(std::string_view address) const
   const WorkerState* ws = find_worker(address);
   if (!ws) return std::nullopt;
   return WorkerInfo{ws->address,         ws->name,   ws->nthreads,  ws->processing.size(),
-                    ws->has_what.size(), ws->nbytes, occupancy(ws), ws->last_seen};
+                    ws->has_what.size(), ws->nbytes, occupancy(ws), ws->last_seen,
+                    ws->resources,       ws->used_resources, ws->paused};
 }
 
 std::vector<WorkerInfo> SchedulerState::workers() const {
@@ -129,7 +130,8 @@ std::string SchedulerState::validate() const {
       if (find_task(ts->key) != ts) return fmt::format("client {} wants a dead task", id);
     }
   }
-  if (!unrunnable_.empty() && !workers_.empty()) return "tasks in no-worker while workers exist";
+  for (const TaskState* ts : unrunnable_)
+    if (placeable(ts)) return fmt::format("'{}' in no-worker while a worker can take it", ts->key);
   return {};
 }
 
@@ -246,6 +248,7 @@ std::string SchedulerState::validate_workers() const {
     for (const auto& [function, n] : ws->processing_by_function) counted += n;
     if (counted != static_cast<int>(ws->processing.size()) || fetch != ws->fetch_bytes)
       return fmt::format("worker {} occupancy bookkeeping is off", address);
+    if (std::string problem = validate_resources(ws.get()); !problem.empty()) return problem;
     if (queuing_enabled())
       free_slots += std::max(0, task_slots(ws.get(), queued_.empty() ? nullptr : *queued_.begin()));
   }

@@ -43,14 +43,21 @@ class FunctionName {
   const std::string* name_ = nullptr;
 };
 
+/// Where a task may run (SubmitOptions::resources, workers, allow_other_workers); a task
+/// without any holds none (most tasks: they pay one pointer).
+struct TaskRestrictions {
+  runtime::Resources resources;       ///< consumed on its worker while processing there
+  std::vector<std::string> workers;   ///< addresses or names; empty: any
+  bool loose = false;                 ///< `workers` is a preference (allow_other_workers)
+  bool warned = false;                ///< its no-worker warning was logged
+};
+
 struct TaskState {
   std::string key;
   FunctionName function;
   SpecRef spec = 0;
-  /// The server still holds the spec's payload (the arguments). Dropped once the task can
-  /// never run again: forgotten, or erred for good (retries happen before erred).
-  bool spec_held = true;
   Priority priority;
+  std::unique_ptr<TaskRestrictions> restrictions;  ///< null: it may run anywhere
   int retries = 0;
   TaskStatus state = TaskStatus::released;
   std::int64_t nbytes = -1;  ///< -1 until a worker reported the size
@@ -72,6 +79,11 @@ struct TaskState {
   int suspicious = 0;                          ///< workers that died while running it
   std::vector<std::string> killed;             ///< their names, in order
   bool has_lost_dependencies = false;          ///< a dependency was forgotten: can never run
+  // Here, next to another bool, not after `spec`: in the padding (a million-task graph holds
+  // a million of these; 8 bytes more cross an allocator size class).
+  /// The server still holds the spec's payload (the arguments). Dropped once the task can
+  /// never run again: forgotten, or erred for good (retries happen before erred).
+  bool spec_held = true;
   std::shared_ptr<const TaskFailure> failure;  ///< set once it or a dependency erred
   std::vector<std::string> erred_on;  ///< workers that reported it erred (to free it there)
 
@@ -88,6 +100,10 @@ struct WorkerState {
   double last_seen = 0;
   bool removed = false;
   bool nanny = false;  ///< a nanny reports its death (WorkerDied)
+  /// Its memory is past its pause threshold (WorkerStatusChanged): nothing new goes there.
+  bool paused = false;
+  runtime::Resources resources;       ///< what it offers
+  runtime::Resources used_resources;  ///< held by the restricted tasks processing there
 
   PtrSet<TaskState> processing;
   PtrSet<TaskState> has_what;

@@ -148,7 +148,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     const StoredSpec& s = it->second;
     out->add(Op::compute_task,
              ComputeTaskWire{ct.key, ct.function, s.args, s.dependencies, ct.priority.order,
-                             s.retries, ct.priority.user, ct.dependencies},
+                             s.retries, ct.priority.user, ct.resources, ct.dependencies},
              s.frames);
   }
   void emit(FreeKeys& f) {
@@ -271,6 +271,11 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
         handle(StealResponse{require_worker(p, "steal_response"), std::move(b.key), b.stolen, ""});
         return true;
       }
+      case Op::worker_status: {
+        auto b = r.body<protocol::WorkerStatus>();
+        handle(WorkerStatusChanged{require_worker(p, "worker_status"), b.paused, ""});
+        return true;
+      }
       case Op::worker_died: {  // from a nanny, on a connection of its own
         if (p->kind != Peer::unknown) throw std::runtime_error("worker_died from a worker or client");
         auto b = r.body<protocol::WorkerDied>();
@@ -330,7 +335,8 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     p->other_addresses = b.other_addresses;
     p->host = b.host;
     workers[b.address] = p;  // until the state machine refuses it (RefuseWorker)
-    handle(AddWorker{b.address, static_cast<int>(b.nthreads), b.name, now(), "", b.nanny});
+    handle(AddWorker{b.address, static_cast<int>(b.nthreads), b.name, now(), "", b.nanny,
+                     b.resources});
   }
 
   // The answer to scheduler_info: the state machine's view of workers and tasks, with what
@@ -357,6 +363,9 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
       report.keys_held = w.has_what;
       report.bytes_held = static_cast<std::uint64_t>(std::max<std::int64_t>(w.nbytes, 0));
       report.since_heartbeat_s = std::max(0.0, t - w.last_seen);
+      report.resources = w.resources;
+      report.used_resources = w.used_resources;
+      report.paused = w.paused;
       if (const auto peer = peer_of(workers, w.address)) {
         report.other_addresses = peer->other_addresses;
         report.host = peer->host;
@@ -365,6 +374,8 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
       }
       info.workers.push_back(std::move(report));
     }
+    for (auto& u : state.unrunnable(protocol::SchedulerInfo::kMaxUnrunnableReported))
+      info.unrunnable.push_back({std::move(u.key), std::move(u.needs)});
     return info;
   }
 
@@ -411,7 +422,9 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
         }
       const SpecRef ref = ++next_spec;
       ev.tasks.push_back(TaskSpec{std::move(t.key), std::move(t.function), t.dependencies,
-                                  t.priority, static_cast<int>(t.retries), ref, t.user_priority});
+                                  t.priority, static_cast<int>(t.retries), ref, t.user_priority,
+                                  std::move(t.resources), std::move(t.workers),
+                                  t.allow_other_workers});
       stored.args = std::move(t.args);
       stored.dependencies = std::move(t.dependencies);
       stored.retries = t.retries;

@@ -25,6 +25,10 @@ Instructions SchedulerState::handle(const Event& event) {
       },
       event);
   run_transitions();
+  if (std::exchange(retry_unrunnable_, false)) {
+    schedule_unrunnable();
+    run_transitions();
+  }
   schedule_queued();  // anything may have freed a slot; ready non-root work went first
   balance();          // what the queue did not fill, stealing may
   forgotten_.clear();

@@ -86,6 +86,15 @@ struct WorkerInfo {
   std::int64_t nbytes = 0;     ///< bytes held
   double occupancy = 0;        ///< expected seconds of queued work, all threads together
   double last_seen = 0;
+  runtime::Resources resources = {};       ///< what it offers
+  runtime::Resources used_resources = {};  ///< held by the tasks placed there
+  bool paused = false;
+};
+
+/// A no-worker task that no connected worker can ever run, and what it needs.
+struct UnrunnableInfo {
+  std::string key;
+  std::string needs;
 };
 
 inline constexpr std::size_t kTaskStatusCount = static_cast<std::size_t>(TaskStatus::forgotten) + 1;
@@ -144,6 +153,10 @@ class SchedulerState {
   /// Dead workers whose tasks wait for their nanny's report (WorkerDied).
   std::size_t awaiting_death_reports() const { return dying_.size(); }
   std::size_t no_worker_count() const { return unrunnable_.size(); }
+  /// No-worker tasks that no connected worker could run even if idle (a resource none has,
+  /// workers= naming none connected; any task while no worker is), best priority first, at
+  /// most `limit`. Linear in the no-worker tasks.
+  std::vector<UnrunnableInfo> unrunnable(std::size_t limit) const;
   /// Expected seconds for one call of `function`: the average of reported durations.
   double expected_duration(std::string_view function) const;
   /// The transitions of `key` still in the log, oldest first.
@@ -190,6 +203,7 @@ class SchedulerState {
   void on(const TaskErred& e);
   void on(const MissingData& e);
   void on(const StealResponse& e);
+  void on(const WorkerStatusChanged& e);
   void detach_worker(WorkerState* ws, const std::string& reason, bool expected);
   /// `report`: the nanny's, if any (then only its running tasks are blamed); `how` ends the
   /// error of a task that killed too many workers ("by SIGSEGV", "(connection lost)").
@@ -250,6 +264,25 @@ class SchedulerState {
   WorkerState* exit_processing(TaskState* ts);  ///< nullptr if its worker was removed
   void schedule_queued();
   void schedule_unrunnable();
+  /// decide_worker among the workers that may take `ts` now (honouring its `workers` list
+  /// or not).
+  WorkerState* decide_worker_among(const TaskState* ts, bool honour_workers);
+
+  // restrictions and resources (resources.cpp)
+  /// Whether `ws` may take `ts` now: not paused, allowed by the task's `workers` (when
+  /// honoured), with enough of each resource free.
+  bool eligible(const TaskState* ts, const WorkerState* ws, bool honour_workers) const;
+  /// Whether some connected worker could take `ts` now (as decide_worker would look).
+  bool placeable(const TaskState* ts) const;
+  /// Whether some connected worker could ever run `ts` (idle, not paused).
+  bool runnable_somewhere(const TaskState* ts) const;
+  std::string needs_of(const TaskState* ts) const;  ///< "resources GPU=1", ...
+  void acquire_resources(TaskState* ts, WorkerState* ws);
+  void release_resources(TaskState* ts, WorkerState* ws);
+  /// A restricted task went to no-worker: the warning, once, if nobody can ever run it.
+  void warn_unrunnable(TaskState* ts);
+  void set_restrictions(TaskState* ts, const TaskSpec& spec);
+  std::string validate_resources(const WorkerState* ws) const;
   void record_duration(const std::string& function, double seconds);
 
   // work stealing (stealing.cpp)
@@ -290,6 +323,8 @@ class SchedulerState {
       clients_;
   std::set<TaskState*, ByPriority> queued_;
   std::set<TaskState*, ByPriority> unrunnable_;  ///< no-worker
+  /// Resources were released or a worker resumed in this handle(): no-worker tasks may fit.
+  bool retry_unrunnable_ = false;
   // Work stealing: workers with a thread and nothing for it, and workers with tasks waiting
   // for a thread; kept up to date as tasks come and go, so balancing never walks all workers
   // or tasks.

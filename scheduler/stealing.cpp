@@ -45,9 +45,11 @@ void SchedulerState::classify_for_stealing(WorkerState* ws) {
   if (!options_.work_stealing) return;
   const auto threads = static_cast<std::size_t>(free_threads(ws));
   const std::size_t processing = ws->processing.size();
+  // A paused worker takes nothing new, and what waits there may go elsewhere.
   relist(idle_, ws, ws->listed_idle,
-         !ws->removed && processing + ws->incoming_steals.size() < threads);
-  relist(saturated_, ws, ws->listed_saturated, !ws->removed && processing > threads);
+         !ws->removed && !ws->paused && processing + ws->incoming_steals.size() < threads);
+  relist(saturated_, ws, ws->listed_saturated,
+         !ws->removed && (processing > threads || (ws->paused && processing > 0)));
 }
 
 void SchedulerState::balance() {
@@ -93,6 +95,9 @@ TaskState* SchedulerState::steal_candidate(WorkerState* victim, WorkerState* thi
        it != victim->processing.begin() && scanned < kStealScan; ++scanned) {
     TaskState* ts = *--it;
     if (ts->steal_pending || ts->steal_refused) continue;
+    // Never to a worker that may not take it (its `workers`, unless only a preference, or
+    // resources the thief lacks or has in use).
+    if (ts->restrictions && !eligible(ts, thief, !ts->restrictions->loose)) continue;
     // On the victim it waits for the rest of its queued work; on the thief it starts after
     // the thief's own work, the fetch and the steal's round trips.
     const double compute = expected_duration(ts->function);
@@ -151,7 +156,8 @@ void SchedulerState::on(const StealResponse& e) {
     return;
   }
   exit_processing(ts);
-  if (thief) {
+  // The thief may have paused, or its resources been taken, since the request.
+  if (thief && eligible(ts, thief, !(ts->restrictions && ts->restrictions->loose))) {
     log(LogLevel::debug, fmt::format("'{}' stolen from {} by {}", ts->key, e.worker,
                                      thief->address));
     return add_to_processing(ts, thief);

@@ -1,6 +1,8 @@
 #pragma once
 // What the scheduler knows about a submitted task. It never sees the payload (the serialized
 // function arguments): the server keeps those frames and hands the state machine a SpecRef.
+#include <taskwire/runtime/resources.hpp>
+
 #include <fmt/format.h>
 
 #include <compare>
@@ -38,6 +40,10 @@ struct TaskSpec {
   int retries = 0;                        ///< times the task may be rerun after it errs
   SpecRef spec = 0;
   std::int32_t user_priority = 0;         ///< SubmitOptions::priority; higher first
+  /// SubmitOptions::resources, workers, allow_other_workers (see TaskRestrictions).
+  runtime::Resources resources = {};
+  std::vector<std::string> workers = {};
+  bool allow_other_workers = false;
 };
 
 /// Why a task is in the erred state. Dependents of a failed task share its failure.

@@ -181,7 +181,9 @@ void SchedulerState::dispatch_ready(TaskState* ts) {
                                      ts->waiting_on.size()));
     return;
   }
-  if (is_root(ts) && queuing_enabled()) {
+  // Restricted tasks skip the root queue (as Dask's): its head would block the rest while
+  // waiting for the one worker it may use.
+  if (is_root(ts) && queuing_enabled() && !ts->restrictions) {
     if (WorkerState* ws = decide_root_worker(ts)) {
       add_to_processing(ts, ws);
     } else {
@@ -195,6 +197,7 @@ void SchedulerState::dispatch_ready(TaskState* ts) {
   } else {
     ts->state = S::no_worker;
     unrunnable_.insert(ts);
+    warn_unrunnable(ts);
   }
 }
 

@@ -49,11 +49,15 @@ void SchedulerState::on(const AddWorker& e) {
   owned->nthreads = std::max(1, e.nthreads);
   owned->last_seen = e.now;
   owned->nanny = e.nanny;
+  owned->resources = e.resources;
   WorkerState* ws = owned.get();
   workers_.emplace(e.address, std::move(owned));
   classify_for_stealing(ws);
-  log(LogLevel::info, fmt::format("worker {} ({}) joined with {} threads", e.address, name,
-                                  std::max(1, e.nthreads)));
+  log(LogLevel::info, fmt::format("worker {} ({}) joined with {} threads{}", e.address, name,
+                                  std::max(1, e.nthreads),
+                                  e.resources.empty() ? std::string()
+                                                      : ", resources " +
+                                                            runtime::format_resources(e.resources)));
   schedule_unrunnable();  // queued roots follow in handle(), via schedule_queued()
 }
 

@@ -12,6 +12,7 @@
 #include <taskwire/runtime/daemon_bootstrap.hpp>
 #include <taskwire/runtime/log.hpp>
 #include <taskwire/runtime/preload.hpp>
+#include <taskwire/runtime/resources.hpp>
 #include <taskwire/worker/crash_record.hpp>
 #include <taskwire/worker/nanny.hpp>
 #include <taskwire/worker/worker_server.hpp>
@@ -72,6 +73,7 @@ struct MainOptions {
   double memory_spill = env_fraction("TASKWIRE_MEMORY_SPILL", MemoryOptions{}.spill);
   double memory_pause = env_fraction("TASKWIRE_MEMORY_PAUSE", MemoryOptions{}.pause);
   double memory_terminate = env_fraction("TASKWIRE_MEMORY_TERMINATE", MemoryOptions{}.terminate);
+  std::string resources = env_or("TASKWIRE_WORKER_RESOURCES", "");
 };
 
 po::options_description describe(MainOptions& o) {
@@ -93,6 +95,10 @@ po::options_description describe(MainOptions& o) {
       "preload", po::value(&o.libraries)->composing(),
       "shared library whose TASKWIRE_REGISTER'ed functions this worker can run; repeatable")(
       "name", po::value(&o.name), "this worker's name (default: its contact address)")(
+      "resources", po::value(&o.resources),
+      "what this worker offers tasks, as NAME=AMOUNT pairs, e.g. \"GPU=2,MEM=64e9\": a task "
+      "submitted with resources runs only on a worker offering them, and only while enough "
+      "is free there (env TASKWIRE_WORKER_RESOURCES)")(
       "listen", po::value(&o.listen),
       "where peers fetch data from this worker (default: tcp://HOST:0, HOST as --host says, "
       "or inproc://auto); tcp://0.0.0.0:PORT listens on every interface and advertises HOST")(
@@ -171,6 +177,11 @@ void check(const MainOptions& o) {
   if (o.fetch_timeout_ms < 0) throw po::error("--fetch-timeout-ms must not be negative");
   if (o.restart_limit < 0) throw po::error("--restart-limit must not be negative");
   try {
+    runtime::parse_resources(o.resources, "--resources");
+  } catch (const std::invalid_argument& e) {
+    throw po::error(e.what());
+  }
+  try {
     worker::parse_memory_limit(o.memory_limit, o.nthreads, "--memory-limit");
     worker::check_memory_fractions(memory_options(o));
   } catch (const std::invalid_argument& e) {
@@ -235,6 +246,7 @@ worker::WorkerOptions worker_options(const MainOptions& o, const std::string& sc
   options.dashboard = !o.no_dashboard;
   options.dashboard_address = o.dashboard_address;
   options.memory = memory_options(o);
+  options.resources = runtime::parse_resources(o.resources, "--resources");
   return options;
 }
 

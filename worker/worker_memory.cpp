@@ -117,6 +117,8 @@ void Worker::Impl::update_pause(std::uint64_t rss) {
   const bool over = static_cast<double>(rss) > m.pause * static_cast<double>(m.limit);
   if (over == state_->paused()) return;
   state_->set_paused(over);
+  // The scheduler then places nothing new here, and may steal what waits.
+  to_scheduler(protocol::Op::worker_status, protocol::WorkerStatus{over});
   if (over) {
     spdlog::warn("worker {}: paused: process memory {} is past {:.0f}% of its limit {}; it "
                  "starts no task and fetches nothing until that falls",

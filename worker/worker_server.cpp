@@ -124,6 +124,7 @@ Worker::Impl::Impl(runtime::Context& context, comm::Registry& registry, WorkerOp
 void Worker::Impl::start() {
   if (options_.scheduler_address.empty())
     throw std::invalid_argument("worker: no scheduler address given");
+  runtime::check_resources(options_.resources, "worker resources");
   if (started_.exchange(true)) throw std::logic_error("Worker::start() called twice");
   comm::ConnectOptions connect;
   connect.timeout = options_.connect_timeout;
@@ -167,6 +168,7 @@ void Worker::Impl::start() {
   so.address = address_;
   so.name = name_;
   so.nthreads = options_.nthreads;
+  so.resources = options_.resources;
   so.max_gather_peers = options_.max_gather_peers;
   // A reply holds every key asked at once, in memory on both sides, and the sizes of the keys
   // to fetch are not known here: under a memory limit, one key per request keeps a transfer
@@ -189,7 +191,8 @@ void Worker::Impl::on_started() {
   if (closing_) return;
   to_scheduler(Op::register_worker,
                protocol::RegisterWorker{name_, address_, options_.nthreads, options_.nanny,
-                                        other_addresses_, runtime::host_name()});
+                                        other_addresses_, runtime::host_name(),
+                                        options_.resources});
   // At once, so that the scheduler knows the worker's memory from the start (scheduler_info).
   send_heartbeat();
   crash::set_identity(name_, address_);
@@ -422,6 +425,9 @@ void Worker::Impl::to_scheduler(protocol::Op op, const T& body, std::vector<runt
   }
   outbox_.add(op, body, std::move(payload));
 }
+// worker_memory.cpp says when the worker pauses or resumes.
+template void Worker::Impl::to_scheduler(protocol::Op, const protocol::WorkerStatus&,
+                                         std::vector<runtime::Frame>);
 
 void Worker::Impl::flush() {
   flush_posted_ = false;

@@ -12,6 +12,7 @@
 // for the worker to make progress.
 #include <taskwire/comm/core/registry.hpp>
 #include <taskwire/runtime/context.hpp>
+#include <taskwire/runtime/resources.hpp>
 #include <taskwire/worker/data_store.hpp>
 #include <taskwire/worker/memory_limits.hpp>
 
@@ -34,6 +35,11 @@ struct WorkerOptions {
   bool nanny = false;
   /// Threads executing tasks (at least 1).
   unsigned nthreads = 1;
+  /// What this worker offers tasks, e.g. {{"GPU", 2}} (taskwire-worker --resources
+  /// "GPU=2"): a task with SubmitOptions::resources runs only where they exist, and only
+  /// while enough of them is free. Amounts must be positive (start() throws
+  /// std::invalid_argument otherwise).
+  runtime::Resources resources;
   /// Where peers fetch data from this worker. Default: on the scheduler's scheme:
   /// tcp://HOST:0 where HOST is the advertised host (below), inproc://auto, or mpi://RANK for
   /// this process's rank. A wildcard (tcp://0.0.0.0:PORT) binds every interface and

@@ -123,6 +123,12 @@ std::optional<std::string> WorkerState::invalid_spec(const ComputeTaskEvent& e,
   const auto& spec = e.spec;
   if (!options_.function_known(spec.function))
     return unknown_function_message(spec.function, options_.name, options_.address);
+  // The scheduler sends a task only where the resources exist; an old or foreign scheduler
+  // might not, and such a task would wait here for ever.
+  if (!runtime::resources_fit(spec.resources, options_.resources))
+    return fmt::format("task '{}' needs resources {}, more than worker '{}' ({}) offers: {}",
+                       spec.key, runtime::format_resources(spec.resources), options_.name,
+                       options_.address, runtime::format_resources(options_.resources));
   for (std::size_t i = 0; i < spec.args.size(); ++i) {
     const auto& a = spec.args[i];
     if (a.kind == protocol::ArgSpec::frame && a.frame_index >= e.frames.size())
@@ -165,6 +171,7 @@ void WorkerState::apply(ComputeTaskEvent& e) {
   ts.args = std::move(e.spec.args);
   ts.frames = std::move(e.frames);
   ts.priority = RunOrder{e.spec.user_priority, e.spec.priority};
+  ts.resources = std::move(e.spec.resources);
   ts.seq = next_seq_++;
   ts.who_has.clear();
   ts.error.clear();
@@ -320,34 +327,51 @@ void WorkerState::ensure_communicating() {
   }
 }
 
+// Ready tasks in priority order; one whose resources are not free now waits, and the next
+// ones that fit run around it (it starts once a running task gives them back).
 void WorkerState::ensure_computing() {
-  while (!paused_ && executing_count_ < options_.nthreads && !ready_.empty()) {
-    const Key key = std::get<2>(*ready_.begin());
-    ready_.erase(ready_.begin());
-    TaskState& ts = tasks_.at(key);
-    std::vector<Frame> args;
-    args.reserve(ts.args.size());
-    std::optional<Key> lost;
-    for (const auto& a : ts.args) {
-      if (a.kind == protocol::ArgSpec::frame) {
-        args.push_back(ts.frames[a.frame_index]);
-      } else if (auto f = data_->get(a.key)) {
-        args.push_back(std::move(*f));
-      } else {
-        lost = a.key;
-        break;
-      }
-    }
-    if (lost) {  // cannot happen while the invariants hold; report rather than crash
-      fail_task(ts, fmt::format("internal error on worker '{}': the data of dependency '{}' "
-                                "vanished before task '{}' ran",
-                                options_.name, *lost, key));
+  if (paused_) return;
+  for (auto it = ready_.begin(); executing_count_ < options_.nthreads && it != ready_.end();) {
+    TaskState& ts = tasks_.at(std::get<2>(*it));
+    if (!ts.resources.empty() &&
+        !runtime::resources_fit(ts.resources, options_.resources, used_resources_)) {
+      ++it;
       continue;
     }
-    ts.status = TaskStatus::executing;
-    ++executing_count_;
-    emit(Execute{key, ts.function, std::move(args), ts.priority, stimulus_, transfers_into(ts)});
+    // Starting a task may fail it, which touches other records: find the next entry anew.
+    const std::optional<QueueEntry> next =
+        std::next(it) == ready_.end() ? std::nullopt : std::optional(*std::next(it));
+    ready_.erase(it);
+    start_executing(ts);
+    it = next ? ready_.lower_bound(*next) : ready_.end();
   }
+}
+
+void WorkerState::start_executing(TaskState& ts) {
+  const Key key = ts.key;
+  std::vector<Frame> args;
+  args.reserve(ts.args.size());
+  std::optional<Key> lost;
+  for (const auto& a : ts.args) {
+    if (a.kind == protocol::ArgSpec::frame) {
+      args.push_back(ts.frames[a.frame_index]);
+    } else if (auto f = data_->get(a.key)) {
+      args.push_back(std::move(*f));
+    } else {
+      lost = a.key;
+      break;
+    }
+  }
+  if (lost) {  // cannot happen while the invariants hold; report rather than crash
+    fail_task(ts, fmt::format("internal error on worker '{}': the data of dependency '{}' "
+                              "vanished before task '{}' ran",
+                              options_.name, *lost, key));
+    return;
+  }
+  ts.status = TaskStatus::executing;
+  ++executing_count_;
+  runtime::account_resources(used_resources_, ts.resources, 1);
+  emit(Execute{key, ts.function, std::move(args), ts.priority, stimulus_, transfers_into(ts)});
 }
 
 // The span and bytes of the transfers that brought ts's dependencies here, for the task
@@ -368,6 +392,23 @@ TaskRun WorkerState::transfers_into(const TaskState& ts) const {
 }
 
 // ---- invariants ----
+
+void WorkerState::validate_resources() const {
+  runtime::Resources used;
+  for (const auto& [key, ts] : tasks_)
+    if (ts.status == TaskStatus::executing || ts.status == TaskStatus::cancelled)
+      runtime::account_resources(used, ts.resources, 1);
+  if (!runtime::resources_fit(used, used_resources_) ||
+      !runtime::resources_fit(used_resources_, used))
+    throw std::logic_error(fmt::format("WorkerState: tasks on threads hold resources {}, "
+                                       "counted {}",
+                                       runtime::format_resources(used),
+                                       runtime::format_resources(used_resources_)));
+  if (!runtime::resources_fit(used_resources_, options_.resources))
+    throw std::logic_error(fmt::format("WorkerState: resources in use {} exceed those offered {}",
+                                       runtime::format_resources(used_resources_),
+                                       runtime::format_resources(options_.resources)));
+}
 
 void WorkerState::validate() const {
   auto fail = [](const std::string& what) { throw std::logic_error("WorkerState: " + what); };
@@ -417,6 +458,7 @@ void WorkerState::validate() const {
         fail(fmt::format("'{}' lists dependent '{}', which does not depend on it", key, d));
     }
   }
+  validate_resources();
   if (cancelled != cancelled_count_)
     fail(fmt::format("{} tasks cancelled on threads but cancelled_count is {}", cancelled,
                      cancelled_count_));

@@ -14,6 +14,7 @@
 // A freed task that is executing becomes `cancelled`: it finishes and its result is dropped.
 // A dependency no listed holder has ends the tasks needing it with SendMissingData (the
 // scheduler reschedules them with fresh locations).
+#include <taskwire/runtime/resources.hpp>
 #include <taskwire/worker/data_store.hpp>
 #include <taskwire/worker/worker_events.hpp>
 #include <taskwire/worker/worker_instructions.hpp>
@@ -56,6 +57,7 @@ struct TaskState {
   std::vector<protocol::ArgSpec> args;
   std::vector<Frame> frames;
   RunOrder priority;          ///< lower runs (or is fetched) first
+  runtime::Resources resources;  ///< held while it runs (SubmitOptions::resources)
   std::uint64_t seq = 0;      ///< arrival order: breaks priority ties
   std::set<Key> dependencies;      ///< tasks whose data this one still needs
   std::set<Key> dependents;        ///< local tasks, not yet run, that need this one's data
@@ -78,6 +80,9 @@ struct WorkerStateOptions {
   std::string address;   ///< this worker's contact address: recognised (and skipped) in who_has
   std::string name;      ///< this worker's name, for error messages
   unsigned nthreads = 1; ///< tasks executing at once
+  /// What this worker offers tasks (--resources): a ready task starts only while what it
+  /// needs is free; the others run around it.
+  runtime::Resources resources = {};
   /// Peers with a GatherDep outstanding at once (Dask: transfer_incoming_count_limit).
   std::size_t max_gather_peers = 4;
   /// Keys asked of one peer in one GatherDep (bounds a data_reply's frame count).
@@ -115,6 +120,8 @@ class WorkerState {
   /// them, and must be told (threads_busy) lest it place work behind them.
   std::size_t cancelled_on_threads() const noexcept { return cancelled_count_; }
   std::size_t ready_count() const noexcept { return ready_.size(); }
+  /// Resources held by the tasks on threads (executing or cancelled).
+  const runtime::Resources& used_resources() const noexcept { return used_resources_; }
   std::size_t fetch_count() const noexcept { return fetch_queue_.size(); }
   /// Peers with a GatherDep outstanding.
   std::vector<std::string> in_flight_workers() const;
@@ -123,6 +130,7 @@ class WorkerState {
 
   /// Checks the machine's invariants; throws std::logic_error describing the first broken one.
   void validate() const;
+  void validate_resources() const;  ///< validate()'s part on resources
 
  private:
   using QueueEntry = std::tuple<RunOrder, std::uint64_t, Key>;
@@ -157,6 +165,7 @@ class WorkerState {
   void dequeue(TaskState& ts);
   void ensure_communicating();
   void ensure_computing();
+  void start_executing(TaskState& ts);
   TaskRun transfers_into(const TaskState& ts) const;
   TaskState* find(const Key& key);
   void emit(Instruction i);
@@ -169,6 +178,7 @@ class WorkerState {
   std::map<std::string, std::vector<Key>> in_flight_;  ///< peer -> keys of its GatherDep
   std::size_t executing_count_ = 0;  ///< executing + cancelled: threads in use
   std::size_t cancelled_count_ = 0;  ///< of those, cancelled
+  runtime::Resources used_resources_;  ///< held by the tasks on threads
   std::uint64_t next_seq_ = 0;
   bool paused_ = false;
   std::uint64_t stimulus_counter_ = 0;

@@ -126,6 +126,7 @@ void WorkerState::apply(ExecuteFailure& e) {
 
 // The task ran: its dependencies are no longer needed for it.
 void WorkerState::finished_running(TaskState& ts) {
+  runtime::account_resources(used_resources_, ts.resources, -1);
   const std::set<Key> deps = std::move(ts.dependencies);
   ts.dependencies.clear();
   ts.waiting_for_data.clear();

@@ -160,6 +160,7 @@ void ClusterRank::start() {
     o.name = fmt::format("rank-{}", env_.rank());
     o.nthreads = options_.nthreads;
     o.memory = options_.memory;
+    o.resources = options_.worker_resources;
     o.listen_address = listen_address();
     o.extra_listen_addresses = worker_doors(options_);
     o.connect_timeout = options_.connect_timeout;

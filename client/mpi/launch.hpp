@@ -17,6 +17,7 @@
 // mpi:// (default), tcp:// or tls:// under the same launch, so the two compare on the same work.
 // Failures: a rank that dies ends the whole job with a non-zero exit and a message naming the
 // rank (MpiEnvironment); a task that throws is a TaskError at its future, not fatal.
+#include <taskwire/runtime/resources.hpp>
 #include <taskwire/worker/memory_limits.hpp>
 #include <taskwire/client/client.hpp>
 #include <taskwire/runtime/mpi_environment.hpp>
@@ -79,6 +80,9 @@ struct LaunchOptions {
   /// docs/scheduling.md, "Memory"). Default: no limit. A worker rank past `terminate` closes
   /// (ranks have no nanny).
   worker::MemoryOptions memory;
+  /// What each worker rank offers tasks (worker::WorkerOptions::resources, e.g.
+  /// {{"GPU", 1}}): every worker rank gets the same.
+  runtime::Resources worker_resources;
 };
 
 /// Which rank does what. `client_rank` may equal `scheduler_rank` (pool mode: the scheduler

@@ -29,6 +29,7 @@ struct MainOptions {
   runtime::TlsFileOptions tls;
   std::string dashboard_address = ":8787";
   bool no_dashboard = false;
+  std::string resources;
 };
 
 po::options_description describe(MainOptions& o) {
@@ -49,6 +50,8 @@ po::options_description describe(MainOptions& o) {
       "tcp://0.0.0.0:8786 for every interface)")(
       "nthreads", po::value(&options.nthreads)->default_value(options.nthreads),
       "threads running tasks on each worker rank")(
+      "resources", po::value(&o.resources),
+      "what each worker rank offers tasks, e.g. \"GPU=1\" (as taskwire-worker --resources)")(
       "transport", po::value(&o.transport)->default_value(o.transport),
       "how workers reach the scheduler and each other: mpi, tcp or tls")(
       "tcp-host", po::value(&options.tcp_host),
@@ -71,6 +74,11 @@ po::options_description describe(MainOptions& o) {
 void check(MainOptions& o) {
   o.launch.transport = mpi::parse_transport(o.transport);
   if (o.launch.nthreads == 0) throw po::error("--nthreads must be at least 1");
+  try {
+    o.launch.worker_resources = runtime::parse_resources(o.resources, "--resources");
+  } catch (const std::invalid_argument& e) {
+    throw po::error(e.what());
+  }
   const auto timeout = runtime::parse_timeout(o.connect_timeout, "--connect-timeout");
   // Every rank starts together: a scheduler rank that is not up by then never will be.
   if (!timeout) throw po::error("--connect-timeout must be a duration here, not none");

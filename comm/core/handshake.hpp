@@ -40,7 +40,10 @@ namespace taskwire::comm {
 ///    cancel_keys carries `force` (protocol::CancelKeys); TaskSpec (update_graph,
 ///    compute_task) carries the user's priority; steal_request (scheduler -> worker) and
 ///    steal_response (work stealing).
-inline constexpr std::uint32_t kProtocolVersion = 8;
+/// 9: TaskSpec carries resources, workers and allow_other_workers; register_worker carries
+///    the worker's resources; worker_status (paused / resumed); scheduler_info_reply carries
+///    each worker's resources and pause, and the tasks no worker can run.
+inline constexpr std::uint32_t kProtocolVersion = 9;
 
 /// What a comm accepts while its peer has not authenticated: the handshake's messages are
 /// one frame of a few KiB at most, so a peer announcing more is refused before anything is

@@ -7,6 +7,7 @@
 #include <taskwire/worker/worker_server.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -32,11 +33,14 @@ struct Cluster {
     for (auto& w : workers) w->stop();
     scheduler->stop();
   }
-  worker::Worker& add_worker(int nthreads = 1) {
+  /// Named "w<i>", i counting the workers added so far; `configure` may change its options.
+  worker::Worker& add_worker(int nthreads = 1,
+                             const std::function<void(worker::WorkerOptions&)>& configure = {}) {
     worker::WorkerOptions o;
     o.scheduler_address = address;
     o.nthreads = nthreads;
     o.name = "w" + std::to_string(workers.size());
+    if (configure) configure(o);
     workers.push_back(std::make_unique<worker::Worker>(fx.context(), fx.registry(), o));
     workers.back()->start();
     return *workers.back();

@@ -5,6 +5,7 @@
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -88,6 +89,28 @@ std::vector<std::string> run_log() {
   std::lock_guard lock(gates_mu);
   return recorded;
 }
+namespace {
+std::mutex overlap_mu;
+std::map<std::string, std::pair<int, int>> overlap;  // tag -> running now, most at once
+}  // namespace
+
+int exclusive(std::string tag, int x) {
+  {
+    std::lock_guard lock(overlap_mu);
+    auto& [now, most] = overlap[tag];
+    most = std::max(most, ++now);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::lock_guard lock(overlap_mu);
+  --overlap[tag].first;
+  return x;
+}
+
+int max_overlap(const std::string& tag) {
+  std::lock_guard lock(overlap_mu);
+  return overlap[tag].second;
+}
+
 }  // namespace cluster_fns
 
 TASKWIRE_REGISTER(cluster_fns::inc);
@@ -102,5 +125,6 @@ TASKWIRE_REGISTER(cluster_fns::blob);
 TASKWIRE_REGISTER(cluster_fns::concat);
 TASKWIRE_REGISTER(cluster_fns::flaky);
 TASKWIRE_REGISTER(cluster_fns::gated);
+TASKWIRE_REGISTER(cluster_fns::exclusive);
 TASKWIRE_REGISTER(cluster_fns::record);
 TASKWIRE_REGISTER(cluster_fns::hold);

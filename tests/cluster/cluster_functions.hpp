@@ -29,5 +29,9 @@ void open_gate(const std::string& gate);     ///< (not registered) opens it for 
 bool entered(const std::string& gate);
 /// Appends `tag` to the run log (in this process) and returns x.
 int record(std::string tag, int x);
-std::vector<std::string> run_log();  ///< record's tags in the order the calls began
+std::vector<std::string> run_log();
+/// Counts the calls with `tag` running at once (in this process) while it holds its thread
+/// for 20 ms, so that overlapping calls do overlap; returns x.
+int exclusive(std::string tag, int x);
+int max_overlap(const std::string& tag);  ///< exclusive's most calls of `tag` at once  ///< record's tags in the order the calls began
 }  // namespace cluster_fns

@@ -35,7 +35,8 @@ namespace taskwire::fuzz {
   X(free_keys, Keys) X(close_worker, Empty) X(worker_refused, WorkerRefused)           \
   X(free_processing, Keys) X(get_data, GetData) X(data_reply, DataReply)              \
   X(scheduler_info, SchedulerInfoRequest) X(scheduler_info_reply, SchedulerInfo)          \
-  X(steal_request, StealRequest) X(steal_response, StealResponse)
+  X(steal_request, StealRequest) X(steal_response, StealResponse)                         \
+  X(worker_status, WorkerStatus)
 
 /// Calls `visit(std::type_identity<Body>{})` with the body type of `op`; false (and no
 /// call) for a code no reader accepts.

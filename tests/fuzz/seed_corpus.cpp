@@ -35,6 +35,9 @@ protocol::TaskSpec sample_task() {
   t.priority = -3;
   t.retries = 2;
   t.user_priority = 1;
+  t.resources = {{"GPU", 1}, {"MEM", 4e9}};
+  t.workers = {"w0", "tcp://127.0.0.1:4000"};
+  t.allow_other_workers = true;
   return t;
 }
 void fill(protocol::UpdateGraph& b) { b = {{sample_task()}, {"inc-1"}}; }
@@ -46,21 +49,22 @@ void fill(protocol::KeyErred& b) {
   b = {"k", "failed", "k", "boom", "std::runtime_error", "w0", "tcp://127.0.0.1:4000"};
 }
 void fill(protocol::RegisterWorker& b) {
-  b = {"w0", "mpi://2", 4, true, {"tcp://127.0.0.1:4000"}, "node-1"};
+  b = {"w0", "mpi://2", 4, true, {"tcp://127.0.0.1:4000"}, "node-1", {{"GPU", 2}}};
 }
 void fill(protocol::Heartbeat& b) { b = {1 << 20, 3}; }
 void fill(protocol::SchedulerInfoRequest& b) { b.request_id = 9; }
 void fill(protocol::SchedulerInfo& b) {
   protocol::WorkerReport w{"mpi://2", {"tcp://127.0.0.1:4000"}, "w0", "node-1", 4, 1 << 20,
-                           2, 5, 1, 8, 0.5};
+                           2, 5, 1, 8, 0.5, {{"GPU", 2}}, {{"GPU", 1}}, true};
   b = {9, "tcp://127.0.0.1:8786", {"mpi://0", "tcp://127.0.0.1:8786"}, 2,
-       {{"memory", 1}, {"processing", 5}}, {w}};
+       {{"memory", 1}, {"processing", 5}, {"no-worker", 1}}, {w}, {{"k", "resources TPU=1"}}};
 }
 void fill(protocol::ThreadsBusy& b) { b.count = 1; }
 void fill(protocol::WorkerDied& b) { b = {"tcp://127.0.0.1:4000", "w0", "SIGSEGV", {"k"}}; }
 void fill(protocol::TaskFinished& b) { b = {"k", 8, 0.25, 1, 0.01, 0.002, 4096}; }
 void fill(protocol::StealRequest& b) { b.key = "k"; }
 void fill(protocol::StealResponse& b) { b = {"k", true}; }
+void fill(protocol::WorkerStatus& b) { b.paused = true; }
 void fill(protocol::TaskErred& b) { b = {"k", "failed", "std::invalid_argument"}; }
 void fill(protocol::WorkerRefused& b) { b.reason = "name taken"; }
 void fill(protocol::MissingData& b) { b = {"k", "dep", "tcp://127.0.0.1:4001"}; }

@@ -10,7 +10,7 @@ TEST_CASE("ComputeTaskWire: the bytes of the ComputeTask it stands for", "[sched
   protocol::TaskSpec spec{"sum-3", "sum",
                           {{protocol::ArgSpec::frame, 0, ""}, {protocol::ArgSpec::dependency, 0, "b"},
                            {protocol::ArgSpec::dependency, 0, "a"}},
-                          {"b", "a"}, 5, 2, 4};
+                          {"b", "a"}, 5, 2, 4, {{"GPU", 1}, {"MEM", 2e9}}};
   // Dependencies in the instruction's order (not sorted); the map sorts them.
   const std::vector<scheduler::DependencyLocation> deps{{"b", {"mpi://2"}, 8},
                                                         {"a", {"mpi://1", "tcp://h:1"}, 8}};
@@ -22,7 +22,8 @@ TEST_CASE("ComputeTaskWire: the bytes of the ComputeTask it stands for", "[sched
   runtime::BatchWriter a, b;
   a.add(protocol::Op::compute_task, scheduler::ComputeTaskWire{spec.key, spec.function, spec.args,
                                                                spec.dependencies, -9,
-                                                               spec.retries, 4, deps});
+                                                               spec.retries, 4, spec.resources,
+                                                               deps});
   b.add(protocol::Op::compute_task, full);
   const auto wire = a.take(), expected = b.take();
   // Same length; and read back, the same task (the pairs' order differs, the map does not).
@@ -40,6 +41,9 @@ TEST_CASE("ComputeTaskWire: the bytes of the ComputeTask it stands for", "[sched
     CHECK(got.spec.priority == -9);
     CHECK(got.spec.retries == 2);
     CHECK(got.spec.user_priority == 4);
+    CHECK(got.spec.resources == spec.resources);
+    CHECK(got.spec.workers.empty());  // the scheduler's business only
+    CHECK_FALSE(got.spec.allow_other_workers);
     CHECK(got.who_has == full.who_has);
   });
   // With the dependencies in key order the bytes are identical.
@@ -47,6 +51,7 @@ TEST_CASE("ComputeTaskWire: the bytes of the ComputeTask it stands for", "[sched
   runtime::BatchWriter c;
   c.add(protocol::Op::compute_task, scheduler::ComputeTaskWire{spec.key, spec.function, spec.args,
                                                                spec.dependencies, -9,
-                                                               spec.retries, 4, sorted});
+                                                               spec.retries, 4, spec.resources,
+                                                               sorted});
   CHECK(c.take().frames[0].view() == expected.frames[0].view());
 }

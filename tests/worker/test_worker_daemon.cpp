@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <mutex>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -173,7 +174,25 @@ TEST_CASE("worker daemon: a library that cannot be loaded is a clear error",
                                   Contains("cannot load"));
 }
 
+TEST_CASE("worker daemon: --resources are announced at registration", "[worker][daemon]") {
+  Fixture fx;
+  auto args = fx.args("dw-gpu");
+  args.insert(args.end(), {"--no-nanny", "--resources", "GPU=2, MEM=64e9"});
+  Daemon d(args);
+  auto s = fx.scheduler->accept(15s);
+  auto reg = s->next(Op::register_worker);
+  REQUIRE(reg);
+  CHECK(reg->registered.resources == std::map<std::string, double>{{"GPU", 2}, {"MEM", 64e9}});
+}
+
 TEST_CASE("worker daemon: bad command lines exit 2 and --help exits 0", "[worker][daemon]") {
+  for (const char* bad : {"GPU", "GPU=two", "GPU=0", "GPU=1,GPU=2"}) {
+    Daemon d({"--resources", bad, "tcp://127.0.0.1:1"});
+    auto status = d.wait();
+    REQUIRE(status);
+    CHECK(*status == 2);
+    CHECK_THAT(d.stderr_text(), Contains("--resources"));
+  }
   {
     Daemon d({"--nthreads", "0", "tcp://127.0.0.1:1"});
     auto status = d.wait();
