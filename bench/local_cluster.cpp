@@ -57,6 +57,13 @@ std::vector<std::string> LocalCluster::dashboard_urls() const {
 }
 
 LocalCluster::~LocalCluster() {
+  // The clients, gone by now, release their keys when the scheduler sees them leave: wait
+  // for that (bounded), or workers leaving first look like the loss of data still wanted.
+  for (int i = 0; i < 400; ++i) {
+    if (scheduler->inspect([](const scheduler::SchedulerState& s) { return s.client_count(); }) == 0)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   for (auto& w : workers) w->stop();
   scheduler->stop();
   workers.clear();

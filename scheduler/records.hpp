@@ -49,7 +49,6 @@ struct TaskRestrictions {
   runtime::Resources resources;       ///< consumed on its worker while processing there
   std::vector<std::string> workers;   ///< addresses or names; empty: any
   bool loose = false;                 ///< `workers` is a preference (allow_other_workers)
-  bool warned = false;                ///< its no-worker warning was logged
 };
 
 struct TaskState {

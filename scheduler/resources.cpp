@@ -74,13 +74,15 @@ std::string SchedulerState::needs_of(const TaskState* ts) const {
 }
 
 void SchedulerState::warn_unrunnable(TaskState* ts) {
-  TaskRestrictions* r = ts->restrictions.get();
-  if (!r || r->warned || runnable_somewhere(ts)) return;
-  r->warned = true;
+  if (!ts->restrictions || runnable_somewhere(ts)) return;
+  std::string needs = needs_of(ts);
+  if (warned_needs_.count(needs)) return;
   log(LogLevel::warning,
       fmt::format("task '{}' waits for a worker: it needs {}, which no connected worker "
-                  "offers; it runs once such a worker joins",
-                  ts->key, needs_of(ts)));
+                  "offers; it runs once such a worker joins (other tasks that need the same "
+                  "are not logged; scheduler_info().unrunnable lists them)",
+                  ts->key, needs));
+  warned_needs_.insert(std::move(needs));
 }
 
 std::vector<UnrunnableInfo> SchedulerState::unrunnable(std::size_t limit) const {

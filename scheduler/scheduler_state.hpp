@@ -325,6 +325,10 @@ class SchedulerState {
   std::set<TaskState*, ByPriority> unrunnable_;  ///< no-worker
   /// Resources were released or a worker resumed in this handle(): no-worker tasks may fit.
   bool retry_unrunnable_ = false;
+  /// The needs (needs_of) that no connected worker meets and that were logged: one warning
+  /// each, not one per task (a map of a million GPU tasks on a cluster without a GPU); forgotten
+  /// when a worker joins, as what is missing may change then.
+  std::set<std::string, std::less<>> warned_needs_;
   // Work stealing: workers with a thread and nothing for it, and workers with tasks waiting
   // for a thread; kept up to date as tasks come and go, so balancing never walks all workers
   // or tasks.

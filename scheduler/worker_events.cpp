@@ -53,6 +53,7 @@ void SchedulerState::on(const AddWorker& e) {
   WorkerState* ws = owned.get();
   workers_.emplace(e.address, std::move(owned));
   classify_for_stealing(ws);
+  warned_needs_.clear();
   log(LogLevel::info, fmt::format("worker {} ({}) joined with {} threads{}", e.address, name,
                                   std::max(1, e.nthreads),
                                   e.resources.empty() ? std::string()

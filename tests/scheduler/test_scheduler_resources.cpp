@@ -137,6 +137,22 @@ TEST_CASE("workers=: tasks run only on the workers named, by address or name",
   CHECK(only<StealRequest>(h.last).empty());
 }
 
+TEST_CASE("resources: many tasks with the same unmet needs log one warning, not one each",
+          "[scheduler][resources]") {
+  Harness h;
+  h.add_worker("a", 2);
+  const auto& out = h.submit({needing("t1", {{"TPU", 1}}), needing("t2", {{"TPU", 1}}),
+                              needing("t3", {{"TPU", 1}}), needing("f", {{"FPGA", 1}})});
+  const auto warned = warnings(out);
+  REQUIRE(warned.size() == 2);
+  CHECK_THAT(warned[0], Catch::Contains("'t1'") && Catch::Contains("TPU=1"));
+  CHECK_THAT(warned[1], Catch::Contains("'f'") && Catch::Contains("FPGA=1"));
+  CHECK(h.s.unrunnable(10).size() == 4);
+  // A worker joining may change what is missing: the next such task is logged again.
+  add_worker_with(h, "b", {{"GPU", 1}});
+  CHECK(warnings(h.submit({needing("t4", {{"TPU", 1}})})).size() == 1);
+}
+
 TEST_CASE("workers=: naming no connected worker waits until it joins, allow_other_workers "
           "runs elsewhere",
           "[scheduler][resources]") {
