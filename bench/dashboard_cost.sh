@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What the dashboards cost `taskwire-bench tasks`: RUNS rounds, each running the same
 # workloads once with --dashboard off and once with --dashboard on (every dashboard's
-# /metrics scraped once a second), the order alternating between rounds; with a BASELINE
-# taskwire-bench (e.g. a build without the dashboard code) it joins every round too.
+# /metrics scraped, and the scheduler's page polled, once a second), the order alternating
+# between rounds; with a BASELINE taskwire-bench (e.g. a build without the dashboard code)
+# it joins every round too.
 # Prints, per workload and variant, the median wall seconds and the median CPU seconds
 # (user + sys) of the whole process, and their ratios to `off`.
 #   bench/dashboard_cost.sh BENCH [RUNS=15] [BASELINE_BENCH]

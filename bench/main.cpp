@@ -139,8 +139,8 @@ int tasks_main(const std::vector<std::string>& args) {
       "alone: SchedulerOptions::short_task_cover_seconds (0: short root tasks get no extra "
       "slots)")(
       "dashboard", po::value(&o.dashboard)->default_value(o.dashboard),
-      "alone: off, on (HTTP dashboards, /metrics scraped every second) or compare (fresh "
-      "clusters without and with them, alternating, medians and ratio)")(
+      "alone: off, on (HTTP dashboards, /metrics scraped and the page polled every second) or "
+      "compare (fresh clusters without and with them, alternating, medians and ratio)")(
       "csv", po::value(&o.csv), "append rows backend,workload,tasks,seconds,tasks_per_s,per_task_us")(
       "log-level", po::value(&level)->default_value(level), "trace .. off");
   if (!parse_options(args, desc, level)) return 0;

@@ -5,6 +5,10 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <optional>
 #include <random>
 
 namespace taskwire::bench {
@@ -13,8 +17,8 @@ namespace {
 
 namespace bhttp = boost::beast::http;
 
-// One GET /metrics; true on 200.
-bool scrape(asio::io_context& io, const std::string& url) {
+// One GET of `target` (e.g. "/metrics"); the body on 200, nullopt otherwise.
+std::optional<std::string> get(asio::io_context& io, const std::string& url, const std::string& target) {
   const auto hostport = url.substr(url.find("//") + 2);
   const auto colon = hostport.rfind(':');
   try {
@@ -22,15 +26,16 @@ bool scrape(asio::io_context& io, const std::string& url) {
     boost::beast::tcp_stream stream(io);
     stream.expires_after(std::chrono::seconds(5));
     stream.connect(resolver.resolve(hostport.substr(0, colon), hostport.substr(colon + 1)));
-    bhttp::request<bhttp::empty_body> request(bhttp::verb::get, "/metrics", 11);
+    bhttp::request<bhttp::empty_body> request(bhttp::verb::get, target, 11);
     request.set(bhttp::field::host, hostport);
     bhttp::write(stream, request);
     boost::beast::flat_buffer buffer;
     bhttp::response<bhttp::string_body> response;
     bhttp::read(stream, buffer, response);
-    return response.result() == bhttp::status::ok && !response.body().empty();
+    if (response.result() != bhttp::status::ok || response.body().empty()) return std::nullopt;
+    return std::move(response.body());
   } catch (const std::exception&) {
-    return false;
+    return std::nullopt;
   }
 }
 
@@ -58,7 +63,12 @@ void MetricsScraper::run() {
   while (!stop_) {
     lock.unlock();
     std::uint64_t ok = 0, bad = 0;
-    for (const auto& url : urls_) (scrape(io, url) ? ok : bad) += 1;
+    for (const auto& url : urls_) (get(io, url, "/metrics") ? ok : bad) += 1;
+    if (!urls_.empty()) {  // the dashboard page, open on the first (the scheduler's)
+      const auto page = get(io, urls_.front(), fmt::format("/json/dashboard?since={}", page_since_));
+      (page ? ok : bad) += 1;
+      if (page) page_since_ = nlohmann::json::parse(*page, nullptr, false).value("last_seq", page_since_);
+    }
     lock.lock();
     scrapes_ += ok;
     failures_ += bad;

@@ -1,6 +1,7 @@
 #pragma once
 // A background thread that GETs /metrics from each URL once per interval, as a Prometheus
-// server would (for taskwire-bench tasks --dashboard on|compare). Its first scrape comes at a
+// server would, and the first URL's /json/dashboard?since=N as its page open in a browser
+// does (for taskwire-bench tasks --dashboard on|compare). Its first scrape comes at a
 // random point of the first interval: a Prometheus server's phase has nothing to do with when
 // a workload starts, and a scrape always at the start would hit every short run.
 #include <chrono>
@@ -33,6 +34,7 @@ class MetricsScraper {
   std::condition_variable cv_;
   bool stop_ = false;
   std::uint64_t scrapes_ = 0, failures_ = 0;
+  std::uint64_t page_since_ = 0;  ///< the page's last_seq, as the page keeps it
   std::thread thread_;
 };
 

@@ -146,7 +146,8 @@ int run_tasks_on_ranks(const TasksOptions& o) {
   return rc;
 }
 
-// One fresh cluster per run, with or without dashboards (each scraped once a second).
+// One fresh cluster per run, with or without dashboards (each scraped, and the scheduler's
+// page polled, once a second).
 std::vector<Result> run_on_fresh_cluster(const std::string& backend, const TasksOptions& o,
                                          bool dashboard) {
   LocalCluster cluster(backend, o.workers, dashboard, o.scheduler);
