@@ -39,6 +39,13 @@ std::optional<std::string> get(asio::io_context& io, const std::string& url, con
   }
 }
 
+// The page's next `since`: the reply's last_seq, or `before` if the reply has none.
+std::uint64_t last_seq(const std::string& reply, std::uint64_t before) {
+  const auto json = nlohmann::json::parse(reply, nullptr, false);
+  const auto it = json.is_object() ? json.find("last_seq") : json.end();
+  return it != json.end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : before;
+}
+
 }  // namespace
 
 MetricsScraper::MetricsScraper(std::vector<std::string> urls, std::chrono::milliseconds interval)
@@ -67,7 +74,7 @@ void MetricsScraper::run() {
     if (!urls_.empty()) {  // the dashboard page, open on the first (the scheduler's)
       const auto page = get(io, urls_.front(), fmt::format("/json/dashboard?since={}", page_since_));
       (page ? ok : bad) += 1;
-      if (page) page_since_ = nlohmann::json::parse(*page, nullptr, false).value("last_seq", page_since_);
+      if (page) page_since_ = last_seq(*page, page_since_);
     }
     lock.lock();
     scrapes_ += ok;
