@@ -18,7 +18,7 @@ namespace {
 namespace bhttp = boost::beast::http;
 
 // One GET of `target` (e.g. "/metrics"); the body on 200, nullopt otherwise.
-std::optional<std::string> get(asio::io_context& io, const std::string& url, const std::string& target) {
+std::optional<std::string> http_get(asio::io_context& io, const std::string& url, const std::string& target) {
   const auto hostport = url.substr(url.find("//") + 2);
   const auto colon = hostport.rfind(':');
   try {
@@ -70,9 +70,9 @@ void MetricsScraper::run() {
   while (!stop_) {
     lock.unlock();
     std::uint64_t ok = 0, bad = 0;
-    for (const auto& url : urls_) (get(io, url, "/metrics") ? ok : bad) += 1;
+    for (const auto& url : urls_) (http_get(io, url, "/metrics") ? ok : bad) += 1;
     if (!urls_.empty()) {  // the dashboard page, open on the first (the scheduler's)
-      const auto page = get(io, urls_.front(), fmt::format("/json/dashboard?since={}", page_since_));
+      const auto page = http_get(io, urls_.front(), fmt::format("/json/dashboard?since={}", page_since_));
       (page ? ok : bad) += 1;
       if (page) page_since_ = last_seq(*page, page_since_);
     }
