@@ -9,6 +9,15 @@
 
 namespace taskwire::bench {
 
+namespace {
+// Looks at the scheduler's state every 5 ms until `done` holds, at most `tries` times.
+template <class Done>
+void wait_for_scheduler(scheduler::SchedulerServer& s, int tries, Done done) {
+  for (int i = 0; i < tries && !s.inspect(done); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+}  // namespace
+
 comm::Registry& LocalCluster::make_registry(const char* role) {
   auto cfg = runtime::Config::from_env();
   cfg.role = role;
@@ -41,11 +50,9 @@ LocalCluster::LocalCluster(const std::string& backend, int nworkers, bool dashbo
     workers.back()->start();
   }
   // Wait until every worker has registered.
-  for (int i = 0; i < 1000; ++i) {
-    auto n = scheduler->inspect([](const scheduler::SchedulerState& s) { return s.workers().size(); });
-    if (static_cast<int>(n) == nworkers) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  wait_for_scheduler(*scheduler, 1000, [nworkers](const scheduler::SchedulerState& s) {
+    return static_cast<int>(s.workers().size()) == nworkers;
+  });
 }
 
 std::vector<std::string> LocalCluster::dashboard_urls() const {
@@ -59,11 +66,8 @@ std::vector<std::string> LocalCluster::dashboard_urls() const {
 LocalCluster::~LocalCluster() {
   // The clients, gone by now, release their keys when the scheduler sees them leave: wait
   // for that (bounded), or workers leaving first look like the loss of data still wanted.
-  for (int i = 0; i < 400; ++i) {
-    if (scheduler->inspect([](const scheduler::SchedulerState& s) { return s.client_count(); }) == 0)
-      break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  wait_for_scheduler(*scheduler, 400,
+                     [](const scheduler::SchedulerState& s) { return s.client_count() == 0; });
   for (auto& w : workers) w->stop();
   scheduler->stop();
   workers.clear();

@@ -75,14 +75,13 @@ std::string SchedulerState::needs_of(const TaskState* ts) const {
 
 void SchedulerState::warn_unrunnable(TaskState* ts) {
   if (!ts->restrictions || runnable_somewhere(ts)) return;
-  std::string needs = needs_of(ts);
-  if (warned_needs_.count(needs)) return;
+  const auto [needs, first] = warned_needs_.insert(needs_of(ts));
+  if (!first) return;
   log(LogLevel::warning,
       fmt::format("task '{}' waits for a worker: it needs {}, which no connected worker "
                   "offers; it runs once such a worker joins (other tasks that need the same "
                   "are not logged; scheduler_info().unrunnable lists them)",
-                  ts->key, needs));
-  warned_needs_.insert(std::move(needs));
+                  ts->key, *needs));
 }
 
 std::vector<UnrunnableInfo> SchedulerState::unrunnable(std::size_t limit) const {
