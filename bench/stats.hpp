@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
@@ -28,6 +29,30 @@ inline double seconds_since(std::chrono::steady_clock::time_point t0) {
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+/// The median of `v` and a distribution-free ~95 % confidence interval for it: the order
+/// statistics n/2 -+ 0.98 sqrt(n) (the sign test's interval; it assumes only independent
+/// samples, e.g. on/off ratios of pairs run back to back). With 10 samples or fewer the
+/// interval is the whole range.
+struct MedianInterval {
+  double median = 0, low = 0, high = 0;
+};
+
+inline MedianInterval median_interval(std::vector<double> v) {
+  MedianInterval m;
+  if (v.empty()) return m;
+  std::sort(v.begin(), v.end());
+  const double n = static_cast<double>(v.size());
+  const double half_width = 0.98 * std::sqrt(n);
+  const auto at = [&](double rank) {  // rank counted from 1, clamped to the samples
+    const double r = std::clamp(rank, 1.0, n);
+    return v[static_cast<std::size_t>(r) - 1];
+  };
+  m.median = median(v);
+  m.low = at(std::floor(n / 2 - half_width));
+  m.high = at(std::ceil(n / 2 + 1 + half_width));
+  return m;
 }
 
 struct Summary {

@@ -160,25 +160,34 @@ std::vector<Result> run_on_fresh_cluster(const std::string& backend, const Tasks
   return results;
 }
 
-// --dashboard compare: repeats of (off, on) pairs, the order alternating, medians of each.
+// --dashboard compare: repeats of (off, on) pairs, the order alternating. Prints the medians
+// of each, and the median of the pairs' on/off ratios with its 95 % interval: two runs back
+// to back share the machine's state, so the ratio of a pair cancels most of its drift.
 void compare_dashboard(const std::string& backend, const TasksOptions& o) {
   TasksOptions once = o;
   once.repeats = 1;
-  std::map<std::string, std::vector<double>> off, on;
+  std::map<std::string, std::vector<double>> off, on, ratios;
   std::vector<Result> shape;
   for (int r = 0; r < o.repeats; ++r) {
+    std::map<std::string, double> pair_off;
     for (int half = 0; half < 2; ++half) {
       const bool with = (half == 0) == (r % 2 == 1);
       shape = run_on_fresh_cluster(backend, once, with);
-      for (const auto& res : shape) (with ? on : off)[res.workload].push_back(res.seconds);
+      for (const auto& res : shape) {
+        (with ? on : off)[res.workload].push_back(res.seconds);
+        if (!with) pair_off[res.workload] = res.seconds;
+      }
     }
+    for (const auto& res : shape)
+      ratios[res.workload].push_back(on[res.workload].back() / pair_off[res.workload]);
   }
-  fmt::print("{:<8} {:<12} {:>7} {:>12} {:>12} {:>8}\n", "backend", "workload", "tasks",
-             "off s (med)", "on s (med)", "on/off");
+  fmt::print("{:<8} {:<12} {:>7} {:>12} {:>12} {:>8} {:>22}\n", "backend", "workload", "tasks",
+             "off s (med)", "on s (med)", "on/off", "pairs' on/off (95 %)");
   for (const auto& res : shape) {
     const double a = median(off[res.workload]), b = median(on[res.workload]);
-    fmt::print("{:<8} {:<12} {:>7} {:>12.4f} {:>12.4f} {:>8.3f}\n", backend, res.workload,
-               res.tasks, a, b, b / a);
+    const auto pairs = median_interval(ratios[res.workload]);
+    fmt::print("{:<8} {:<12} {:>7} {:>12.4f} {:>12.4f} {:>8.3f} {:>8.3f} [{:.3f}, {:.3f}]\n", backend,
+               res.workload, res.tasks, a, b, b / a, pairs.median, pairs.low, pairs.high);
   }
   std::fflush(stdout);
 }

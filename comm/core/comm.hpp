@@ -24,7 +24,9 @@
 //   errc::closed; later operations on this comm fail with errc::closed.
 // - abort(): immediate, noexcept, idempotent. Queued writes and pending reads fail with
 //   errc::aborted. After any error part-way through a read or write the comm aborts itself.
-// - Lifetime: a Comm is held by shared_ptr; each pending operation keeps it alive.
+// - Lifetime: a Comm is held by shared_ptr; each pending operation keeps it alive. When the
+//   context of its executor shuts down, the handlers it holds are destroyed unrun, as asio
+//   destroys its pending operations (held_handlers.hpp).
 // - bytes_received(): a progress count for inactivity deadlines (see its doc).
 #include <taskwire/comm/core/error.hpp>
 #include <taskwire/runtime/asio.hpp>
@@ -77,6 +79,9 @@ class Comm {
   /// what it announces, then restores the configured ones. This default ignores them: for
   /// backends whose peers cannot announce sizes of their own choosing.
   virtual void set_read_limits(const runtime::Limits& limits) { (void)limits; }
+  /// Destroys, unrun, every handler this comm holds (a pending read, writes held back).
+  /// Called by HeldHandlers when the comm's context shuts down, its threads stopped.
+  virtual void drop_held_handlers() noexcept {}
 
   const PeerInfo& peer() const noexcept { return peer_; }
   void set_peer(PeerInfo info) { peer_ = std::move(info); }  ///< by the handshake only

@@ -8,6 +8,13 @@
 // Flow between its writer and its reader: the reader counts what it took, the writer holds
 // the handler of a write while more than the bound is queued ahead of it, and is woken (a post
 // to its strand) only when it is holding one.
+//
+// The two ends may live on different contexts, torn down on different threads. An end never
+// holds a strong reference to its peer outside the peer's own strand: the reference that
+// reaches the peer travels inside the handler posted there, so the peer is destroyed on its
+// own context (or while that context shuts down), never on this thread while the peer's
+// io_context destroys the services its strand needs. A post goes only to a context that has
+// not begun to shut down (ContextLife, in the .cpp).
 #include <taskwire/comm/core/comm.hpp>
 
 #include <atomic>
@@ -19,6 +26,8 @@ class UrgentWork;
 }
 
 namespace taskwire::comm::inproc {
+
+struct ContextLife;
 
 class InprocComm final : public Comm, public std::enable_shared_from_this<InprocComm> {
  public:
@@ -37,6 +46,7 @@ class InprocComm final : public Comm, public std::enable_shared_from_this<Inproc
   std::string local_address() const override { return local_; }
   std::string peer_address() const override { return peer_addr_; }
   asio::any_io_executor executor() const override { return strand_; }
+  void drop_held_handlers() noexcept override;
 
  private:
   /// One direction's queue accounting, shared by its writer and its reader.
@@ -58,14 +68,20 @@ class InprocComm final : public Comm, public std::enable_shared_from_this<Inproc
   void stop_reading();             // no more reads: release the peer's writer
   void release_held();             // on this end's strand: runs handlers no longer held
   void wake_writer();              // the peer's writer may have handlers to release
+  void track_once();               // before this end first holds a handler
   /// Posts to this end's strand with runtime::post_urgent (defined in the .cpp).
   template <class F>
   void post(F&& f);
+  /// Posts `f(peer)` to the peer's strand; false if the peer or its context is gone.
+  template <class F>
+  bool post_to_peer(F&& f);
 
   asio::strand<asio::any_io_executor> strand_;
   runtime::UrgentWork* urgent_;  // every hop is posted with runtime::post_urgent
   std::string local_, peer_addr_;
   std::weak_ptr<InprocComm> peer_;
+  std::shared_ptr<ContextLife> life_;       // this end's context: still running?
+  std::shared_ptr<ContextLife> peer_life_;  // the peer's (set by link)
   std::deque<Message> inbox_;
   ReadHandler pending_read_;
   bool peer_closed_ = false;
@@ -77,6 +93,7 @@ class InprocComm final : public Comm, public std::enable_shared_from_this<Inproc
   std::shared_ptr<Flow> in_ = std::make_shared<Flow>();   // peer -> this end
   std::uint64_t written_ = 0;      // bytes written on this end, in all
   std::deque<HeldWrite> held_;
+  bool tracked_ = false;
 };
 
 }  // namespace taskwire::comm::inproc

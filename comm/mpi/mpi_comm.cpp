@@ -1,5 +1,8 @@
+#include <taskwire/comm/core/held_handlers.hpp>
 #include <taskwire/comm/mpi/mpi_comm.hpp>
 #include <taskwire/comm/mpi/mpi_poller.hpp>
+
+#include <utility>
 
 namespace taskwire::comm::mpi {
 
@@ -21,6 +24,7 @@ void MpiComm::async_read(ReadHandler handler) {
       asio::post(strand_, [h = std::move(handler)] { h(make_error_code(errc::protocol), Message{}); });
       return;
     }
+    track_once();
     pending_read_ = std::move(handler);
     reading_ = shared_from_this();
     if (!inbox_.empty() || aborted_ || end_ || local_closed_)
@@ -31,10 +35,22 @@ void MpiComm::async_read(ReadHandler handler) {
     if (self->pending_read_) {
       return h(make_error_code(errc::protocol), Message{});  // contract: one read at a time
     }
+    self->track_once();
     self->pending_read_ = std::move(h);
     self->reading_ = self;
     self->flush_read();
   });
+}
+
+void MpiComm::track_once() {
+  if (tracked_) return;
+  tracked_ = true;
+  HeldHandlers::track(strand_, weak_from_this());
+}
+
+void MpiComm::drop_held_handlers() noexcept {
+  auto read = std::exchange(pending_read_, nullptr);
+  auto keep = std::exchange(reading_, nullptr);  // may be the last reference: freed here
 }
 
 void MpiComm::flush_read() {

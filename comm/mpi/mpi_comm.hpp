@@ -28,6 +28,7 @@ class MpiComm final : public Comm, public std::enable_shared_from_this<MpiComm> 
   std::string local_address() const override { return local_; }
   std::string peer_address() const override { return peer_addr_; }
   asio::any_io_executor executor() const override { return strand_; }
+  void drop_held_handlers() noexcept override;
 
   // From the poller, on the strand.
   void on_message(Message message);
@@ -35,6 +36,7 @@ class MpiComm final : public Comm, public std::enable_shared_from_this<MpiComm> 
 
  private:
   void flush_read();
+  void track_once();  ///< before this comm first holds a read handler
   void consumed(const Message& m);  ///< the reader took (or dropped) `m`: may resume receiving
 
   std::shared_ptr<MpiPoller> poller_;
@@ -49,6 +51,7 @@ class MpiComm final : public Comm, public std::enable_shared_from_this<MpiComm> 
   std::shared_ptr<MpiComm> reading_;  ///< self while a read is pending
   error_code end_;
   bool reported_end_ = false;
+  bool tracked_ = false;  ///< by HeldHandlers
 
   std::atomic<bool> closed_{false}, local_closed_{false}, aborted_{false};
 };

@@ -11,6 +11,7 @@
 // fail(error_code, Side) that ends the comm.
 #include <taskwire/comm/core/comm.hpp>
 #include <taskwire/comm/core/framing.hpp>
+#include <taskwire/comm/core/held_handlers.hpp>
 #include <taskwire/runtime/config.hpp>
 
 #include <spdlog/spdlog.h>
@@ -21,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace taskwire::comm::tcp {
 
@@ -33,10 +35,14 @@ template <class Derived>
 class StrandComm : public Comm, public std::enable_shared_from_this<Derived> {
  public:
   void async_read(ReadHandler handler) override {
-    run_on_strand([this, h = std::move(handler)]() mutable { derived().start_read(std::move(h)); });
+    run_on_strand([this, h = std::move(handler)]() mutable {
+      track_once();
+      derived().start_read(std::move(h));
+    });
   }
   void async_write(Message message, WriteHandler handler) override {
     run_on_strand([this, m = std::move(message), h = std::move(handler)]() mutable {
+      track_once();
       derived().start_write(std::move(m), std::move(h));
     });
   }
@@ -60,6 +66,12 @@ class StrandComm : public Comm, public std::enable_shared_from_this<Derived> {
   std::string local_address() const override { return local_; }
   std::string peer_address() const override { return peer_addr_; }
   asio::any_io_executor executor() const override { return strand_; }
+  void drop_held_handlers() noexcept override {
+    auto read = std::exchange(pending_read_, nullptr);
+    auto deferred = std::exchange(deferred_, {});
+    std::vector<WriteHandler> writes;
+    for (auto& w : derived().writes_) writes.push_back(std::exchange(w.handler, nullptr));
+  }
 
  protected:
   /// `scheme` ("tcp", "tls") starts the comm's log lines.
@@ -168,6 +180,12 @@ class StrandComm : public Comm, public std::enable_shared_from_this<Derived> {
  private:
   Derived& derived() { return static_cast<Derived&>(*this); }
 
+  void track_once() {
+    if (tracked_) return;
+    tracked_ = true;
+    HeldHandlers::track(strand_, this->weak_from_this());
+  }
+
   void run_deferred() {
     while (!deferred_.empty()) {
       auto h = std::move(deferred_.front());
@@ -183,6 +201,7 @@ class StrandComm : public Comm, public std::enable_shared_from_this<Derived> {
   const char* scheme_;
   std::deque<WriteHandler> deferred_;  // to run at the end of the current turn
   bool in_turn_ = false;               // one of this comm's handlers is running
+  bool tracked_ = false;               // by HeldHandlers
 };
 
 }  // namespace taskwire::comm::tcp

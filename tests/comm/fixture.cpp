@@ -5,11 +5,10 @@
 #include <stdexcept>
 
 namespace taskwire::test {
-namespace {
 
 // Context with two threads so strands are exercised for real.
 void make_runtime(std::unique_ptr<runtime::Context>& ctx, std::unique_ptr<comm::Registry>& reg,
-                  const std::string& role, bool with_tls = false) {
+                  const std::string& role, bool with_tls) {
   auto config = runtime::Config::from_env();
   config.role = role;
   if (with_tls) {  // mutual TLS: this process is its own server and client
@@ -22,6 +21,8 @@ void make_runtime(std::unique_ptr<runtime::Context>& ctx, std::unique_ptr<comm::
   comm::register_builtin_backends(*reg);
   ctx->start();
 }
+
+namespace {
 
 class InprocFixture final : public SchemeFixture {
  public:

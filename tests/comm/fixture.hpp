@@ -35,6 +35,11 @@ class SchemeFixture {
   std::unique_ptr<comm::Registry> registry_;
 };
 
+/// A started two-thread context for `role` and its registry with the built-in backends;
+/// `with_tls`: this process's certificates are the test CA's (mutual TLS with itself).
+void make_runtime(std::unique_ptr<runtime::Context>& ctx, std::unique_ptr<comm::Registry>& reg,
+                  const std::string& role, bool with_tls = false);
+
 /// Runs a test body between two sync()s, so MPI ranks stay on the same test.
 struct Synced {
   SchemeFixture& fx;
