@@ -14,6 +14,9 @@
 
 namespace taskwire::http {
 
+/// The most entries one poll of /json/dashboard returns; the page polls once a second.
+inline constexpr std::size_t kStreamEntriesPerPoll = 2000;
+
 struct TaskStreamEntry {
   std::uint64_t seq = 0;  ///< 1, 2, ... in recording order
   std::string key;
@@ -51,7 +54,8 @@ class TaskStream {
   /// Forgets the lanes of a worker that left.
   void forget_worker(const std::string& worker) { lanes_.erase(worker); }
   /// Entries with seq > `after`, oldest first, at most `limit` (the newest ones).
-  std::vector<TaskStreamEntry> since(std::uint64_t after, std::size_t limit = 2000) const;
+  std::vector<TaskStreamEntry> since(std::uint64_t after,
+                                     std::size_t limit = kStreamEntriesPerPoll) const;
   std::uint64_t last_seq() const noexcept { return next_seq_ - 1; }
 
  private:

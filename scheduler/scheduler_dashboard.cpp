@@ -52,6 +52,7 @@ SchedulerFacts collect_facts(const SchedulerState& state, const DashboardRecorde
   f.clients = state.client_count();
   if (recorder) {
     f.last_seq = recorder->stream().last_seq();
+    f.stream_unrecorded = recorder->unrecorded();
     if (request.route == http::Route::json) {
       if (request.part == "dashboard" || request.part == "task-stream")
         f.stream = recorder->stream().since(request.since);
@@ -125,6 +126,9 @@ std::string render_metrics(const SchedulerFacts& f) {
            "How late the last probe timer fired on the scheduler's strand.", f.loop_lag);
   p.single("taskwire_scheduler_event_loop_lag_max_seconds", "gauge",
            "The largest such delay since the scheduler started.", f.loop_lag_max);
+  p.single("taskwire_scheduler_task_stream_unrecorded_total", "counter",
+           "Finished tasks left out of the task stream (over its rate of entries a second).",
+           static_cast<double>(f.stream_unrecorded));
   for (const auto& m : comm::mpi::poll_metrics())
     p.single(std::string("taskwire_scheduler_") + m.name, "counter", m.help, static_cast<double>(m.value));
   p.single("taskwire_scheduler_uptime_seconds", "gauge", "Seconds since the scheduler started.",
@@ -162,7 +166,7 @@ nlohmann::json to_json(const SchedulerFacts& f) {
           {"completed", f.tasks.completed}, {"erred", f.tasks.erred},
           {"retried", f.tasks.retried},   {"functions", functions},
           {"task_stream", f.stream},      {"last_seq", f.last_seq},
-          {"errors", errors}};
+          {"task_stream_unrecorded", f.stream_unrecorded}, {"errors", errors}};
 }
 
 }  // namespace

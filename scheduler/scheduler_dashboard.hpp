@@ -10,6 +10,7 @@
 #include <taskwire/scheduler/scheduler_state.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <string>
 #include <string_view>
@@ -28,6 +29,26 @@ class DashboardRecorder {
  public:
   explicit DashboardRecorder(const DashboardOptions& options)
       : stream_(options.task_stream_length), max_errors_(options.recent_errors) {}
+  /// Whether a task finishing at `now` (seconds) gets a task-stream entry: at most
+  /// http::kStreamEntriesPerPoll in a second, what the page takes in its one poll a second.
+  /// Entries past that rate would be overwritten unseen, and recording them cost the
+  /// scheduler's strand, which bounds its throughput, 5-6 % on short tasks
+  /// (docs/dashboard.md). Errors and tasks with transfers are always recorded; the counts
+  /// count every task.
+  bool records(double now) {
+    if (now - window_start_ >= 1.0) {
+      window_start_ = now;
+      window_entries_ = 0;
+    }
+    if (window_entries_ == http::kStreamEntriesPerPoll) {
+      ++unrecorded_;
+      return false;
+    }
+    ++window_entries_;
+    return true;
+  }
+  /// Finished tasks left out of the task stream by records().
+  std::uint64_t unrecorded() const noexcept { return unrecorded_; }
   /// A task run, and before it the transfers that brought its dependencies to `worker`.
   void task_finished(std::string_view worker, int nthreads, std::string_view function,
                      const protocol::TaskFinished& task, double now);
@@ -41,6 +62,9 @@ class DashboardRecorder {
   http::TaskStream stream_;
   std::size_t max_errors_;
   std::deque<TaskErrorRecord> errors_;
+  double window_start_ = -1.0;  ///< the second records() counts in
+  std::size_t window_entries_ = 0;
+  std::uint64_t unrecorded_ = 0;
 };
 
 /// A copy of what one request needs, taken on the strand (cheap: no walk over tasks).
@@ -53,6 +77,7 @@ struct SchedulerFacts {
   std::size_t clients = 0;
   std::vector<http::TaskStreamEntry> stream;  ///< json requests only
   std::uint64_t last_seq = 0;
+  std::uint64_t stream_unrecorded = 0;  ///< finished tasks left out of the task stream
   std::vector<TaskErrorRecord> errors;  ///< json requests only
 };
 

@@ -383,7 +383,12 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     auto b = r.body<protocol::TaskFinished>();
     auto worker = require_worker(p, "task_finished");
     if (r.frames().size() == 1) inline_result.emplace(b.key, r.frames()[0]);
-    if (recorder) recorder->task_finished(worker, state.nthreads_of(worker), state.function_of(b.key), b, now());
+    if (recorder) {
+      const double t = now();
+      // A task whose dependencies came from peers always shows (with its transfer).
+      if (b.transfer_bytes > 0 || b.transfer_s > 0 || recorder->records(t))
+        recorder->task_finished(worker, state.nthreads_of(worker), state.function_of(b.key), b, t);
+    }
     if (spdlog::should_log(spdlog::level::debug))
       spdlog::debug("scheduler: task '{}' finished on {} in {:.3f} ms, {} bytes", b.key, worker,
                     b.duration_s * 1e3, b.nbytes);

@@ -5,6 +5,7 @@
 #include <taskwire/http/prometheus_text.hpp>
 #include <taskwire/http/task_stream.hpp>
 #include <taskwire/runtime/context.hpp>
+#include <taskwire/scheduler/scheduler_dashboard.hpp>
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -162,4 +163,19 @@ TEST_CASE("http: a task's lane is the thread its worker named, its transfer time
   CHECK(all[1].transfer_seconds == 0);
   CHECK(all[2].lane >= 0);
   CHECK(all[2].lane < 4);
+}
+
+TEST_CASE("http: the scheduler's task stream takes at most one poll's worth of tasks a second") {
+  scheduler::DashboardRecorder recorder{scheduler::DashboardOptions{}};
+  std::size_t taken = 0;
+  for (std::size_t i = 0; i < http::kStreamEntriesPerPoll + 500; ++i)
+    taken += recorder.records(10.0 + 0.0001 * static_cast<double>(i)) ? 1 : 0;
+  CHECK(taken == http::kStreamEntriesPerPoll);
+  CHECK(recorder.unrecorded() == 500);
+  CHECK(recorder.records(11.5));  // a new second
+  CHECK(recorder.unrecorded() == 500);
+  // An error is recorded whatever the rate.
+  recorder.task_erred("w", 1, "k", "f", "boom", 11.6);
+  REQUIRE(recorder.errors().size() == 1);
+  CHECK(recorder.stream().last_seq() == 1);
 }
