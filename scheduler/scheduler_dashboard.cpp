@@ -15,7 +15,7 @@ void DashboardRecorder::task_finished(std::string_view worker, int nthreads,
                                       std::string_view function,
                                       const protocol::TaskFinished& task, double now) {
   const double start = now - std::max(0.0, task.duration_s);
-  if (task.transfer_bytes > 0 || task.transfer_s > 0) {
+  if (brought_transfer(task)) {
     // Shown on the receiving worker's row, where the dependencies arrived (as Dask does).
     const double stop = std::min(start, now - task.transfer_end_ago_s);
     stream_.record_transfer(task.key, worker, stop - task.transfer_s, stop,

@@ -29,13 +29,14 @@ class DashboardRecorder {
  public:
   explicit DashboardRecorder(const DashboardOptions& options)
       : stream_(options.task_stream_length), max_errors_(options.recent_errors) {}
-  /// Whether a task finishing at `now` (seconds) gets a task-stream entry: at most
+  /// Whether `task`, finishing at `now` (seconds), gets a task-stream entry: at most
   /// http::kStreamEntriesPerPoll in a second, what the page takes in its one poll a second.
   /// Entries past that rate would be overwritten unseen, and recording them cost the
   /// scheduler's strand, which bounds its throughput, 5-6 % on short tasks
   /// (docs/dashboard.md). Errors and tasks with transfers are always recorded; the counts
   /// count every task.
-  bool records(double now) {
+  bool records(const protocol::TaskFinished& task, double now) {
+    if (brought_transfer(task)) return true;
     if (now - window_start_ >= 1.0) {
       window_start_ = now;
       window_entries_ = 0;
@@ -46,6 +47,10 @@ class DashboardRecorder {
     }
     ++window_entries_;
     return true;
+  }
+  /// Whether `task`'s dependencies came from peers (its entry then shows the transfer).
+  static bool brought_transfer(const protocol::TaskFinished& task) {
+    return task.transfer_bytes > 0 || task.transfer_s > 0;
   }
   /// Finished tasks left out of the task stream by records().
   std::uint64_t unrecorded() const noexcept { return unrecorded_; }

@@ -385,8 +385,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     if (r.frames().size() == 1) inline_result.emplace(b.key, r.frames()[0]);
     if (recorder) {
       const double t = now();
-      // A task whose dependencies came from peers always shows (with its transfer).
-      if (b.transfer_bytes > 0 || b.transfer_s > 0 || recorder->records(t))
+      if (recorder->records(b, t))
         recorder->task_finished(worker, state.nthreads_of(worker), state.function_of(b.key), b, t);
     }
     if (spdlog::should_log(spdlog::level::debug))

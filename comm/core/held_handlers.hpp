@@ -25,6 +25,14 @@ class HeldHandlers final : public asio::execution_context::service {
 
   /// Remembers `comm` for the shutdown of the context of `executor` (the comm's own).
   static void track(const asio::any_io_executor& executor, std::weak_ptr<Comm> comm);
+  /// track() the first time only: `tracked` is the comm's own flag, read on its strand
+  /// (a branch per operation, no reference count touched once tracked).
+  template <class C>
+  static void track_once(C& comm, bool& tracked) {
+    if (tracked) return;
+    tracked = true;
+    track(comm.executor(), comm.weak_from_this());
+  }
 
  private:
   void shutdown() override;

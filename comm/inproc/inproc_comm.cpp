@@ -84,16 +84,10 @@ void InprocComm::async_read(ReadHandler handler) {
     if (self->pending_read_) {
       return h(make_error_code(errc::protocol), Message{});  // contract: one read at a time
     }
-    self->track_once();
+    HeldHandlers::track_once(*self, self->tracked_);
     self->pending_read_ = std::move(h);
     self->flush_read();
   });
-}
-
-void InprocComm::track_once() {
-  if (tracked_) return;
-  tracked_ = true;
-  HeldHandlers::track(strand_, weak_from_this());
 }
 
 void InprocComm::drop_held_handlers() noexcept {
@@ -136,7 +130,7 @@ void InprocComm::async_write(Message message, WriteHandler handler) {
     self->written_ += bytes;
     if (self->held_.empty() && start <= self->out_->taken.load() + self->max_queued_bytes_)
       return h({});  // the usual write: little unread ahead of it
-    self->track_once();
+    HeldHandlers::track_once(*self, self->tracked_);
     self->held_.push_back({start, std::move(h)});
     self->release_held();
   });

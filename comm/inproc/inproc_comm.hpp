@@ -68,7 +68,6 @@ class InprocComm final : public Comm, public std::enable_shared_from_this<Inproc
   void stop_reading();             // no more reads: release the peer's writer
   void release_held();             // on this end's strand: runs handlers no longer held
   void wake_writer();              // the peer's writer may have handlers to release
-  void track_once();               // before this end first holds a handler
   /// Posts to this end's strand with runtime::post_urgent (defined in the .cpp).
   template <class F>
   void post(F&& f);
@@ -93,7 +92,7 @@ class InprocComm final : public Comm, public std::enable_shared_from_this<Inproc
   std::shared_ptr<Flow> in_ = std::make_shared<Flow>();   // peer -> this end
   std::uint64_t written_ = 0;      // bytes written on this end, in all
   std::deque<HeldWrite> held_;
-  bool tracked_ = false;
+  bool tracked_ = false;  // by HeldHandlers, before this end first holds a handler
 };
 
 }  // namespace taskwire::comm::inproc

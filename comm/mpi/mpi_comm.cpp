@@ -24,7 +24,7 @@ void MpiComm::async_read(ReadHandler handler) {
       asio::post(strand_, [h = std::move(handler)] { h(make_error_code(errc::protocol), Message{}); });
       return;
     }
-    track_once();
+    HeldHandlers::track_once(*this, tracked_);
     pending_read_ = std::move(handler);
     reading_ = shared_from_this();
     if (!inbox_.empty() || aborted_ || end_ || local_closed_)
@@ -35,17 +35,11 @@ void MpiComm::async_read(ReadHandler handler) {
     if (self->pending_read_) {
       return h(make_error_code(errc::protocol), Message{});  // contract: one read at a time
     }
-    self->track_once();
+    HeldHandlers::track_once(*self, self->tracked_);
     self->pending_read_ = std::move(h);
     self->reading_ = self;
     self->flush_read();
   });
-}
-
-void MpiComm::track_once() {
-  if (tracked_) return;
-  tracked_ = true;
-  HeldHandlers::track(strand_, weak_from_this());
 }
 
 void MpiComm::drop_held_handlers() noexcept {

@@ -36,7 +36,6 @@ class MpiComm final : public Comm, public std::enable_shared_from_this<MpiComm> 
 
  private:
   void flush_read();
-  void track_once();  ///< before this comm first holds a read handler
   void consumed(const Message& m);  ///< the reader took (or dropped) `m`: may resume receiving
 
   std::shared_ptr<MpiPoller> poller_;

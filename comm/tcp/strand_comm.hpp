@@ -36,13 +36,13 @@ class StrandComm : public Comm, public std::enable_shared_from_this<Derived> {
  public:
   void async_read(ReadHandler handler) override {
     run_on_strand([this, h = std::move(handler)]() mutable {
-      track_once();
+      HeldHandlers::track_once(*this, tracked_);
       derived().start_read(std::move(h));
     });
   }
   void async_write(Message message, WriteHandler handler) override {
     run_on_strand([this, m = std::move(message), h = std::move(handler)]() mutable {
-      track_once();
+      HeldHandlers::track_once(*this, tracked_);
       derived().start_write(std::move(m), std::move(h));
     });
   }
@@ -179,12 +179,6 @@ class StrandComm : public Comm, public std::enable_shared_from_this<Derived> {
 
  private:
   Derived& derived() { return static_cast<Derived&>(*this); }
-
-  void track_once() {
-    if (tracked_) return;
-    tracked_ = true;
-    HeldHandlers::track(strand_, this->weak_from_this());
-  }
 
   void run_deferred() {
     while (!deferred_.empty()) {

@@ -167,12 +167,16 @@ TEST_CASE("http: a task's lane is the thread its worker named, its transfer time
 
 TEST_CASE("http: the scheduler's task stream takes at most one poll's worth of tasks a second") {
   scheduler::DashboardRecorder recorder{scheduler::DashboardOptions{}};
+  const protocol::TaskFinished task;
   std::size_t taken = 0;
   for (std::size_t i = 0; i < http::kStreamEntriesPerPoll + 500; ++i)
-    taken += recorder.records(10.0 + 0.0001 * static_cast<double>(i)) ? 1 : 0;
+    taken += recorder.records(task, 10.0 + 0.0001 * static_cast<double>(i)) ? 1 : 0;
   CHECK(taken == http::kStreamEntriesPerPoll);
   CHECK(recorder.unrecorded() == 500);
-  CHECK(recorder.records(11.5));  // a new second
+  protocol::TaskFinished fetched;  // its dependencies came from a peer: always shown
+  fetched.transfer_bytes = 1;
+  CHECK(recorder.records(fetched, 10.9));
+  CHECK(recorder.records(task, 11.5));  // a new second
   CHECK(recorder.unrecorded() == 500);
   // An error is recorded whatever the rate.
   recorder.task_erred("w", 1, "k", "f", "boom", 11.6);
