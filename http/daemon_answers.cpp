@@ -1,6 +1,7 @@
 #include <taskwire/http/daemon_answers.hpp>
 
 #include <taskwire/http/prometheus_text.hpp>
+#include <taskwire/http/task_stream_json.hpp>
 
 namespace taskwire::http {
 
@@ -14,12 +15,25 @@ std::optional<HttpResponse> stateless_response(const RoutedRequest& request) {
 }
 
 HttpResponse facts_response(const RoutedRequest& request, std::string metrics,
-                            const nlohmann::json& all) {
+                            const nlohmann::json& all, std::span<const TaskStreamEntry> stream) {
   if (request.route == Route::metrics)
     return {200, std::string(kPrometheusContentType), std::move(metrics)};
-  const std::string key = request.part == "task-stream" ? "task_stream" : request.part;
-  const nlohmann::json& part = request.part == "dashboard" ? all : all.at(key);
-  return {200, "application/json", part.dump()};
+  const auto dump = [](const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  std::string body;
+  if (request.part == "task-stream") {
+    append_task_stream_json(body, stream);
+  } else if (request.part == "dashboard") {
+    body = dump(all);
+    body.pop_back();  // the object's '}': the task stream goes in before it
+    body += body.size() > 1 ? R"(,"task_stream":)" : R"("task_stream":)";
+    append_task_stream_json(body, stream);
+    body += '}';
+  } else {
+    body = dump(all.at(request.part));
+  }
+  return {200, "application/json", std::move(body)};
 }
 
 }  // namespace taskwire::http

@@ -1,16 +1,17 @@
 #pragma once
-// TaskStreamEntry as JSON (nlohmann's to_json hook; not an installed header).
+// Task-stream entries as JSON text, written straight into the reply: one poll carries up to
+// http::kStreamEntriesPerPoll of them, and building them as nlohmann::json objects first cost
+// the scheduler's thread about 6 ms a poll (docs/dashboard.md). Not an installed header.
 #include <taskwire/http/task_stream.hpp>
 
-#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
 
 namespace taskwire::http {
 
-inline void to_json(nlohmann::json& j, const TaskStreamEntry& e) {
-  j = nlohmann::json{{"seq", e.seq},       {"key", e.key},       {"function", e.function},
-                     {"worker", e.worker}, {"thread", e.lane},   {"start", e.start},
-                     {"stop", e.stop},     {"transfer_seconds", e.transfer_seconds},
-                     {"nbytes", e.nbytes}, {"erred", e.erred},   {"transfer", e.transfer}};
-}
+/// Appends `entries` as a JSON array of objects (seq, key, function, worker, thread, start,
+/// stop, transfer_seconds, nbytes, erred, transfer). Strings that are not valid UTF-8 get
+/// U+FFFD in place of the bad bytes, so that a task's key never breaks the reply.
+void append_task_stream_json(std::string& out, std::span<const TaskStreamEntry> entries);
 
 }  // namespace taskwire::http

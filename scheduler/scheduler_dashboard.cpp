@@ -3,7 +3,6 @@
 #include <taskwire/comm/mpi/mpi_poll_stats.hpp>
 #include <taskwire/http/daemon_answers.hpp>
 #include <taskwire/http/prometheus_text.hpp>
-#include <taskwire/http/task_stream_json.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -165,15 +164,15 @@ nlohmann::json to_json(const SchedulerFacts& f) {
           {"clients", f.clients},         {"tasks", state_counts(f.tasks)},
           {"completed", f.tasks.completed}, {"erred", f.tasks.erred},
           {"retried", f.tasks.retried},   {"functions", functions},
-          {"task_stream", f.stream},      {"last_seq", f.last_seq},
+          {"last_seq", f.last_seq},
           {"task_stream_unrecorded", f.stream_unrecorded}, {"errors", errors}};
 }
 
 }  // namespace
 
 http::HttpResponse render(const SchedulerFacts& facts, const http::RoutedRequest& request) {
-  if (request.route == http::Route::metrics) return http::facts_response(request, render_metrics(facts), {});
-  return http::facts_response(request, {}, to_json(facts));
+  if (request.route == http::Route::metrics) return http::facts_response(request, render_metrics(facts), {}, {});
+  return http::facts_response(request, {}, to_json(facts), facts.stream);
 }
 
 }  // namespace taskwire::scheduler

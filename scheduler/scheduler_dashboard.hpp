@@ -29,31 +29,17 @@ class DashboardRecorder {
  public:
   explicit DashboardRecorder(const DashboardOptions& options)
       : stream_(options.task_stream_length), max_errors_(options.recent_errors) {}
-  /// Whether `task`, finishing at `now` (seconds), gets a task-stream entry: at most
-  /// http::kStreamEntriesPerPoll in a second, what the page takes in its one poll a second.
-  /// Entries past that rate would be overwritten unseen, and recording them cost the
-  /// scheduler's strand, which bounds its throughput, 5-6 % on short tasks
-  /// (docs/dashboard.md). Errors and tasks with transfers are always recorded; the counts
-  /// count every task.
+  /// Whether `task`, finishing at `now` (seconds), gets a task-stream entry: tasks with
+  /// transfers always, the others at most http::StreamRate's rate. Errors are always recorded.
   bool records(const protocol::TaskFinished& task, double now) {
-    if (brought_transfer(task)) return true;
-    if (now - window_start_ >= 1.0) {
-      window_start_ = now;
-      window_entries_ = 0;
-    }
-    if (window_entries_ == http::kStreamEntriesPerPoll) {
-      ++unrecorded_;
-      return false;
-    }
-    ++window_entries_;
-    return true;
+    return brought_transfer(task) || rate_.admits(now);
   }
   /// Whether `task`'s dependencies came from peers (its entry then shows the transfer).
   static bool brought_transfer(const protocol::TaskFinished& task) {
     return task.transfer_bytes > 0 || task.transfer_s > 0;
   }
   /// Finished tasks left out of the task stream by records().
-  std::uint64_t unrecorded() const noexcept { return unrecorded_; }
+  std::uint64_t unrecorded() const noexcept { return rate_.unrecorded(); }
   /// A task run, and before it the transfers that brought its dependencies to `worker`.
   void task_finished(std::string_view worker, int nthreads, std::string_view function,
                      const protocol::TaskFinished& task, double now);
@@ -67,9 +53,7 @@ class DashboardRecorder {
   http::TaskStream stream_;
   std::size_t max_errors_;
   std::deque<TaskErrorRecord> errors_;
-  double window_start_ = -1.0;  ///< the second records() counts in
-  std::size_t window_entries_ = 0;
-  std::uint64_t unrecorded_ = 0;
+  http::StreamRate rate_;
 };
 
 /// A copy of what one request needs, taken on the strand (cheap: no walk over tasks).

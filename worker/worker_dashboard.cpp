@@ -3,7 +3,6 @@
 #include <taskwire/comm/mpi/mpi_poll_stats.hpp>
 #include <taskwire/http/daemon_answers.hpp>
 #include <taskwire/http/prometheus_text.hpp>
-#include <taskwire/http/task_stream_json.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -16,10 +15,13 @@ void WorkerDashboardRecorder::task_done(std::string_view worker, int nthreads,
                                         double duration, std::int64_t nbytes,
                                         const TaskRun& run, const std::string* error) {
   const double stop = now();
-  stream_.record_task({.key = key, .function = function, .worker = worker, .nthreads = nthreads,
-                       .thread = run.thread, .start = stop - std::max(0.0, duration),
-                       .stop = stop, .transfer_seconds = run.transfer_stop - run.transfer_start,
-                       .nbytes = nbytes, .erred = error != nullptr});
+  const double transfer_seconds = run.transfer_stop - run.transfer_start;
+  // Errors and runs whose dependencies came from peers always; the rest at the stream's rate.
+  if (error || transfer_seconds > 0 || rate_.admits(stop))
+    stream_.record_task({.key = key, .function = function, .worker = worker,
+                         .nthreads = nthreads, .thread = run.thread,
+                         .start = stop - std::max(0.0, duration), .stop = stop, .transfer_seconds = transfer_seconds, .nbytes = nbytes,
+                         .erred = error != nullptr});
   auto it = functions_.find(function);
   if (it == functions_.end()) it = functions_.emplace(std::string(function), WorkerFunctionMetrics{}).first;
   it->second.durations.observe(duration);
@@ -56,6 +58,7 @@ void collect_recorded(const WorkerDashboardRecorder& recorder, const http::Route
   f.functions = recorder.functions();
   f.transfers = recorder.transfers();
   f.last_seq = recorder.stream().last_seq();
+  f.stream_unrecorded = recorder.unrecorded();
   if (request.route != http::Route::json) return;
   if (request.part == "dashboard" || request.part == "task-stream")
     f.stream = recorder.stream().since(request.since);
@@ -145,6 +148,9 @@ std::string render_metrics(const WorkerFacts& f) {
            "The largest such delay since the worker started.", f.loop_lag_max);
   for (const auto& m : comm::mpi::poll_metrics())
     p.single(std::string("taskwire_worker_") + m.name, "counter", m.help, static_cast<double>(m.value));
+  p.single("taskwire_worker_task_stream_unrecorded_total", "counter",
+           "Task runs left out of the task stream (over its rate of entries a second).",
+           static_cast<double>(f.stream_unrecorded));
   p.single("taskwire_worker_uptime_seconds", "gauge", "Seconds since the worker started.", f.uptime);
   return p.take();
 }
@@ -175,15 +181,16 @@ nlohmann::json to_json(const WorkerFacts& f) {
           {"workers", nlohmann::json::array({self})},      {"clients", 0},         {"completed", completed},
           {"erred", erred},         {"retried", 0},         {"functions", functions},
           {"tasks", {{"executing", f.executing}, {"ready", f.ready}, {"fetch", f.fetching}, {"all", f.tasks}}},
-          {"transfers", transfers}, {"task_stream", f.stream}, {"last_seq", f.last_seq},
+          {"transfers", transfers}, {"last_seq", f.last_seq},
+          {"task_stream_unrecorded", f.stream_unrecorded},
           {"errors", errors}};
 }
 
 }  // namespace
 
 http::HttpResponse render(const WorkerFacts& facts, const http::RoutedRequest& request) {
-  if (request.route == http::Route::metrics) return http::facts_response(request, render_metrics(facts), {});
-  return http::facts_response(request, {}, to_json(facts));
+  if (request.route == http::Route::metrics) return http::facts_response(request, render_metrics(facts), {}, {});
+  return http::facts_response(request, {}, to_json(facts), facts.stream);
 }
 
 }  // namespace taskwire::worker

@@ -48,6 +48,8 @@ class WorkerDashboardRecorder {
                      std::size_t keys, std::uint64_t bytes, double sent);
 
   const http::TaskStream& stream() const { return stream_; }
+  /// Task runs left out of the task stream (past http::StreamRate's rate).
+  std::uint64_t unrecorded() const noexcept { return rate_.unrecorded(); }
   const std::deque<WorkerTaskError>& errors() const { return errors_; }
   const std::map<std::string, WorkerFunctionMetrics, std::less<>>& functions() const { return functions_; }
   const std::map<std::string, TransferCounts, std::less<>>& transfers() const { return transfers_; }
@@ -55,6 +57,7 @@ class WorkerDashboardRecorder {
  private:
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
   http::TaskStream stream_;
+  http::StreamRate rate_;
   std::size_t max_errors_;
   std::deque<WorkerTaskError> errors_;
   std::map<std::string, WorkerFunctionMetrics, std::less<>> functions_;
@@ -75,6 +78,7 @@ struct WorkerFacts {
   std::map<std::string, TransferCounts, std::less<>> transfers;
   std::vector<http::TaskStreamEntry> stream;  ///< json requests only
   std::uint64_t last_seq = 0;
+  std::uint64_t stream_unrecorded = 0;  ///< task runs left out of the task stream
   std::vector<WorkerTaskError> errors;  ///< json requests only
 };
 

@@ -1,15 +1,21 @@
 // The dashboard's building blocks: the HTTP server's limits and routes, the Prometheus text
 // writer, the task-stream ring.
+#include <taskwire/http/daemon_answers.hpp>
 #include <taskwire/http/dashboard_page.hpp>
 #include <taskwire/http/http_server.hpp>
 #include <taskwire/http/prometheus_text.hpp>
 #include <taskwire/http/task_stream.hpp>
+#include <taskwire/http/task_stream_json.hpp>
 #include <taskwire/runtime/context.hpp>
 #include <taskwire/scheduler/scheduler_dashboard.hpp>
+#include <taskwire/worker/worker_dashboard.hpp>
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <limits>
 
 #include <string>
 
@@ -182,4 +188,86 @@ TEST_CASE("http: the scheduler's task stream takes at most one poll's worth of t
   recorder.task_erred("w", 1, "k", "f", "boom", 11.6);
   REQUIRE(recorder.errors().size() == 1);
   CHECK(recorder.stream().last_seq() == 1);
+}
+
+TEST_CASE("http: a worker's task stream leaves out runs past its rate, never errors or transfers") {
+  worker::WorkerDashboardRecorder recorder(5000, 10);
+  const worker::TaskRun plain;
+  // Bounded: the rate is per second, so some second fills within a few million runs.
+  std::uint64_t runs = 0;
+  while (recorder.unrecorded() == 0 && runs < 5'000'000) {
+    recorder.task_done("w", 1, "k", "f", 0.0, 8, plain, nullptr);
+    ++runs;
+  }
+  REQUIRE(recorder.unrecorded() > 0);
+  CHECK(recorder.stream().last_seq() + recorder.unrecorded() == runs);
+  // Past the rate, an error and a run whose dependencies came from a peer still get entries.
+  const std::uint64_t before = recorder.stream().last_seq();
+  const std::string boom = "boom";
+  recorder.task_done("w", 1, "bad", "f", 0.0, 0, plain, &boom);
+  worker::TaskRun fetched;
+  fetched.transfer_start = 1.0;
+  fetched.transfer_stop = 1.5;
+  recorder.task_done("w", 1, "fetched", "f", 0.0, 8, fetched, nullptr);
+  const auto entries = recorder.stream().since(before);
+  REQUIRE(entries.size() == 2);
+  CHECK(entries[0].erred);
+  CHECK(entries[1].key == "fetched");
+  CHECK(entries[1].transfer_seconds == 0.5);
+  // The counts count every run.
+  CHECK(recorder.functions().at("f").completed == runs + 1);
+  CHECK(recorder.functions().at("f").erred == 1);
+}
+
+TEST_CASE("http: task-stream JSON escapes any key and reads back as written") {
+  http::TaskStream stream(10);
+  const std::string awkward = std::string("a\"b\\c\nd") + '\x01' + "\xff\xfe-end";
+  stream.record_task({.key = awkward, .function = "f\"n", .worker = "tcp://w:1", .nthreads = 2,
+                      .thread = 1, .start = 0.125, .stop = 2.5e-7, .nbytes = 42});
+  stream.record_transfer("k2", "tcp://w:1", 1.0, std::numeric_limits<double>::infinity(), 7);
+  std::string out = "x";
+  http::append_task_stream_json(out, stream.since(0));
+  REQUIRE(out.front() == 'x');
+  const auto json = nlohmann::json::parse(out.substr(1));
+  REQUIRE(json.size() == 2);
+  const auto& a = json[0];
+  CHECK(a["seq"] == 1);
+  CHECK(a["key"].get<std::string>().rfind(std::string("a\"b\\c\nd") + '\x01', 0) == 0);
+  CHECK(a["key"].get<std::string>().find("\xef\xbf\xbd") != std::string::npos);  // U+FFFD
+  CHECK(a["function"] == "f\"n");
+  CHECK(a["worker"] == "tcp://w:1");
+  CHECK(a["thread"] == 1);
+  CHECK(a["start"] == 0.125);
+  CHECK(a["stop"] == 2.5e-7);
+  CHECK(a["nbytes"] == 42);
+  CHECK(a["erred"] == false);
+  CHECK(a["transfer"] == false);
+  const auto& b = json[1];
+  CHECK(b["key"] == "k2");
+  CHECK(b["function"] == "transfer");
+  CHECK(b["stop"].is_null());
+  CHECK(b["transfer"] == true);
+  std::string empty;
+  http::append_task_stream_json(empty, {});
+  CHECK(empty == "[]");
+}
+
+TEST_CASE("http: a /json reply puts the task stream in the dashboard and survives bad UTF-8") {
+  http::TaskStream stream(10);
+  stream.record_task({.key = "k", .function = "f", .worker = "w", .start = 1, .stop = 2});
+  const nlohmann::json all = {{"role", "scheduler"},
+                              {"errors", nlohmann::json::array({{{"message", "bad \xff byte"}}})}};
+  const auto entries = stream.since(0);
+  const auto reply = [&](const char* part) {
+    return http::facts_response({.route = http::Route::json, .part = part}, {}, all, entries);
+  };
+  const auto dashboard = nlohmann::json::parse(reply("dashboard").body);
+  CHECK(dashboard["role"] == "scheduler");
+  REQUIRE(dashboard["task_stream"].size() == 1);
+  CHECK(dashboard["task_stream"][0]["key"] == "k");
+  CHECK(dashboard["errors"][0]["message"] == "bad \xef\xbf\xbd byte");
+  CHECK(nlohmann::json::parse(reply("task-stream").body).size() == 1);
+  CHECK(nlohmann::json::parse(reply("errors").body).size() == 1);
+  const auto metrics = http::facts_response({.route = http::Route::metrics, .part = ""}, "m 1\n", {}, {});
+  CHECK(metrics.body == "m 1\n");
 }
