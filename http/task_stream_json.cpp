@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <string_view>
@@ -12,8 +13,21 @@ namespace taskwire::http {
 
 namespace {
 
-std::string json_string(std::string_view s) {
-  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+// Plain printable ASCII, the common key, goes in as it is; anything else through nlohmann.
+bool needs_escaping(std::string_view s) {
+  return !std::all_of(s.begin(), s.end(), [](char c) {
+    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+  });
+}
+
+void append_string(std::string& out, std::string_view s) {
+  if (needs_escaping(s)) {
+    out += nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return;
+  }
+  out += '"';
+  out += s;
+  out += '"';
 }
 
 // Functions and workers repeat from entry to entry: each is escaped once a reply.
@@ -21,7 +35,11 @@ class QuotedNames {
  public:
   const std::string& operator()(const std::string& name) {
     auto it = names_.find(name);
-    if (it == names_.end()) it = names_.emplace(name, json_string(name)).first;
+    if (it == names_.end()) {
+      std::string quoted;
+      append_string(quoted, name);
+      it = names_.emplace(name, std::move(quoted)).first;
+    }
     return it->second;
   }
 
@@ -42,8 +60,10 @@ void append_task_stream_json(std::string& out, std::span<const TaskStreamEntry> 
   out += '[';
   for (const TaskStreamEntry& e : entries) {
     if (&e != entries.data()) out += ',';
-    fmt::format_to(std::back_inserter(out), R"({{"seq":{},"key":{},"function":{},"worker":{},"thread":{},"start":)",
-                   e.seq, json_string(e.key), names(e.function), names(e.worker), e.lane);
+    fmt::format_to(std::back_inserter(out), R"({{"seq":{},"key":)", e.seq);
+    append_string(out, e.key);
+    fmt::format_to(std::back_inserter(out), R"(,"function":{},"worker":{},"thread":{},"start":)",
+                   names(e.function), names(e.worker), e.lane);
     append_seconds(out, e.start);
     out += R"(,"stop":)";
     append_seconds(out, e.stop);
