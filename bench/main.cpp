@@ -141,7 +141,9 @@ int tasks_main(const std::vector<std::string>& args) {
       "dashboard", po::value(&o.dashboard)->default_value(o.dashboard),
       "alone: off, on (HTTP dashboards, /metrics scraped and the page polled every second) or "
       "compare (fresh clusters without and with them, alternating, medians and ratio)")(
-      "csv", po::value(&o.csv), "append rows backend,workload,tasks,seconds,tasks_per_s,per_task_us")(
+      "csv", po::value(&o.csv),
+      "append rows backend,workload,tasks,seconds,tasks_per_s,per_task_us (with --dashboard "
+      "compare: backend,workload,tasks,pair,off_seconds,on_seconds, a row a pair)")(
       "log-level", po::value(&level)->default_value(level), "trace .. off");
   if (!parse_options(args, desc, level)) return 0;
   if (o.independent < 0 || o.chain < 0 || o.fan_in < 0 || o.roundtrips < 0 || o.repeats < 1) {

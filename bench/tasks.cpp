@@ -168,6 +168,7 @@ void compare_dashboard(const std::string& backend, const TasksOptions& o) {
   once.repeats = 1;
   std::map<std::string, std::vector<double>> off, on, ratios;
   std::vector<Result> shape;
+  CsvWriter csv(o.csv, "backend,workload,tasks,pair,off_seconds,on_seconds");
   for (int r = 0; r < o.repeats; ++r) {
     std::map<std::string, double> pair_off;
     for (int half = 0; half < 2; ++half) {
@@ -178,8 +179,11 @@ void compare_dashboard(const std::string& backend, const TasksOptions& o) {
         if (!with) pair_off[res.workload] = res.seconds;
       }
     }
-    for (const auto& res : shape)
+    for (const auto& res : shape) {
       ratios[res.workload].push_back(on[res.workload].back() / pair_off[res.workload]);
+      csv.row(fmt::format("{},{},{},{},{:.6f},{:.6f}", backend, res.workload, res.tasks, r,
+                          pair_off[res.workload], on[res.workload].back()));
+    }
   }
   fmt::print("{:<8} {:<12} {:>7} {:>12} {:>12} {:>8} {:>22}\n", "backend", "workload", "tasks",
              "off s (med)", "on s (med)", "on/off", "pairs' on/off (95 %)");
