@@ -20,7 +20,8 @@ void WorkerDashboardRecorder::task_done(std::string_view worker, int nthreads,
   if (error || transfer_seconds > 0 || rate_.admits(stop))
     stream_.record_task({.key = key, .function = function, .worker = worker,
                          .nthreads = nthreads, .thread = run.thread,
-                         .start = stop - std::max(0.0, duration), .stop = stop, .transfer_seconds = transfer_seconds, .nbytes = nbytes,
+                         .start = stop - std::max(0.0, duration), .stop = stop,
+                         .transfer_seconds = transfer_seconds, .nbytes = nbytes,
                          .erred = error != nullptr});
   auto it = functions_.find(function);
   if (it == functions_.end()) it = functions_.emplace(std::string(function), WorkerFunctionMetrics{}).first;
