@@ -79,6 +79,10 @@ class CsvWriter {
     if (path.empty()) return;
     std::ifstream probe(path);
     const bool fresh = !probe.good() || probe.peek() == std::ifstream::traits_type::eof();
+    std::string first_line;
+    if (!fresh && std::getline(probe, first_line) && first_line != header)
+      throw std::runtime_error("CSV file '" + path + "' has the columns " + first_line +
+                               ", this run writes " + header + ": give another file");
     out_.open(path, std::ios::app);
     if (!out_) throw std::runtime_error("cannot open CSV file '" + path + "' for writing");
     if (fresh) out_ << header << '\n';

@@ -25,7 +25,7 @@ HttpResponse facts_response(const RoutedRequest& request, std::string metrics,
   if (request.part == "task-stream") {
     append_task_stream_json(body, stream);
   } else if (request.part == "dashboard") {
-    body = dump(all);
+    body = all.is_object() ? dump(all) : "{}";
     body.pop_back();  // the object's '}': the task stream goes in before it
     body += body.size() > 1 ? R"(,"task_stream":)" : R"("task_stream":)";
     append_task_stream_json(body, stream);

@@ -1,7 +1,7 @@
 #pragma once
 // Task-stream entries as JSON text, written straight into the reply: one poll carries up to
 // http::kStreamEntriesPerPoll of them, and building them as nlohmann::json objects first cost
-// the scheduler's thread about 6 ms a poll (docs/dashboard.md). Not an installed header.
+// the daemon's thread several times more (docs/dashboard.md). Not an installed header.
 #include <taskwire/http/task_stream.hpp>
 
 #include <span>

@@ -171,7 +171,8 @@ nlohmann::json to_json(const SchedulerFacts& f) {
 }  // namespace
 
 http::HttpResponse render(const SchedulerFacts& facts, const http::RoutedRequest& request) {
-  if (request.route == http::Route::metrics) return http::facts_response(request, render_metrics(facts), {}, {});
+  if (request.route == http::Route::metrics)
+    return http::facts_response(request, render_metrics(facts), {}, {});
   return http::facts_response(request, {}, to_json(facts), facts.stream);
 }
 

@@ -13,11 +13,12 @@ namespace taskwire::worker {
 void WorkerDashboardRecorder::task_done(std::string_view worker, int nthreads,
                                         std::string_view key, std::string_view function,
                                         double duration, std::int64_t nbytes,
-                                        const TaskRun& run, const std::string* error) {
-  const double stop = now();
+                                        const TaskRun& run, const std::string* error,
+                                        double stop) {
   const double transfer_seconds = run.transfer_stop - run.transfer_start;
-  // Errors and runs whose dependencies came from peers always; the rest at the stream's rate.
-  if (error || transfer_seconds > 0 || rate_.admits(stop))
+  // Errors and runs whose dependencies came from peers always (as the scheduler's
+  // DashboardRecorder::records); the rest at the stream's rate.
+  if (error || run.transfer_bytes > 0 || transfer_seconds > 0 || rate_.admits(stop))
     stream_.record_task({.key = key, .function = function, .worker = worker,
                          .nthreads = nthreads, .thread = run.thread,
                          .start = stop - std::max(0.0, duration), .stop = stop,
@@ -190,7 +191,8 @@ nlohmann::json to_json(const WorkerFacts& f) {
 }  // namespace
 
 http::HttpResponse render(const WorkerFacts& facts, const http::RoutedRequest& request) {
-  if (request.route == http::Route::metrics) return http::facts_response(request, render_metrics(facts), {}, {});
+  if (request.route == http::Route::metrics)
+    return http::facts_response(request, render_metrics(facts), {}, {});
   return http::facts_response(request, {}, to_json(facts), facts.stream);
 }
 

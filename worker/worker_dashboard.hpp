@@ -38,9 +38,10 @@ class WorkerDashboardRecorder {
   double now() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   }
+  /// A task run that ended at `stop` (seconds, as now()); `error` when it raised.
   void task_done(std::string_view worker, int nthreads, std::string_view key,
                  std::string_view function, double duration, std::int64_t nbytes,
-                 const TaskRun& run, const std::string* error);
+                 const TaskRun& run, const std::string* error, double stop);
   /// A data_reply from `peer` (its address: the transport is its scheme) that took from
   /// `sent` (seconds, as now()) until now. The task stream shows it on `self`'s row (this
   /// worker's address), where the data arrived, as the scheduler's stream does.

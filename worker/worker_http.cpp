@@ -38,10 +38,10 @@ void Worker::Impl::record_task_done(const std::string& function, const Event& re
   if (const auto* s = std::get_if<ExecuteSuccess>(&result))
     recorder_->task_done(address_, static_cast<int>(options_.nthreads), s->key, function,
                          s->duration_s, static_cast<std::int64_t>(s->result.size()), s->run,
-                         nullptr);
+                         nullptr, recorder_->now());
   else if (const auto* f = std::get_if<ExecuteFailure>(&result))
     recorder_->task_done(address_, static_cast<int>(options_.nthreads), f->key, function,
-                         f->duration_s, 0, f->run, &f->message);
+                         f->duration_s, 0, f->run, &f->message, recorder_->now());
 }
 
 void Worker::Impl::record_transfer(const PeerLink& link, double seconds,

@@ -4,8 +4,15 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <vector>
 
+using taskwire::bench::CsvWriter;
 using taskwire::bench::median_interval;
 
 TEST_CASE("stats: the median's interval brackets it and takes the sign test's ranks") {
@@ -29,4 +36,20 @@ TEST_CASE("stats: the interval narrows as samples grow, and covers all of a few"
   CHECK(m.low == 49);
   CHECK(m.high == 50);
   CHECK(median_interval({}).median == 0);
+}
+
+TEST_CASE("stats: a CSV file takes rows only under its own columns") {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("taskwire-csv-" + std::to_string(::getpid()) + ".csv");
+  std::filesystem::remove(path);
+  {
+    CsvWriter fresh(path.string(), "a,b");
+    fresh.row("1,2");
+  }
+  CHECK_NOTHROW(CsvWriter(path.string(), "a,b").row("3,4"));
+  CHECK_THROWS_WITH(CsvWriter(path.string(), "a,b,c"), Catch::Contains("has the columns a,b"));
+  std::ifstream in(path);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(all == "a,b\n1,2\n3,4\n");
+  std::filesystem::remove(path);
 }

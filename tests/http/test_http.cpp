@@ -16,7 +16,6 @@
 #include <nlohmann/json.hpp>
 
 #include <limits>
-
 #include <string>
 
 using namespace taskwire;
@@ -190,32 +189,45 @@ TEST_CASE("http: the scheduler's task stream takes at most one poll's worth of t
   CHECK(recorder.stream().last_seq() == 1);
 }
 
+TEST_CASE("http: a stream's rate takes one poll's worth a second, from the first entry's time") {
+  http::StreamRate rate;
+  for (std::size_t i = 0; i < http::kStreamEntriesPerPoll; ++i) REQUIRE(rate.admits(5.0));
+  CHECK_FALSE(rate.admits(5.5));
+  CHECK_FALSE(rate.admits(5.999));
+  CHECK(rate.unrecorded() == 2);
+  CHECK(rate.admits(6.0));  // a new second from the first one's start
+  CHECK(rate.unrecorded() == 2);
+}
+
 TEST_CASE("http: a worker's task stream leaves out runs past its rate, never errors or transfers") {
   worker::WorkerDashboardRecorder recorder(5000, 10);
   const worker::TaskRun plain;
-  // Bounded: the rate is per second, so some second fills within a few million runs.
-  std::uint64_t runs = 0;
-  while (recorder.unrecorded() == 0 && runs < 5'000'000) {
-    recorder.task_done("w", 1, "k", "f", 0.0, 8, plain, nullptr);
-    ++runs;
-  }
-  REQUIRE(recorder.unrecorded() > 0);
-  CHECK(recorder.stream().last_seq() + recorder.unrecorded() == runs);
-  // Past the rate, an error and a run whose dependencies came from a peer still get entries.
-  const std::uint64_t before = recorder.stream().last_seq();
+  const std::size_t runs = http::kStreamEntriesPerPoll + 100;
+  for (std::size_t i = 0; i < runs; ++i)
+    recorder.task_done("w", 1, "k", "f", 0.0, 8, plain, nullptr, 3.0);
+  CHECK(recorder.unrecorded() == 100);
+  CHECK(recorder.stream().last_seq() == http::kStreamEntriesPerPoll);
+  // Past the rate, in the same second: an error and runs whose dependencies came from a peer
+  // (by time or by bytes) still get entries.
   const std::string boom = "boom";
-  recorder.task_done("w", 1, "bad", "f", 0.0, 0, plain, &boom);
+  recorder.task_done("w", 1, "bad", "f", 0.0, 0, plain, &boom, 3.5);
   worker::TaskRun fetched;
   fetched.transfer_start = 1.0;
   fetched.transfer_stop = 1.5;
-  recorder.task_done("w", 1, "fetched", "f", 0.0, 8, fetched, nullptr);
-  const auto entries = recorder.stream().since(before);
-  REQUIRE(entries.size() == 2);
+  recorder.task_done("w", 1, "fetched", "f", 0.0, 8, fetched, nullptr, 3.5);
+  worker::TaskRun fetched_fast;
+  fetched_fast.transfer_bytes = 64;
+  recorder.task_done("w", 1, "fetched-fast", "f", 0.0, 8, fetched_fast, nullptr, 3.5);
+  recorder.task_done("w", 1, "left-out", "f", 0.0, 8, plain, nullptr, 3.5);
+  const auto entries = recorder.stream().since(http::kStreamEntriesPerPoll);
+  REQUIRE(entries.size() == 3);
   CHECK(entries[0].erred);
   CHECK(entries[1].key == "fetched");
   CHECK(entries[1].transfer_seconds == 0.5);
+  CHECK(entries[2].key == "fetched-fast");
+  CHECK(recorder.unrecorded() == 101);
   // The counts count every run.
-  CHECK(recorder.functions().at("f").completed == runs + 1);
+  CHECK(recorder.functions().at("f").completed == runs + 3);
   CHECK(recorder.functions().at("f").erred == 1);
 }
 
@@ -268,6 +280,10 @@ TEST_CASE("http: a /json reply puts the task stream in the dashboard and survive
   CHECK(dashboard["errors"][0]["message"] == "bad \xef\xbf\xbd byte");
   CHECK(nlohmann::json::parse(reply("task-stream").body).size() == 1);
   CHECK(nlohmann::json::parse(reply("errors").body).size() == 1);
-  const auto metrics = http::facts_response({.route = http::Route::metrics, .part = ""}, "m 1\n", {}, {});
+  const auto alone = http::facts_response({.route = http::Route::json, .part = "dashboard"}, {},
+                                          nlohmann::json::object(), entries);
+  CHECK(nlohmann::json::parse(alone.body)["task_stream"].size() == 1);
+  const auto metrics =
+      http::facts_response({.route = http::Route::metrics, .part = ""}, "m 1\n", {}, {});
   CHECK(metrics.body == "m 1\n");
 }
