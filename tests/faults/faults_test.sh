@@ -16,7 +16,14 @@ mode=$1 scheduler=$2 worker=$3 lib=$4 client=$5
 dir=$(mktemp -d /tmp/taskwire-faults-XXXXXX)
 cleanup() { pkill -KILL -f "$dir" 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
-fail() { echo "FAILED $*"; for f in "$dir"/*.log; do echo "--- $f"; tail -n 60 "$f"; done; exit 1; }
+fail() {
+  echo "FAILED $*"
+  # What the test's processes were doing, and all they wrote (.out: stdout and stderr).
+  local pids
+  pids=$(pgrep -d, -f "$dir") && ps -o pid,stat,wchan:24,args -p "$pids"
+  for f in "$dir"/*.log "$dir"/*.out; do [ -e "$f" ] && { echo "--- $f"; tail -n 60 "$f"; }; done
+  exit 1
+}
 
 "$scheduler" --listen tcp://127.0.0.1:0 --scheduler-file "$dir/s.json" >"$dir/scheduler.log" 2>&1 &
 daemons=($!)
