@@ -180,9 +180,10 @@ void compare_dashboard(const std::string& backend, const TasksOptions& o) {
       }
     }
     for (const auto& res : shape) {
-      ratios[res.workload].push_back(on[res.workload].back() / pair_off[res.workload]);
+      const double off_s = pair_off[res.workload], on_s = on[res.workload].back();
+      ratios[res.workload].push_back(on_s / off_s);
       csv.row(fmt::format("{},{},{},{},{:.6f},{:.6f}", backend, res.workload, res.tasks, r,
-                          pair_off[res.workload], on[res.workload].back()));
+                          off_s, on_s));
     }
   }
   fmt::print("{:<8} {:<12} {:>7} {:>12} {:>12} {:>8} {:>22}\n", "backend", "workload", "tasks",

@@ -21,10 +21,15 @@ inline constexpr std::size_t kStreamEntriesPerPoll = 2000;
 /// takes in its one poll a second. Entries past that rate would be overwritten unseen, and
 /// recording them costs the daemon's strand, 5-6 % of the scheduler's throughput on short
 /// tasks (docs/dashboard.md). Past the rate the stream is a sample; the counts count all.
+/// Errors and runs whose dependencies came from peers are always shown: the rule of both the
+/// scheduler's and the workers' streams.
 class StreamRate {
  public:
   /// Whether one more run finishing at `now` (seconds) is recorded; counts the ones left out.
-  bool admits(double now) noexcept {
+  /// `always_shown` (an error, or a run whose dependencies came from peers): admitted
+  /// whatever the rate, and not counted in it.
+  bool admits(double now, bool always_shown = false) noexcept {
+    if (always_shown) return true;
     if (now - window_start_ >= 1.0) {
       window_start_ = now;
       window_entries_ = 0;

@@ -29,10 +29,10 @@ class DashboardRecorder {
  public:
   explicit DashboardRecorder(const DashboardOptions& options)
       : stream_(options.task_stream_length), max_errors_(options.recent_errors) {}
-  /// Whether `task`, finishing at `now` (seconds), gets a task-stream entry: tasks with
-  /// transfers always, the others at most http::StreamRate's rate. Errors are always recorded.
+  /// Whether `task`, finishing at `now` (seconds), gets a task-stream entry (http::StreamRate:
+  /// tasks with transfers always). Errors (task_erred) are always recorded.
   bool records(const protocol::TaskFinished& task, double now) {
-    return brought_transfer(task) || rate_.admits(now);
+    return rate_.admits(now, brought_transfer(task));
   }
   /// Whether `task`'s dependencies came from peers (its entry then shows the transfer).
   static bool brought_transfer(const protocol::TaskFinished& task) {

@@ -16,9 +16,8 @@ void WorkerDashboardRecorder::task_done(std::string_view worker, int nthreads,
                                         const TaskRun& run, const std::string* error,
                                         double stop) {
   const double transfer_seconds = run.transfer_stop - run.transfer_start;
-  // Errors and runs whose dependencies came from peers always (as the scheduler's
-  // DashboardRecorder::records); the rest at the stream's rate.
-  if (error || run.transfer_bytes > 0 || transfer_seconds > 0 || rate_.admits(stop))
+  const bool brought_transfer = run.transfer_bytes > 0 || transfer_seconds > 0;
+  if (rate_.admits(stop, error || brought_transfer))
     stream_.record_task({.key = key, .function = function, .worker = worker,
                          .nthreads = nthreads, .thread = run.thread,
                          .start = stop - std::max(0.0, duration), .stop = stop,

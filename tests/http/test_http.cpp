@@ -194,6 +194,7 @@ TEST_CASE("http: a stream's rate takes one poll's worth a second, from the first
   for (std::size_t i = 0; i < http::kStreamEntriesPerPoll; ++i) REQUIRE(rate.admits(5.0));
   CHECK_FALSE(rate.admits(5.5));
   CHECK_FALSE(rate.admits(5.999));
+  CHECK(rate.admits(5.999, true));  // an error or a run with transfers: shown whatever the rate
   CHECK(rate.unrecorded() == 2);
   CHECK(rate.admits(6.0));  // a new second from the first one's start
   CHECK(rate.unrecorded() == 2);
