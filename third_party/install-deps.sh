@@ -10,7 +10,7 @@ PACKAGES=(
   libboost-dev libboost-serialization-dev libboost-program-options-dev
   catch2 libfmt-dev libspdlog-dev libjemalloc-dev
   libssl-dev openssl
-  iproute2 iputils-ping
+  iproute2 iputils-ping procps
   gnuplot-nox
   nlohmann-json3-dev
   prometheus curl chromium
