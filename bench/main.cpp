@@ -138,6 +138,10 @@ int tasks_main(const std::vector<std::string>& args) {
           ->default_value(o.scheduler.short_task_cover_seconds),
       "alone: SchedulerOptions::short_task_cover_seconds (0: short root tasks get no extra "
       "slots)")(
+      "assign-ahead",
+      po::value(&o.scheduler.assign_ahead)->default_value(o.scheduler.assign_ahead),
+      "alone: SchedulerOptions::assign_ahead, tasks per worker thread sent ahead of their "
+      "inputs (0: off)")(
       "dashboard", po::value(&o.dashboard)->default_value(o.dashboard),
       "alone: off, on (HTTP dashboards, /metrics scraped and the page polled every second) or "
       "compare (fresh clusters without and with them, alternating, medians and ratio)")(

@@ -4,6 +4,7 @@
 
 #include <taskwire/comm/backends.hpp>
 #include <taskwire/comm/core/framing.hpp>
+#include <taskwire/runtime/unique_id.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -91,6 +92,8 @@ std::shared_ptr<ClientCore> ClientCore::connect(comm::Registry& registry, const 
   core->start(comm::connect(registry, address, to_scheduler(registry, options.connect_timeout)));
   return core;
 }
+
+ClientCore::ClientCore() : id_(runtime::random_id_128()) {}
 
 ClientCore::~ClientCore() {
   // What this destructor and close() hand to the io thread should not wait out a linger
@@ -338,7 +341,7 @@ void ClientCore::fail_unsent(const std::vector<std::string>& keys, const std::st
 
 std::string ClientCore::new_key(const std::string& function) {
   std::lock_guard lock(mu_);
-  return fmt::format("{}-{}-{}", function, name_, ++counter_);
+  return fmt::format("{}-{}-{}", function, id_, ++counter_);
 }
 
 std::int64_t ClientCore::next_priority() {
@@ -550,6 +553,7 @@ std::vector<runtime::Frame> ClientCore::results(const std::vector<std::string>& 
     if (missing.empty()) break;
     if (attempt == kFetchAttempts)
       throw TaskError(missing.front(), "no worker holding the result could send it");
+    report_missing(missing);
     await_news(missing, seen);
     todo = std::move(missing);
   }
@@ -609,6 +613,25 @@ void ClientCore::fetch_results(const std::vector<std::string>& keys,
   }
 }
 
+// Tells the scheduler that no holder it named could send these keys (gone, restarted, or
+// its copy lost with a spill file): it drops those replicas and computes a key again when
+// none is left, which is the news await_news() waits for. Without this, a holder that is
+// alive but lost the key would be asked forever.
+void ClientCore::report_missing(const std::vector<std::string>& keys) {
+  std::vector<protocol::MissingData> reports;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& key : keys)
+      if (auto it = keys_.find(key); it != keys_.end())
+        for (const auto& holder : it->second.holders)
+          reports.push_back(protocol::MissingData{"", key, holder});
+  }
+  if (reports.empty()) return;
+  send([&](Outbox& out) {
+    for (const auto& r : reports) out.add(Op::missing_data, r);
+  });
+}
+
 void ClientCore::await_news(const std::vector<std::string>& keys,
                             const std::map<std::string, std::uint64_t>& seen) {
   std::unique_lock lock(mu_);
@@ -649,33 +672,47 @@ void ClientCore::fetch_from(const std::string& address, const std::vector<std::s
     const auto now = std::chrono::steady_clock::now();
     return std::max(std::chrono::duration_cast<milliseconds>(deadline - now), milliseconds(1));
   };
-  if (!link->comm || link->comm->closed()) {
-    // The scheduler said this worker holds the keys: if nothing listens there, it is gone.
-    comm::ConnectOptions options;
-    options.timeout = left();
-    options.retry_refused = false;
-    link->comm = comm::connect(*registry_, address, std::move(options));
+  // A kept connection may be to a worker that has since died (and maybe restarted on the
+  // same address): it fails on first use, and the fetch is tried once more on a fresh one.
+  const bool kept = link->comm && !link->comm->closed();
+  for (int round = kept ? 0 : 1; round < 2; ++round) {
+    if (!link->comm || link->comm->closed()) {
+      // The scheduler said this worker holds the keys: if nothing listens there, it is gone.
+      comm::ConnectOptions options;
+      options.timeout = left();
+      options.retry_refused = false;
+      link->comm = comm::connect(*registry_, address, std::move(options));
+    }
+    try {
+      return get_data(link->comm, address, keys, left, out);
+    } catch (const std::exception& e) {
+      link->comm->abort();
+      link->comm.reset();
+      if (round == 1) throw;
+      spdlog::debug("client: the kept connection to {} failed ({}); connecting again", address,
+                    e.what());
+    }
   }
+}
+
+void ClientCore::get_data(const comm::CommPtr& comm, const std::string& address,
+                          const std::vector<std::string>& keys,
+                          const std::function<std::chrono::milliseconds()>& left,
+                          std::map<std::string, runtime::Frame>& out) {
   runtime::BatchWriter w;
   static std::atomic<std::uint64_t> ids{0};
   const auto id = ++ids;
   w.add(Op::get_data, protocol::GetData{id, keys});
-  try {
-    comm::write_sync(link->comm, w.take(), left());
-    auto reply = comm::read_sync(link->comm, left());
-    runtime::for_each_op(reply, [&](runtime::OpReader& r) {
-      if (r.op() != Op::data_reply)
-        throw runtime::SerializationError("expected data_reply from " + address);
-      auto b = r.body<protocol::DataReply>();
-      if (b.keys.size() != r.frames().size())
-        throw runtime::SerializationError("data_reply from " + address + " has mismatched frames");
-      for (std::size_t i = 0; i < b.keys.size(); ++i) out.emplace(b.keys[i], r.frames()[i]);
-    });
-  } catch (...) {
-    link->comm->abort();
-    link->comm.reset();
-    throw;
-  }
+  comm::write_sync(comm, w.take(), left());
+  auto reply = comm::read_sync(comm, left());
+  runtime::for_each_op(reply, [&](runtime::OpReader& r) {
+    if (r.op() != Op::data_reply)
+      throw runtime::SerializationError("expected data_reply from " + address);
+    auto b = r.body<protocol::DataReply>();
+    if (b.keys.size() != r.frames().size())
+      throw runtime::SerializationError("data_reply from " + address + " has mismatched frames");
+    for (std::size_t i = 0; i < b.keys.size(); ++i) out.emplace(b.keys[i], r.frames()[i]);
+  });
 }
 
 std::chrono::milliseconds ClientCore::fetch_time_allowed(const std::vector<std::string>& keys) {

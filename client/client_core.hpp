@@ -128,7 +128,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void set_release_delay(std::chrono::milliseconds delay);
 
  private:
-  ClientCore() = default;
+  ClientCore();
   void start(comm::CommPtr scheduler);
   void read_loop();
   void on_batch(const runtime::Message& m);
@@ -153,6 +153,11 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::shared_ptr<WorkerLink> worker_link(const std::string& address);
   /// Fetches keys from one holder; fills `out` for the keys it had. A holder that has not
   /// answered within fetch_time_allowed(keys) counts as gone for this fetch (CommError).
+  /// One get_data exchange on `comm`; throws on any failure (the caller aborts the comm).
+  void get_data(const comm::CommPtr& comm, const std::string& address,
+                const std::vector<std::string>& keys,
+                const std::function<std::chrono::milliseconds()>& left,
+                std::map<std::string, runtime::Frame>& out);
   void fetch_from(const std::string& address, const std::vector<std::string>& keys,
                   std::map<std::string, runtime::Frame>& out);
   /// fetch_timeout_, plus 1 s per 100 MB of the keys' reported sizes.
@@ -171,6 +176,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void fetch_results(const std::vector<std::string>& keys, std::map<std::string, runtime::Frame>& got,
                      std::map<std::string, std::uint64_t>& seen);
   /// Waits (up to fetch_timeout_) for a new report on each key; throws TaskError if none comes.
+  /// Tells the scheduler that no holder could send `keys` (protocol::MissingData).
+  void report_missing(const std::vector<std::string>& keys);
   void await_news(const std::vector<std::string>& keys, const std::map<std::string, std::uint64_t>& seen);
 
   struct KeyState {
@@ -196,6 +203,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   runtime::Context* context_ = nullptr;  // the registry's; outlives it in an mpi cluster rank
   std::chrono::milliseconds fetch_timeout_{10'000};  // ClientOptions::fetch_timeout
   std::string name_;
+  // 128 random bits in every key this client makes: its name (a pid, a user's choice) may
+  // be another client's too, and keys that meet by accident are each other's results.
+  const std::string id_;
   comm::CommPtr scheduler_;
 
   std::mutex mu_;

@@ -61,7 +61,8 @@ enum class Op : std::uint8_t {
   key_in_memory = 20, key_erred = 21, key_cancelled = 22, shutting_down = 24, key_lost = 25,
   scheduler_info_reply = 26,  // since protocol version 7
   // worker -> scheduler
-  register_worker = 40, heartbeat = 41, task_finished = 42, task_erred = 43, missing_data = 44,
+  register_worker = 40, heartbeat = 41, task_finished = 42, task_erred = 43,
+  missing_data = 44,  // also client -> scheduler since protocol version 10 (key empty)
   worker_closing = 45,
   threads_busy = 46,  // since protocol version 4
   steal_response = 47,  // since protocol version 8
@@ -211,6 +212,15 @@ struct WorkerRefused {
   std::string reason;
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & reason; }
+};
+/// close_worker (a body of its own since protocol version 10). `rejoin`: the scheduler
+/// dropped this worker (no heartbeat in time) but would take it back; a worker under a nanny
+/// is restarted and joins again. Without it (a shutdown), the worker ends for good.
+struct CloseWorker {
+  std::string reason;
+  bool rejoin = false;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & reason & rejoin; }
 };
 struct MissingData {
   Key key;          ///< the task that could not run

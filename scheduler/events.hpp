@@ -125,11 +125,16 @@ struct Heartbeat {
 /// Produced by the server's timer: removes (and asks to close) every worker whose last
 /// heartbeat is more than `timeout` seconds before `now` (timeout <= 0 checks nothing), and
 /// reschedules the tasks of dead workers whose nanny's report is overdue.
+/// `interval` is the timer's period: a check more than two periods after the previous one
+/// means the scheduler itself was not running (SIGSTOP, a swapped-out host), and the
+/// heartbeats waiting unread in its sockets are not silence: workers are then judged from
+/// that check on (0: no such judgement).
 struct CheckHeartbeats {
   static constexpr std::string_view kind = "check-heartbeats";
   double now = 0;
   double timeout = 0;
   std::string stimulus_id;
+  double interval = 0;
 };
 
 struct TaskFinished {

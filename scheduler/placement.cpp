@@ -157,11 +157,16 @@ void SchedulerState::add_to_processing(TaskState* ts, WorkerState* ws) {
   ts->state = TaskStatus::processing;
   classify_for_stealing(ws);
   emit_to_worker(ws, std::move(msg));
+  for (TaskState* d : ts->dependents) recommend_assign_ahead(d);
 }
 
 WorkerState* SchedulerState::exit_processing(TaskState* ts) {
   WorkerState* ws = ts->processing_on;
   ts->processing_on = nullptr;
+  if (ts->state == TaskStatus::assigned) {  // leaving before its inputs finished
+    --ws->assigned;
+    ts->waiting_on.clear();
+  }
   ws->processing.erase(ts);
   auto it = ws->processing_by_function.find(ts->function);
   if (it != ws->processing_by_function.end() && --it->second == 0) {

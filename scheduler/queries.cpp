@@ -84,7 +84,8 @@ std::map<TaskStatus, std::size_t> SchedulerState::tasks_by_state() const {
   std::map<TaskStatus, std::size_t> counts;
   // From the counts each transition keeps (validate() checks them against the tasks): a
   // scheduler_info() costs the same with a million tasks held as with none.
-  for (S s : {S::released, S::waiting, S::no_worker, S::queued, S::processing, S::memory, S::erred})
+  for (S s : {S::released, S::waiting, S::no_worker, S::queued, S::processing, S::assigned,
+              S::memory, S::erred})
     counts[s] = counts_.count(s);
   return counts;
 }
@@ -187,13 +188,21 @@ std::string SchedulerState::validate_edges(TaskState* ts) const {
       return fmt::format("not among the waiters of '{}'", dep->key);
     if (needs_inputs_in_memory(ts->state) && (dep->who_has.empty() || !in_waiters))
       return fmt::format("dependency '{}' not in memory or not waited on", dep->key);
+    if (ts->state == S::assigned) {  // each input in memory, or running ahead of it there
+      if (!in_waiters || waits_on == !dep->who_has.empty())
+        return fmt::format("dependency '{}' not in memory nor waited on", dep->key);
+      if (waits_on && ((dep->state != S::processing && dep->state != S::assigned) ||
+                       dep->processing_on != ts->processing_on))
+        return fmt::format("assigned ahead on {} but its dependency '{}' is {} elsewhere",
+                           ts->processing_on->address, dep->key, dep->state);
+    }
   }
   for (const TaskState* w : ts->waiting_on) {
     if (!w->dependents.count(ts)) return "waiting on a non-dependency";
   }
   for (TaskState* w : ts->waiters) {
     if (!ts->dependents.count(w)) return "waiter is not a dependent";
-    if (w->state != S::waiting && !needs_inputs_in_memory(w->state))
+    if (w->state != S::waiting && w->state != S::assigned && !needs_inputs_in_memory(w->state))
       return fmt::format("waiter '{}' is {}", w->key, w->state);
   }
   return {};
@@ -201,9 +210,10 @@ std::string SchedulerState::validate_edges(TaskState* ts) const {
 
 std::string SchedulerState::validate_task(TaskState* ts) const {
   if (ts->recommended) return "recommendation left pending";
-  if ((ts->state == S::waiting) == ts->waiting_on.empty()) return "waiting_on mismatch";
+  if ((ts->state == S::waiting || ts->state == S::assigned) == ts->waiting_on.empty())
+    return "waiting_on mismatch";
   if ((ts->state == S::memory) == ts->who_has.empty()) return "who_has mismatch";
-  if ((ts->state == S::processing) != (ts->processing_on != nullptr))
+  if ((ts->state == S::processing || ts->state == S::assigned) != (ts->processing_on != nullptr))
     return "processing_on mismatch";
   if ((ts->state == S::queued) != (queued_.count(ts) > 0)) return "queue membership mismatch";
   if ((ts->state == S::no_worker) != (unrunnable_.count(ts) > 0))
@@ -244,6 +254,11 @@ std::string SchedulerState::validate_workers() const {
         return fmt::format("worker {} lists '{}' as processing", address, ts->key);
       fetch += ts->fetch_bytes;
     }
+    const auto assigned = std::count_if(ws->processing.begin(), ws->processing.end(),
+                                        [](const TaskState* ts) { return ts->state == S::assigned; });
+    if (static_cast<std::size_t>(assigned) != ws->assigned)
+      return fmt::format("worker {} counts {} tasks assigned ahead, has {}", address,
+                         ws->assigned, assigned);
     int counted = 0;
     for (const auto& [function, n] : ws->processing_by_function) counted += n;
     if (counted != static_cast<int>(ws->processing.size()) || fetch != ws->fetch_bytes)

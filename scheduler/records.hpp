@@ -66,7 +66,7 @@ struct TaskState {
   PtrSet<TaskState> waiting_on;  ///< dependencies not in memory (waiting only)
   PtrSet<TaskState> waiters;     ///< dependents that still need this result
   std::vector<WorkerState*> who_has;          ///< replicas (memory only)
-  WorkerState* processing_on = nullptr;       ///< processing only
+  WorkerState* processing_on = nullptr;       ///< processing and assigned only
   std::int64_t fetch_bytes = 0;               ///< dependency bytes its worker must fetch
   std::vector<ClientState*> who_wants;
 
@@ -104,7 +104,8 @@ struct WorkerState {
   runtime::Resources resources;       ///< what it offers
   runtime::Resources used_resources;  ///< held by the restricted tasks processing there
 
-  PtrSet<TaskState> processing;
+  PtrSet<TaskState> processing;  ///< processing and assigned tasks sent here
+  std::size_t assigned = 0;      ///< of those, assigned ahead (SchedulerOptions::assign_ahead)
   PtrSet<TaskState> has_what;
   std::int64_t nbytes = 0;       ///< bytes of the results it holds
   std::int64_t fetch_bytes = 0;  ///< dependency bytes its processing tasks must fetch

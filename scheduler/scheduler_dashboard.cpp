@@ -66,7 +66,8 @@ namespace {
 
 constexpr TaskStatus kReportedStates[] = {TaskStatus::released,   TaskStatus::waiting,
                                           TaskStatus::no_worker,  TaskStatus::queued,
-                                          TaskStatus::processing, TaskStatus::memory,
+                                          TaskStatus::processing, TaskStatus::assigned,
+                                          TaskStatus::memory,
                                           TaskStatus::erred};
 
 void write_counts(http::PrometheusText& p, const SchedulerFacts& f) {

@@ -168,7 +168,8 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   }
   void emit(CloseWorker& c) {
     spdlog::warn("scheduler: closing worker {}: {}", c.worker, c.reason);
-    if (auto* out = out_to(peer_of(workers, c.worker))) out->add(Op::close_worker, protocol::Empty{});
+    if (auto* out = out_to(peer_of(workers, c.worker)))
+      out->add(Op::close_worker, protocol::CloseWorker{c.reason, true});
   }
   void emit(ReportKeyInMemory& r) {
     const auto out_peer = peer_of(clients, r.client);
@@ -258,7 +259,15 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
         return true;
       case Op::missing_data: {
         auto b = r.body<protocol::MissingData>();
-        handle(MissingData{require_worker(p, "missing_data"), b.missing, b.from, b.key, ""});
+        // From a client too (since protocol version 10): no holder it was told of could
+        // send the key, so that the key is computed again instead of the client waiting.
+        std::string reporter = p->kind == Peer::worker ? p->id : "";
+        if (reporter.empty()) {
+          become_client(p);
+          reporter = p->id;
+          b.key.clear();  // a client names no dependent of its own
+        }
+        handle(MissingData{std::move(reporter), b.missing, b.from, b.key, ""});
         return true;
       }
       case Op::threads_busy: {
@@ -457,8 +466,9 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     heartbeat_timer.expires_after(options.heartbeat_check_interval);
     heartbeat_timer.async_wait([self = shared_from_this()](error_code ec) {
       if (ec || self->stopping) return;
-      self->handle(CheckHeartbeats{self->now(),
-                                   std::chrono::duration<double>(self->options.heartbeat_timeout).count(), ""});
+      using seconds = std::chrono::duration<double>;
+      self->handle(CheckHeartbeats{self->now(), seconds(self->options.heartbeat_timeout).count(),
+                                   "", seconds(self->options.heartbeat_check_interval).count()});
       self->flush();
       self->arm_heartbeat_check();
     });
@@ -473,7 +483,8 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     if (http) http->stop();
     if (lag) lag->stop();
     heartbeat_timer.cancel();
-    for (auto& [addr, w] : workers) out_to(w)->add(Op::close_worker, protocol::Empty{});
+    for (auto& [addr, w] : workers)
+      out_to(w)->add(Op::close_worker, protocol::CloseWorker{"the scheduler is shutting down", false});
     if (requester) out_to(requester)->add(Op::shutting_down, protocol::Empty{});
     flush();
     if (workers.empty()) return finish();

@@ -30,6 +30,7 @@ Instructions SchedulerState::handle(const Event& event) {
     run_transitions();
   }
   schedule_queued();  // anything may have freed a slot; ready non-root work went first
+  run_transitions();  // what the queue placed may let dependents be assigned ahead
   balance();          // what the queue did not fill, stealing may
   forgotten_.clear();
   removed_workers_.clear();

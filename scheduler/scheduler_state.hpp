@@ -48,6 +48,11 @@ struct SchedulerOptions {
   double short_task_cover_seconds = 0.002;
   /// The most slots per thread short tasks can get that way.
   int max_short_task_slots = 64;
+  /// Tasks per worker thread that may be assigned ahead: sent to the worker that runs all
+  /// their unfinished dependencies before those finish, so that they start there with no
+  /// scheduler round trip (Charm++'s and PaRSEC's producer -> consumer release). 0: off.
+  /// Figures in docs/scheduling.md ("Assign ahead").
+  int assign_ahead = 1;
   /// Move tasks not yet started from saturated workers to idle ones, the victim confirming
   /// (Dask's distributed.scheduler.work-stealing).
   bool work_stealing = true;
@@ -233,6 +238,13 @@ class SchedulerState {
   void waiting_to_released(TaskState* ts);
   void dispatch_ready(TaskState* ts);
   void processing_to_released(TaskState* ts);
+  // assign ahead (transitions.cpp)
+  /// The worker `ts` may be sent to ahead of its dependencies, or null.
+  WorkerState* assign_ahead_target(const TaskState* ts) const;
+  void recommend_assign_ahead(TaskState* ts);
+  void assign_ahead(TaskState* ts);
+  void assigned_to_processing(TaskState* ts);
+  void unassign_dependents(TaskState* ts);
   void processing_to_memory(TaskState* ts, WorkerState* ws, std::int64_t nbytes);
   void processing_to_erred(TaskState* ts, const std::string& worker,
                            std::shared_ptr<const TaskFailure> failure);
@@ -363,6 +375,8 @@ class SchedulerState {
     std::string reason;
   };
   std::vector<DyingWorker> dying_;
+  double last_heartbeat_check_ = -1;  ///< the previous CheckHeartbeats' now; -1: none yet
+  double looking_since_ = 0;  ///< since when the checks have run unbroken (CheckHeartbeats)
   double no_workers_since_ = -1;  ///< when the last worker left with tasks waiting; -1: not
 };
 

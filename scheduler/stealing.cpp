@@ -44,7 +44,8 @@ void relist(std::set<WorkerState*, ByAddress>& set, WorkerState* ws, bool& liste
 void SchedulerState::classify_for_stealing(WorkerState* ws) {
   if (!options_.work_stealing) return;
   const auto threads = static_cast<std::size_t>(free_threads(ws));
-  const std::size_t processing = ws->processing.size();
+  // Assigned-ahead tasks wait for inputs running there: not work another worker could take.
+  const std::size_t processing = ws->processing.size() - ws->assigned;
   // A paused worker takes nothing new, and what waits there may go elsewhere.
   relist(idle_, ws, ws->listed_idle,
          !ws->removed && !ws->paused && processing + ws->incoming_steals.size() < threads);
@@ -94,7 +95,7 @@ TaskState* SchedulerState::steal_candidate(WorkerState* victim, WorkerState* thi
   for (auto it = victim->processing.end();
        it != victim->processing.begin() && scanned < kStealScan; ++scanned) {
     TaskState* ts = *--it;
-    if (ts->steal_pending || ts->steal_refused) continue;
+    if (ts->steal_pending || ts->steal_refused || ts->state != S::processing) continue;
     // Never to a worker that may not take it (its `workers`, unless only a preference, or
     // resources the thief lacks or has in use).
     if (ts->restrictions && !eligible(ts, thief, !ts->restrictions->loose)) continue;
@@ -155,6 +156,7 @@ void SchedulerState::on(const StealResponse& e) {
     ts->steal_refused = true;
     return;
   }
+  unassign_dependents(ts);  // none should be (none is assigned behind a pending steal)
   exit_processing(ts);
   // The thief may have paused, or its resources been taken, since the request.
   if (thief && eligible(ts, thief, !(ts->restrictions && ts->restrictions->loose))) {

@@ -13,6 +13,10 @@ enum class TaskStatus {
   no_worker,   ///< ready, but no worker is connected to run it
   queued,      ///< ready root task held back because every worker is saturated
   processing,  ///< sent to one worker, which has not answered yet
+  /// Sent ahead to the worker that runs (or was assigned) its unfinished dependencies; it
+  /// starts there as soon as they finish, with no scheduler round trip, and becomes
+  /// processing once the scheduler hears of them (docs/scheduling.md, "Assign ahead").
+  assigned,
   memory,      ///< the result is held by one or more workers
   erred,       ///< it or a dependency failed; clients that want it were told
   forgotten,   ///< dropped from the scheduler's state (never seen by queries)
@@ -31,6 +35,8 @@ constexpr std::string_view to_string(TaskStatus s) noexcept {
       return "queued";
     case TaskStatus::processing:
       return "processing";
+    case TaskStatus::assigned:
+      return "assigned";
     case TaskStatus::memory:
       return "memory";
     case TaskStatus::erred:

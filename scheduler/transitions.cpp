@@ -77,6 +77,7 @@ bool SchedulerState::transition_step(TaskState* ts, TaskStatus finish) {
     case S::waiting:
       if (finish == S::released) return waiting_to_released(ts), true;
       if (finish == S::processing) return dispatch_ready(ts), true;
+      if (finish == S::assigned) return assign_ahead(ts), true;
       return false;
     case S::queued:
       if (finish == S::processing) {
@@ -102,6 +103,9 @@ bool SchedulerState::transition_step(TaskState* ts, TaskStatus finish) {
       unrunnable_.erase(ts);
       finish == S::released ? propagate_released(ts) : propagate_erred(ts);
       return true;
+    case S::assigned:
+      if (finish == S::processing) return assigned_to_processing(ts), true;
+      [[fallthrough]];
     case S::processing:
       if (finish == S::released) return processing_to_released(ts), true;
       if (finish == S::erred) {  // blamed on a dependency; the worker may still be running it
@@ -155,7 +159,11 @@ void SchedulerState::released_to_waiting(TaskState* ts) {
   for (TaskState* d : ts->dependents) {
     if (d->state == S::waiting) ts->waiters.insert(d);
   }
-  if (ts->waiting_on.empty()) recommend(ts, S::processing);
+  if (ts->waiting_on.empty()) {
+    recommend(ts, S::processing);
+  } else {
+    recommend_assign_ahead(ts);
+  }
 }
 
 void SchedulerState::waiting_to_released(TaskState* ts) {
@@ -202,6 +210,7 @@ void SchedulerState::dispatch_ready(TaskState* ts) {
 }
 
 void SchedulerState::processing_to_released(TaskState* ts) {
+  unassign_dependents(ts);
   if (WorkerState* ws = exit_processing(ts)) {
     free_keys(ws, ts->key, release_may_leave_running_);
     // It may be running there and go on running: assume so until the worker answers
@@ -233,6 +242,60 @@ void SchedulerState::propagate_released(TaskState* ts) {
   }
 }
 
+// ---- assign ahead ----
+// A waiting task whose unfinished dependencies all run (or are assigned) on one worker is
+// sent there before they finish: the worker starts it as soon as they do, with no message
+// from the scheduler (what keeps Charm++, PaRSEC and Realm under 100 us a dependent edge,
+// where a central scheduler needs a round trip). Bounded by a window per worker
+// (SchedulerOptions::assign_ahead per thread); never onto a paused worker, one the task may
+// not use, or a dependency a steal may move. Assigned tasks are not stolen.
+
+WorkerState* SchedulerState::assign_ahead_target(const TaskState* ts) const {
+  if (options_.assign_ahead <= 0 || ts->state != S::waiting || ts->waiting_on.empty())
+    return nullptr;
+  WorkerState* ws = nullptr;
+  for (const TaskState* dep : ts->waiting_on) {
+    if ((dep->state != S::processing && dep->state != S::assigned) || dep->steal_pending)
+      return nullptr;
+    if (ws && dep->processing_on != ws) return nullptr;
+    ws = dep->processing_on;
+  }
+  if (!ws || ws->removed ||
+      ws->assigned >= static_cast<std::size_t>(ws->nthreads) *
+                          static_cast<std::size_t>(options_.assign_ahead))
+    return nullptr;
+  if (!eligible(ts, ws, !(ts->restrictions && ts->restrictions->loose))) return nullptr;
+  return ws;
+}
+
+void SchedulerState::recommend_assign_ahead(TaskState* ts) {
+  if (!ts->recommended && assign_ahead_target(ts)) recommend(ts, S::assigned);
+}
+
+void SchedulerState::assign_ahead(TaskState* ts) {
+  WorkerState* ws = assign_ahead_target(ts);
+  if (!ws) return;  // things changed since it was recommended: it waits as any other
+  add_to_processing(ts, ws);
+  ts->state = S::assigned;
+  ++ws->assigned;
+  classify_for_stealing(ws);
+}
+
+void SchedulerState::assigned_to_processing(TaskState* ts) {
+  WorkerState* ws = ts->processing_on;
+  --ws->assigned;
+  ts->state = S::processing;
+  classify_for_stealing(ws);
+  for (TaskState* d : ts->dependents) recommend_assign_ahead(d);
+}
+
+// `ts` leaves its worker without finishing: the tasks assigned ahead behind it there cannot
+// start, and wait again (their worker is told to drop them).
+void SchedulerState::unassign_dependents(TaskState* ts) {
+  for (TaskState* d : ts->dependents)
+    if (d->state == S::assigned && d->processing_on == ts->processing_on) recommend(d, S::waiting);
+}
+
 void SchedulerState::processing_to_memory(TaskState* ts, WorkerState* ws, std::int64_t nbytes) {
   exit_processing(ts);
   if (nbytes >= 0) ts->nbytes = nbytes;  // before add_replica, which counts it on ws
@@ -243,7 +306,12 @@ void SchedulerState::add_to_memory(TaskState* ts, WorkerState* ws) {
   add_replica(ts, ws);
   std::vector<TaskState*> ready;
   for (TaskState* d : ts->dependents) {
-    if (d->waiting_on.erase(ts) && d->waiting_on.empty()) ready.push_back(d);
+    if (!d->waiting_on.erase(ts)) continue;
+    if (d->waiting_on.empty()) {
+      ready.push_back(d);  // an assigned one starts (or started) on its worker by itself
+    } else {
+      recommend_assign_ahead(d);  // its last inputs may all be running on one worker now
+    }
   }
   sort_for_recommending(ready);
   for (TaskState* d : ready) recommend(d, S::processing);

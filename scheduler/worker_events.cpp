@@ -143,6 +143,7 @@ void SchedulerState::release_processing_of(WorkerState* ws, bool expected,
       recommend(ts, S::released);  // and from there waiting again, elsewhere
       continue;
     }
+    const TaskStatus start = ts->state;
     auto failure = std::make_shared<const TaskFailure>(TaskFailure{
         ts->key,
         fmt::format("task '{}' ({}) killed {} workers that ran it: {}; last: {} {}. The "
@@ -151,7 +152,7 @@ void SchedulerState::release_processing_of(WorkerState* ws, bool expected,
                     ws->name, how, options_.allowed_failures)});
     log(LogLevel::error, failure->message);
     processing_to_erred(ts, ws->address, std::move(failure));
-    log_transition(ts, S::processing);
+    log_transition(ts, start);
   }
 }
 
@@ -222,10 +223,13 @@ void SchedulerState::check_no_workers(double now) {
 void SchedulerState::on(const CheckHeartbeats& e) {
   expire_death_reports(e.now);
   check_no_workers(e.now);
+  if (e.interval > 0 && last_heartbeat_check_ >= 0 && e.now - last_heartbeat_check_ > 2 * e.interval)
+    looking_since_ = e.now;
+  last_heartbeat_check_ = e.now;
   if (!(e.timeout > 0)) return;
   std::vector<WorkerState*> silent;
   for (const auto& [address, ws] : workers_) {
-    if (e.now - ws->last_seen > e.timeout) silent.push_back(ws.get());
+    if (e.now - std::max(ws->last_seen, looking_since_) > e.timeout) silent.push_back(ws.get());
   }
   // Detach them all first, so that none gets the work of another one.
   for (WorkerState* ws : silent) {
@@ -256,9 +260,13 @@ void SchedulerState::on(const TaskFinished& e) {
 
 void SchedulerState::on(const TaskErred& e) {
   TaskState* ts = find_task(e.key);
-  if (!ts || ts->state != S::processing || ts->processing_on->address != e.worker) {
+  // An assigned task errs before it runs when its worker cannot take it (an unknown
+  // function, resources it lacks).
+  if (!ts || (ts->state != S::processing && ts->state != S::assigned) ||
+      ts->processing_on->address != e.worker) {
     return log(LogLevel::debug, fmt::format("stale error for '{}' from {}", e.key, e.worker));
   }
+  const TaskStatus start = ts->state;
   if (ts->retries > 0) {
     --ts->retries;
     ++counts_.retried;
@@ -271,7 +279,7 @@ void SchedulerState::on(const TaskErred& e) {
   processing_to_erred(ts, e.worker,
                       std::make_shared<const TaskFailure>(TaskFailure{
                           e.key, e.message, e.exception_type, ws->name, ws->address}));
-  log_transition(ts, S::processing);
+  log_transition(ts, start);
 }
 
 void SchedulerState::on(const MissingData& e) {
@@ -285,7 +293,8 @@ void SchedulerState::on(const MissingData& e) {
   }
   if (e.dependent.empty()) return;
   TaskState* dts = find_task(e.dependent);
-  if (dts && dts->state == S::processing && dts->processing_on->address == e.worker) {
+  if (dts && (dts->state == S::processing || dts->state == S::assigned) &&
+      dts->processing_on->address == e.worker) {
     recommend(dts, S::waiting);  // sent again with fresh locations
   }
 }

@@ -2,6 +2,7 @@
 
 #include <taskwire/runtime/process_info.hpp>
 
+#include <boost/crc.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -60,6 +61,12 @@ Frame read_file(const std::filesystem::path& path, std::uint64_t nbytes) {
   return frame;
 }
 
+std::uint32_t crc32_of(const Frame& frame) {
+  boost::crc_32_type crc;
+  crc.process_bytes(frame.data(), frame.size());
+  return crc.checksum();
+}
+
 }  // namespace
 
 DataStore::DataStore(SpillOptions spill) : spill_(std::move(spill)) {}
@@ -101,6 +108,12 @@ bool DataStore::spilled(const std::string& key) const {
   std::lock_guard lock(mu_);
   auto it = data_.find(key);
   return it != data_.end() && !it->second.in_memory;
+}
+
+bool DataStore::lost(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = data_.find(key);
+  return it != data_.end() && it->second.lost;
 }
 
 bool DataStore::erase(const std::string& key) {
@@ -153,6 +166,7 @@ bool DataStore::spill_locked(Entry& e, const std::string& key) const {
     auto path = spill_.directory / fmt::format("spill-{}", next_file_++);
     try {
       write_file(path, e.frame);
+      e.checksum = crc32_of(e.frame);
     } catch (const std::exception& ex) {
       ++counts_.spill_failures_total;
       // Once per run of failures: a full disk would otherwise log every put.
@@ -177,11 +191,19 @@ bool DataStore::spill_locked(Entry& e, const std::string& key) const {
   return true;
 }
 
-std::optional<Frame> DataStore::read_spilled_locked(const Entry& e, const std::string& key) const {
+std::optional<Frame> DataStore::read_spilled_locked(Entry& e, const std::string& key) const {
+  if (e.lost) return std::nullopt;
   try {
-    return read_file(e.file, e.nbytes);
+    Frame frame = read_file(e.file, e.nbytes);
+    if (crc32_of(frame) != e.checksum)
+      throw std::runtime_error(fmt::format("spill file {} does not hold the bytes written "
+                                           "(CRC-32 mismatch)", e.file.string()));
+    return frame;
   } catch (const std::exception& ex) {
-    spdlog::error("worker data store: {}; the value of '{}' is lost", ex.what(), key);
+    spdlog::error("worker data store: {}; the value of '{}' is lost and will be computed again",
+                  ex.what(), key);
+    e.lost = true;
+    ++counts_.spill_losses_total;
     return std::nullopt;
   }
 }

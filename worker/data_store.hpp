@@ -9,6 +9,11 @@
 // written (no permission, full disk) leaves its value in memory: data is never lost for want
 // of disk, and the error is logged with the path.
 //
+// A spilled value carries a CRC-32 of its bytes, kept in memory. A file that is gone, cut
+// short or whose bytes no longer match is a lost value, never a wrong one: the key stays
+// listed (contains() is true until erase()) but every read of it fails, and the worker
+// reports it missing so that the scheduler recomputes it (docs/faults.md).
+//
 // Thread-safety: every member may be called from any thread. The worker state machine writes
 // (results, fetched dependencies) from the worker's strand while get_data requests read from
 // the comms' strands. Spilling and unspilling read and write files under the store's lock.
@@ -46,6 +51,7 @@ struct DataStoreCounts {
   std::uint64_t spilled_bytes_total = 0;
   std::uint64_t unspills_total = 0;     ///< values read back
   std::uint64_t spill_failures_total = 0;  ///< writes that failed (the value stayed in memory)
+  std::uint64_t spill_losses_total = 0;  ///< spilled values that could not be read back intact
 };
 
 class DataStore {
@@ -59,7 +65,8 @@ class DataStore {
   /// down to the target.
   void put(const std::string& key, Frame frame);
   /// The frame held for `key`, if any, read back from disk if it was spilled (nullopt, with
-  /// an error logged, if its file cannot be read). Marks it most recently used.
+  /// an error logged, if its file cannot be read intact: the value is lost, see lost()).
+  /// Marks it most recently used.
   std::optional<Frame> get(const std::string& key) const;
   bool contains(const std::string& key) const;
   /// Drops `key` (and its spill file); returns whether it was held.
@@ -86,6 +93,8 @@ class DataStore {
   std::uint64_t spill_oldest();
   DataStoreCounts counts() const;
   bool spilled(const std::string& key) const;
+  /// Held, but its spill file could not be read back intact: every read of it fails.
+  bool lost(const std::string& key) const;
   const SpillOptions& spill_options() const noexcept { return spill_; }
 
  private:
@@ -96,12 +105,14 @@ class DataStore {
     /// A copy on disk, kept when the value is read back (it has not changed), so that
     /// spilling it again writes nothing; empty: none.
     std::filesystem::path file;
+    std::uint32_t checksum = 0;  ///< CRC-32 of the bytes in `file`
+    bool lost = false;           ///< `file` could not be read back intact
     std::list<std::string>::iterator lru;  ///< in lru_ while in memory
   };
 
   bool spill_locked(Entry& e, const std::string& key) const;
   bool unspill_locked(Entry& e, const std::string& key) const;
-  std::optional<Frame> read_spilled_locked(const Entry& e, const std::string& key) const;
+  std::optional<Frame> read_spilled_locked(Entry& e, const std::string& key) const;
   void spill_to_target_locked() const;
   void drop_locked(std::unordered_map<std::string, Entry>::iterator it) const;
   void touch_locked(Entry& e) const;

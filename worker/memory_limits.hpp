@@ -29,6 +29,9 @@ struct MemoryOptions {
 /// The exit status of a worker past its terminate threshold under a nanny: the nanny
 /// restarts it, as it does a worker killed by a signal.
 inline constexpr int kExitMemoryLimit = 3;
+/// The exit status of a worker that lost its scheduler and could not stop in time to join it
+/// again in the same process (a task that never returns): the nanny starts a fresh one.
+inline constexpr int kExitRejoin = 4;
 
 /// Memory this machine gives its processes: physical memory, or less if a cgroup (v2
 /// memory.max, v1 memory.limit_in_bytes) or RLIMIT_RSS says so.

@@ -113,13 +113,16 @@ class Nanny {
   Clock::time_point kill_at_{};
   Clock::time_point restart_at_{};
   bool restart_pending_ = false;
+  bool rejoining_ = false;  ///< the child left with kExitRejoin: start it with rejoin_args
   int deaths_before_joining_ = 0;
   std::deque<Clock::time_point> deaths_;
 };
 
 void Nanny::start_child() {
   record_.reset();
-  child_ = spawn_child(options_.child_args, record_.fd());
+  child_ = spawn_child(rejoining_ && !options_.rejoin_args.empty() ? options_.rejoin_args
+                                                                    : options_.child_args,
+                       record_.fd());
   spdlog::info("nanny: started worker process {}", child_);
 }
 
@@ -166,6 +169,15 @@ int Nanny::on_child_ended(int status) {
   // A worker past its memory's terminate threshold leaves with kExitMemoryLimit for a
   // restart, as if it had been killed (Dask's nanny kills it itself).
   const bool memory_exit = WIFEXITED(status) && WEXITSTATUS(status) == kExitMemoryLimit;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kExitRejoin && !stop_signal_) {
+    spdlog::warn("nanny: the worker lost its scheduler and could not stop in time; starting "
+                 "a fresh one to join again");
+    restart_at_ = Clock::now();
+    restart_pending_ = true;
+    rejoining_ = true;
+    return -1;
+  }
+  rejoining_ = false;
   if (WIFEXITED(status) && !memory_exit) {
     const int code = WEXITSTATUS(status);
     if (code != 0) spdlog::warn("nanny: the worker exited with status {}", code);

@@ -15,6 +15,9 @@ namespace taskwire::worker {
 
 struct NannyOptions {
   std::vector<std::string> child_args;  ///< the worker's arguments, without argv[0]
+  /// Its arguments when it is started again after leaving with kExitRejoin (lost its
+  /// scheduler): its wait for the scheduler is then bounded by --death-timeout.
+  std::vector<std::string> rejoin_args;
   std::string scheduler;                ///< where to report deaths, or:
   std::string scheduler_file;           ///< read at each report
   /// The nanny gives up (exits 1) when its worker died this many times within a minute.

@@ -122,6 +122,9 @@ void write_memory(http::PrometheusText& p, const WorkerFacts& f) {
   counter("taskwire_worker_spill_failures_total",
           "Writes to the spill directory that failed (the result stayed in memory).",
           static_cast<double>(s.spill_failures_total));
+  counter("taskwire_worker_spill_losses_total",
+          "Spilled results whose file was gone, short or corrupt (reported lost, recomputed).",
+          static_cast<double>(s.spill_losses_total));
   gauge("taskwire_worker_memory_limit_bytes", "The worker's memory limit; 0: none.",
         static_cast<double>(f.memory_limit));
   gauge("taskwire_worker_process_memory_bytes", "The worker process's resident set size.",

@@ -3,8 +3,9 @@
 // It waits for its scheduler (the scheduler file to appear, then its address to answer) until
 // --connect-timeout, by default for ever, as dask-worker does: start order does not matter.
 // Exits 0 after a clean shutdown (close_worker from the scheduler, SIGINT, SIGTERM, also while
-// waiting), 1 with a message on a fatal error (the scheduler not there in time, or lost, a
-// peer that is not a scheduler, a library that cannot be loaded), 2 on a bad command line.
+// waiting), 1 with a message on a fatal error (the scheduler not there in time, a peer that
+// is not a scheduler, a library that cannot be loaded), 2 on a bad command line. A worker
+// that loses its scheduler (or is dropped by it) waits for it and joins again, as at start.
 // By default the process is a nanny (nanny.hpp) that runs the worker in a child process and
 // restarts it when it dies of a signal; a child waiting for its scheduler is not dying.
 #include <taskwire/comm/core/connect.hpp>
@@ -27,6 +28,7 @@
 #include <future>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,6 +58,7 @@ double env_fraction(const char* name, double fallback) {
 struct MainOptions {
   std::string scheduler, scheduler_file, name, listen, host, interface;
   std::string connect_timeout = "none";
+  std::string death_timeout = "60s";
   runtime::DaemonCommonOptions common;
   std::vector<std::string> libraries;
   unsigned nthreads = 1;
@@ -113,6 +116,10 @@ po::options_description describe(MainOptions& o) {
       "connect-timeout", po::value(&o.connect_timeout)->default_value(o.connect_timeout),
       "wait this long for the scheduler (its file to appear, then its address to answer) "
       "before giving up with exit status 1: 30, 30s, 500ms, 2m, 1h, or none for no limit")(
+      "death-timeout", po::value(&o.death_timeout)->default_value(o.death_timeout),
+      "after losing its scheduler (or being dropped by it), wait this long for it to answer "
+      "again and join it, before giving up with exit status 1 (as --connect-timeout; none: "
+      "for ever)")(
       "fetch-timeout-ms", po::value(&o.fetch_timeout_ms)->default_value(o.fetch_timeout_ms),
       "a fetch from a peer worker fails (the data is fetched elsewhere or recomputed) once "
       "nothing arrived from it for this long; 0: no deadline")(
@@ -174,6 +181,7 @@ void check(const MainOptions& o) {
   if (!(o.inline_task_us >= 0)) throw po::error("--inline-task-us must not be negative");
   if (o.heartbeat_ms <= 0) throw po::error("--heartbeat-ms must be positive");
   runtime::parse_timeout(o.connect_timeout, "--connect-timeout");
+  runtime::parse_timeout(o.death_timeout, "--death-timeout");
   if (o.fetch_timeout_ms < 0) throw po::error("--fetch-timeout-ms must not be negative");
   if (o.restart_limit < 0) throw po::error("--restart-limit must not be negative");
   try {
@@ -194,6 +202,23 @@ void check(const MainOptions& o) {
   }
 }
 
+// `args` with their --connect-timeout (either form) replaced by `value`.
+std::vector<std::string> with_connect_timeout(const std::vector<std::string>& args,
+                                              const std::string& value) {
+  const std::string flag = "--connect-timeout";
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == flag) {
+      ++i;  // and its value
+      continue;
+    }
+    if (args[i].rfind(flag + "=", 0) == 0) continue;
+    out.push_back(args[i]);
+  }
+  out.push_back(flag + "=" + value);
+  return out;
+}
+
 int run_as_nanny(int argc, char* argv[], const MainOptions& o) {
   block_nanny_signals();  // before any thread starts: only the nanny's loop takes them
   runtime::init_logging({o.common.log_level, o.common.log_file, -1});
@@ -201,6 +226,7 @@ int run_as_nanny(int argc, char* argv[], const MainOptions& o) {
   NannyOptions nanny;
   nanny.child_args.assign(argv + 1, argv + argc);
   nanny.child_args.push_back("--no-nanny");
+  nanny.rejoin_args = with_connect_timeout(nanny.child_args, o.death_timeout);
   nanny.scheduler = o.scheduler;
   nanny.scheduler_file = o.scheduler_file;
   nanny.restart_limit = o.restart_limit;
@@ -266,17 +292,15 @@ bool start_or_stop(worker::Worker& worker, const runtime::SchedulerWait& where,
   }
 }
 
-int run_worker(const MainOptions& o) {
-  const bool nannied = adopt_nanny();
-  runtime::init_logging({o.common.log_level, o.common.log_file, -1, nannied});
-  crash::install_fatal_signal_handlers(
-      fmt::format("taskwire-worker {}(pid {})", o.name.empty() ? "" : o.name + " ", ::getpid()));
-  for (const auto& lib : o.libraries) runtime::preload_library(lib);
-  runtime::DaemonRuntime rt(runtime::daemon_config("worker", o.name, o.common));
-  runtime::StopSignals stops(rt.context());
-  const runtime::SchedulerWait where{
-      o.scheduler, o.scheduler_file,
-      runtime::parse_timeout(o.connect_timeout, "--connect-timeout"), o.connect_timeout};
+// One worker's life, from waiting for its scheduler to its close. nullopt: the worker lost
+// its scheduler (or was dropped by it) and should join again; otherwise the exit status.
+// `rejoining`: the wait is bounded by --death-timeout instead of --connect-timeout.
+std::optional<int> serve_once(const MainOptions& o, runtime::DaemonRuntime& rt,
+                              runtime::StopSignals& stops, bool nannied, bool rejoining) {
+  const auto& timeout = rejoining ? o.death_timeout : o.connect_timeout;
+  const char* flag = rejoining ? "--death-timeout" : "--connect-timeout";
+  const runtime::SchedulerWait where{o.scheduler, o.scheduler_file,
+                                     runtime::parse_timeout(timeout, flag), timeout};
   const auto scheduler = runtime::find_scheduler(where, stops);
   if (!scheduler) {
     spdlog::info("worker: signal {} received while waiting for the scheduler file; exiting",
@@ -293,10 +317,34 @@ int run_worker(const MainOptions& o) {
   worker.wait_closed();
   stops.on_stop({});
   const auto status = worker.close_status();
-  stop_or_exit(worker, status.clean ? runtime::kExitClean : runtime::kExitFailure);
+  // A stuck task may keep the worker from stopping: the process then leaves, and a nanny
+  // starts a fresh one that joins again.
+  stop_or_exit(worker, status.clean            ? runtime::kExitClean
+                       : status.scheduler_lost ? kExitRejoin
+                                               : runtime::kExitFailure);
+  if (status.scheduler_lost && !stops.received()) {
+    spdlog::warn("worker: {}; waiting for the scheduler to join again (--death-timeout {})",
+                 status.reason, o.death_timeout);
+    return std::nullopt;
+  }
   if (!status.clean) throw std::runtime_error(status.reason);
   spdlog::info("worker: stopped ({})", status.reason);
   return runtime::kExitClean;
+}
+
+int run_worker(const MainOptions& o) {
+  const bool nannied = adopt_nanny();
+  runtime::init_logging({o.common.log_level, o.common.log_file, -1, nannied});
+  crash::install_fatal_signal_handlers(
+      fmt::format("taskwire-worker {}(pid {})", o.name.empty() ? "" : o.name + " ", ::getpid()));
+  for (const auto& lib : o.libraries) runtime::preload_library(lib);
+  runtime::DaemonRuntime rt(runtime::daemon_config("worker", o.name, o.common));
+  runtime::StopSignals stops(rt.context());
+  // As Dask's worker reconnects: a blip (a partition, a frozen process, a scheduler
+  // restarted) must not shrink the cluster for good. The wait for the scheduler is bounded
+  // by --death-timeout each time, so that a worker whose scheduler is gone for good ends.
+  for (bool rejoining = false;; rejoining = true)
+    if (auto rc = serve_once(o, rt, stops, nannied, rejoining)) return *rc;
 }
 
 }  // namespace

@@ -19,19 +19,9 @@
 
 namespace taskwire::worker {
 
-std::filesystem::path make_spill_directory(const MemoryOptions& options) {
+SpillDirectory make_spill_directory(const MemoryOptions& options) {
   if (options.limit == 0) return {};
-  std::filesystem::path parent = options.local_directory;
-  std::error_code ec;
-  if (parent.empty()) parent = std::filesystem::temp_directory_path(ec);
-  if (ec || parent.empty()) parent = "/tmp";
-  std::filesystem::create_directories(parent, ec);  // an error shows in mkdtemp's below
-  std::string pattern = (parent / "taskwire-worker-XXXXXX").string();
-  if (!::mkdtemp(pattern.data()))
-    throw std::runtime_error(fmt::format(
-        "worker: cannot make a directory for spilled results in {} (--local-directory): {}",
-        parent.string(), std::strerror(errno)));
-  return pattern;
+  return SpillDirectory::make(options.local_directory);
 }
 
 SpillOptions spill_options(const MemoryOptions& options, const std::filesystem::path& directory) {
@@ -46,11 +36,7 @@ Worker::Impl::~Impl() {
   if (spill_directory_.empty()) return;
   state_.reset();
   data_.reset();  // its destructor removes the files (unless someone still holds the store)
-  std::error_code ec;
-  std::filesystem::remove_all(spill_directory_, ec);
-  if (ec)
-    spdlog::warn("worker: cannot remove its spill directory {}: {}", spill_directory_.string(),
-                 ec.message());
+  spill_directory_.remove();
 }
 
 void Worker::Impl::start_memory_monitor() {
@@ -99,7 +85,7 @@ std::uint64_t Worker::Impl::spill_for_process_memory(std::uint64_t rss) {
     spdlog::debug("worker {}: process memory {} past {:.0f}% of its limit {}: spilled {} "
                   "result(s), {}, to {}; now {}",
                   name_, format_bytes(rss), m.spill * 100, format_bytes(m.limit), count,
-                  format_bytes(spilled), spill_directory_.string(), format_bytes(now));
+                  format_bytes(spilled), spill_directory_.path().string(), format_bytes(now));
   } else if (!spill_warned_ && static_cast<double>(now) > m.spill * static_cast<double>(m.limit)) {
     spill_warned_ = true;  // once per episode: the monitor runs ten times a second
     spdlog::warn("worker {}: process memory {} is past {:.0f}% of its limit {} with no result "

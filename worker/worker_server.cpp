@@ -113,7 +113,7 @@ Worker::Impl::Impl(runtime::Context& context, comm::Registry& registry, WorkerOp
       handshake_(comm::HandshakeOptions::from(context.config())),
       spill_directory_(make_spill_directory(options_.memory)),
       strand_(asio::make_strand(context.executor())),
-      data_(std::make_shared<DataStore>(spill_options(options_.memory, spill_directory_))),
+      data_(std::make_shared<DataStore>(spill_options(options_.memory, spill_directory_.path()))),
       executor_(options_.nthreads ? options_.nthreads : 1), heartbeat_(strand_),
       goodbye_timer_(strand_), memory_timer_(strand_) {
   if (options_.nthreads == 0) options_.nthreads = 1;
@@ -183,7 +183,7 @@ void Worker::Impl::start() {
     spdlog::info("worker {}: memory limit {} (spill past {:.0f}%/{:.0f}%, pause {:.0f}%, "
                  "terminate {:.0f}%), spilling to {}",
                  name_, format_bytes(m.limit), m.target * 100, m.spill * 100, m.pause * 100,
-                 m.terminate * 100, spill_directory_.string());
+                 m.terminate * 100, spill_directory_.path().string());
   asio::post(strand_, [self = shared_from_this()] { self->on_started(); });
 }
 
@@ -251,7 +251,7 @@ void Worker::Impl::request_stop() {
   }
   if (!started_) {
     std::lock_guard lock(status_mu_);
-    if (!status_.closed) status_ = CloseStatus{true, true, "the worker was never started"};
+    if (!status_.closed) status_ = CloseStatus{true, true, false, "the worker was never started"};
     status_cv_.notify_all();
     return;
   }
@@ -328,6 +328,7 @@ void Worker::Impl::finish_close(std::string reason, bool clean) {
     std::lock_guard lock(status_mu_);
     status_.closed = true;
     status_.clean = clean;
+    status_.scheduler_lost = scheduler_lost_;
     status_.reason = std::move(reason);
   }
   status_cv_.notify_all();
@@ -358,10 +359,11 @@ void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message)
                           options_.scheduler_address)
             : fmt::format("lost the connection to the scheduler at {}: {}",
                           options_.scheduler_address, ec.message());
+    scheduler_lost_ = true;
     return begin_close(reason, false);
   }
   std::vector<Event> events;
-  bool close_requested = false;
+  std::optional<protocol::CloseWorker> close_requested;
   std::optional<std::string> refused;
   try {
     runtime::for_each_op(message, [&](runtime::OpReader& r) {
@@ -388,8 +390,7 @@ void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message)
           events.emplace_back(StealRequestEvent{r.body<protocol::StealRequest>().key, ""});
           break;
         case Op::close_worker:
-          r.body<protocol::Empty>();
-          close_requested = true;
+          close_requested = r.body<protocol::CloseWorker>();
           break;
         case Op::worker_refused:
           refused = r.body<protocol::WorkerRefused>().reason;
@@ -411,7 +412,16 @@ void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message)
                        false);
   }
   if (!events.empty()) handle(std::move(events));
-  if (close_requested) return begin_close("the scheduler asked this worker to close", true);
+  if (close_requested && close_requested->rejoin) {
+    scheduler_lost_ = true;
+    return begin_close(fmt::format("the scheduler dropped this worker ({}); it may join again",
+                                   close_requested->reason),
+                       false);
+  }
+  if (close_requested)
+    return begin_close(fmt::format("the scheduler asked this worker to close ({})",
+                                   close_requested->reason),
+                       true);
   read_scheduler();
 }
 

@@ -107,6 +107,10 @@ struct CloseStatus {
   /// the scheduler's comm failed or sent something malformed, or the scheduler refused the
   /// worker (worker_refused: e.g. its name is taken by another live worker).
   bool clean = false;
+  /// The scheduler's connection failed, or the scheduler dropped this worker but would take
+  /// it back (close_worker with rejoin): taskwire-worker then starts a fresh worker that
+  /// joins again when the scheduler answers (heal after a partition, a freeze, a restart).
+  bool scheduler_lost = false;
   std::string reason;  ///< a sentence for logs and the daemon's exit message
 };
 

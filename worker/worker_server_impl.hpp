@@ -7,6 +7,7 @@
 #include <taskwire/http/loop_lag.hpp>
 #include <taskwire/runtime/batch.hpp>
 #include <taskwire/worker/executor.hpp>
+#include <taskwire/worker/spill_directory.hpp>
 #include <taskwire/worker/worker_dashboard.hpp>
 #include <taskwire/worker/worker_server.hpp>
 #include <taskwire/worker/worker_state.hpp>
@@ -62,9 +63,10 @@ inline constexpr int kInlineStrikeWeight = 10;
 inline constexpr int kInlineStrikeFade = 1000;
 
 /// A fresh directory for this worker's spilled results inside options.local_directory (or
-/// the temporary directory); none (empty) without a memory limit. Throws std::runtime_error
-/// naming the directory when it cannot be made.
-std::filesystem::path make_spill_directory(const MemoryOptions& options);
+/// the temporary directory), after removing those of dead workers there; none (empty)
+/// without a memory limit. Throws std::runtime_error naming the directory when it cannot be
+/// made.
+SpillDirectory make_spill_directory(const MemoryOptions& options);
 SpillOptions spill_options(const MemoryOptions& options, const std::filesystem::path& directory);
 
 class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
@@ -147,7 +149,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   comm::Registry& registry_;
   WorkerOptions options_;
   comm::HandshakeOptions handshake_;
-  std::filesystem::path spill_directory_;  ///< made for this worker; empty: no spilling
+  SpillDirectory spill_directory_;  ///< made for this worker; empty: no spilling
   asio::strand<asio::any_io_executor> strand_;
   std::shared_ptr<DataStore> data_;
   Executor executor_;
@@ -191,6 +193,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   std::mutex executed_mu_;
   std::vector<Executed> executed_;
   bool executed_posted_ = false;
+  bool scheduler_lost_ = false;  // see CloseStatus::scheduler_lost
   bool closing_ = false;  // begin_close() ran: no new work, no new messages
   bool closed_ = false;   // finish_close() ran: status_ says closed
   std::atomic<bool> started_{false};  // start() got past its checks

@@ -362,12 +362,7 @@ void WorkerState::start_executing(TaskState& ts) {
       break;
     }
   }
-  if (lost) {  // cannot happen while the invariants hold; report rather than crash
-    fail_task(ts, fmt::format("internal error on worker '{}': the data of dependency '{}' "
-                              "vanished before task '{}' ran",
-                              options_.name, *lost, key));
-    return;
-  }
+  if (lost) return lost_own_data(*lost);
   ts.status = TaskStatus::executing;
   ++executing_count_;
   runtime::account_resources(used_resources_, ts.resources, 1);

@@ -156,6 +156,7 @@ class WorkerState {
   void fail_task(TaskState& ts, std::string message, std::string exception_type = {});
   void transition_to_memory(TaskState& ts, Frame data, bool report);
   void finished_running(TaskState& ts);
+  void lost_own_data(const Key& key);
   void lost_holder(const Key& key, const std::string& from);
   void release(const Key& key);
   void forget(const Key& key);

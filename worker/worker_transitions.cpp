@@ -94,6 +94,28 @@ void WorkerState::lost_holder(const Key& key, const std::string& from) {
   if (find(key)) maybe_release(key);
 }
 
+// A value held here could not be read back (its spill file was deleted, cut short or
+// corrupted): `key` is lost on this worker. Each local task that needed it goes back to the
+// scheduler as missing data naming this worker, which drops this replica and computes the
+// key again if no other worker holds it (a lost key, not an error: Dask's missing-data).
+void WorkerState::lost_own_data(const Key& key) {
+  const std::vector<Key> dependents(tasks_.at(key).dependents.begin(),
+                                    tasks_.at(key).dependents.end());
+  for (const auto& d : dependents) {
+    TaskState* dt = find(d);
+    // One on a thread already has the value; `ts` (starting now) is always handed back.
+    if (!dt || dt->status == TaskStatus::executing || dt->status == TaskStatus::cancelled)
+      continue;
+    emit(SendMissingData{d, key, options_.address, stimulus_});
+    dt->assigned = false;
+    release(d);
+  }
+  if (TaskState* ts = find(key)) {
+    ts->assigned = false;
+    forget(key);
+  }
+}
+
 // ---- execution results ----
 
 void WorkerState::apply(ExecuteSuccess& e) {
@@ -152,8 +174,10 @@ void WorkerState::transition_to_memory(TaskState& ts, Frame data, bool report) {
   }
 }
 
-// Records the failure and reports it. Local tasks waiting for this one cannot run: they are
-// reported failed too (the scheduler only assigns tasks whose inputs exist, so this is rare).
+// Records the failure and reports it. Local tasks waiting for this one (assigned ahead of
+// it) are dropped without a word: the scheduler decides their fate, which is to wait for a
+// retry of this one, or to err with it when it has none left. Erring them here would beat
+// the scheduler's retries.
 void WorkerState::fail_task(TaskState& ts, std::string message, std::string exception_type) {
   const Key key = ts.key;
   ts.status = TaskStatus::error;
@@ -161,12 +185,9 @@ void WorkerState::fail_task(TaskState& ts, std::string message, std::string exce
   ts.error_type = std::move(exception_type);
   if (ts.assigned) emit(SendTaskErred{key, ts.error, ts.error_type, stimulus_});
   const std::vector<Key> dependents(ts.dependents.begin(), ts.dependents.end());
-  const std::string text = ts.error;
   for (const auto& d : dependents) {
     TaskState* dt = find(d);
     if (!dt) continue;
-    emit(SendTaskErred{d, fmt::format("dependency '{}' failed: {}", key, text), ts.error_type,
-                       stimulus_});
     dt->assigned = false;
     release(d);
   }

@@ -43,7 +43,10 @@ namespace taskwire::comm {
 /// 9: TaskSpec carries resources, workers and allow_other_workers; register_worker carries
 ///    the worker's resources; worker_status (paused / resumed); scheduler_info_reply carries
 ///    each worker's resources and pause, and the tasks no worker can run.
-inline constexpr std::uint32_t kProtocolVersion = 9;
+/// 10: clients send missing_data too (a key no holder could send them; `key` empty);
+///    close_worker carries its reason and whether the worker may join again; client keys
+///    carry 128 random bits of their client's.
+inline constexpr std::uint32_t kProtocolVersion = 10;
 
 /// What a comm accepts while its peer has not authenticated: the handshake's messages are
 /// one frame of a few KiB at most, so a peer announcing more is refused before anything is

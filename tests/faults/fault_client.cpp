@@ -2,11 +2,13 @@
 // through a scheduler file:
 //   fault_client poison FILE   tasks that segfault and abort: each future fails within 10 s
 //                              naming the task and the signal; the cluster then serves again
-//   fault_client chaos FILE    10 rounds of a 2 000-task graph with data dependencies while
-//                              the test kills a worker every ~0.5 s: every result right
+//   fault_client chaos FILE [ROUNDS]  ROUNDS (10) rounds of a 2 600-task graph (stencil
+//                              layers, a tree reduction, a chain) while the test kills a
+//                              worker every 0.3-1 s: every result right
 //   fault_client hung FILE     a task that never returns, cancelled: 6 new tasks all run on
 //                              the other worker (none waits behind the hung one)
 //   fault_client hang FILE     leaves a task that never returns running, and exits
+//   fault_client serves FILE [WHEN]  100 tasks, every result right
 //   fault_client shutdown FILE shuts the cluster down (the test calls it once every worker
 //                              its nanny restarted is back, not while one is starting)
 // Prints "CHECKED <what>" / "FAILED <what>"; exits 0 only if every check passed.
@@ -66,10 +68,23 @@ void poison(Client& client) {
   serves(client, "after an aborting task");
 }
 
-// Layers of slow adds, each task reading two results of the layer before.
-void chaos(Client& client) {
-  constexpr int kWidth = 500, kLayers = 4, kRounds = 10;
-  for (int round = 0; round < kRounds; ++round) {
+// A tree of adds over `leaves` (Dask's tree reduction), and its expected value.
+Future<int> tree_sum(Client& client, std::vector<Future<int>> leaves) {
+  while (leaves.size() > 1) {
+    std::vector<Future<int>> next;
+    for (std::size_t i = 0; i + 1 < leaves.size(); i += 2)
+      next.push_back(client.submit(fault_fns::slow_add, leaves[i], leaves[i + 1]));
+    if (leaves.size() % 2) next.push_back(leaves.back());
+    leaves = std::move(next);
+  }
+  return leaves.front();
+}
+
+// Per round: layers of slow adds, each task reading two results of the layer before, then a
+// tree reduction of the last layer and a chain of incs: maps, stencils, trees and chains.
+void chaos(Client& client, int rounds) {
+  constexpr int kWidth = 500, kLayers = 4, kChain = 50;
+  for (int round = 0; round < rounds; ++round) {
     std::vector<Future<int>> layer;
     std::vector<long> expected;
     for (int i = 0; i < kWidth; ++i) {
@@ -86,10 +101,20 @@ void chaos(Client& client) {
       layer = std::move(next);
       expected = std::move(next_expected);
     }
+    auto total = tree_sum(client, layer);
+    auto link = client.submit(fault_fns::inc, total);
+    for (int i = 1; i < kChain; ++i) link = client.submit(fault_fns::inc, link);
     const auto got = client.gather(layer);
     bool right = true;
-    for (int i = 0; i < kWidth; ++i) right = right && got[i] == expected[i];
+    long sum = 0;
+    for (int i = 0; i < kWidth; ++i) {
+      right = right && got[i] == expected[i];
+      sum += expected[i];
+    }
     check(right, fmt::format("chaos round {}: {} results right", round + 1, kWidth));
+    check(total.get() == sum && link.get() == sum + kChain,
+          fmt::format("chaos round {}: the tree reduction and the chain after it are right",
+                      round + 1));
   }
 }
 
@@ -133,10 +158,11 @@ int main(int argc, char** argv) {
   try {
     auto client = Client::from_scheduler_file(argv[2]);
     if (mode == "poison") poison(client);
-    else if (mode == "chaos") chaos(client);
+    else if (mode == "chaos") chaos(client, argc > 3 ? std::stoi(argv[3]) : 10);
     else if (mode == "hung") hung(client);
     else if (mode == "hang") leave_hanging(client);
     else if (mode == "shutdown") client.shutdown();
+    else if (mode == "serves") serves(client, "(" + std::string(argc > 3 ? argv[3] : "") + ")");
     else throw std::invalid_argument("unknown mode " + mode);
     fmt::print("client: done, {} failures\n", failures);
     return failures ? 1 : 0;

@@ -32,7 +32,7 @@ namespace taskwire::fuzz {
   X(register_worker, RegisterWorker) X(heartbeat, Heartbeat) X(task_finished, TaskFinished) \
   X(task_erred, TaskErred) X(missing_data, MissingData) X(worker_closing, Empty)       \
   X(threads_busy, ThreadsBusy) X(worker_died, WorkerDied) X(compute_task, ComputeTask) \
-  X(free_keys, Keys) X(close_worker, Empty) X(worker_refused, WorkerRefused)           \
+  X(free_keys, Keys) X(close_worker, CloseWorker) X(worker_refused, WorkerRefused)           \
   X(free_processing, Keys) X(get_data, GetData) X(data_reply, DataReply)              \
   X(scheduler_info, SchedulerInfoRequest) X(scheduler_info_reply, SchedulerInfo)          \
   X(steal_request, StealRequest) X(steal_response, StealResponse)                         \

@@ -56,6 +56,14 @@ inline std::vector<std::string> sorted(std::vector<std::string> v) {
   return v;
 }
 
+/// The placement rules without assign ahead: a dependent waits for its inputs to finish (the
+/// tests of those rules; assign ahead has tests of its own).
+inline SchedulerOptions waiting_for_inputs() {
+  SchedulerOptions o;
+  o.assign_ahead = 0;
+  return o;
+}
+
 struct Harness {
   SchedulerState s;
   Instructions last;
@@ -116,6 +124,8 @@ struct Harness {
       }
       if (round.empty()) return order;
       for (auto& [worker, key] : round) {
+        // One assigned ahead starts only once its inputs have finished.
+        if (s.task_state(key) != TaskStatus::processing) continue;
         last = s.handle(TaskFinished{worker, key, nbytes, 0.01, ""});
         order.push_back(key);
       }

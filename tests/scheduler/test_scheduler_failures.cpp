@@ -148,7 +148,7 @@ TEST_CASE(
     "scheduler: keys held only by a lost worker are recomputed and their dependents wait "
     "again",
     "[scheduler]") {
-  Harness h;
+  Harness h(waiting_for_inputs());
   h.add_worker("tcp://a:1");
   h.submit({task("x"), task("shared")});
   h.finish("x", 100);
@@ -261,7 +261,7 @@ TEST_CASE("scheduler: losing every worker parks ready tasks until a worker joins
 }
 
 TEST_CASE("scheduler: cancelling a key releases it and its dependents", "[scheduler]") {
-  Harness h;
+  Harness h(waiting_for_inputs());
   h.add_worker("tcp://a:1");
   h.submit({task("x"), task("y", {"x"}), task("other")});
   const auto& out = h.handle(CancelKeys{"c1", {"x"}, false, ""});
@@ -308,7 +308,7 @@ void x_on_a_and_y_running_on_b(Harness& h, int b_threads = 1) {
 
 TEST_CASE("scheduler: missing data drops the replica and recomputes a key left with none",
           "[scheduler]") {
-  Harness h;
+  Harness h(waiting_for_inputs());
   x_on_a_and_y_running_on_b(h);
   const std::string y_worker = "tcp://b:1";
   const auto& out = h.handle(MissingData{y_worker, "x", "tcp://a:1", "y", ""});
@@ -359,7 +359,7 @@ TEST_CASE("scheduler: stale messages are ignored or answered with FreeKeys", "[s
 }
 
 TEST_CASE("scheduler: every instruction carries the stimulus id of its event", "[scheduler]") {
-  Harness h;
+  Harness h(waiting_for_inputs());
   h.add_worker("tcp://a:1");
   const auto& out = h.handle(UpdateGraph{"c1", {task("x"), task("y", {"x"})}, {"y"}, "graph-7"});
   REQUIRE_FALSE(out.empty());
@@ -453,4 +453,30 @@ TEST_CASE("scheduler: a cancelled task still running holds its thread until the 
   bool placed_on_a = false;
   for (const auto& c : only<ComputeTask>(freed)) placed_on_a = placed_on_a || c.worker == "tcp://a:1";
   CHECK(placed_on_a);
+}
+
+TEST_CASE("scheduler: after being paused itself, it drops no worker whose heartbeats it only "
+          "did not read", "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1", 1, 0.0);
+  h.add_worker("tcp://b:1", 1, 0.0);
+  h.submit({task("x")});
+  const double timeout = 10.0, interval = 1.0;
+  for (double t = 1.0; t <= 5.0; t += interval)
+    CHECK(only<CloseWorker>(h.handle(CheckHeartbeats{t, timeout, "", interval})).empty());
+  // SIGSTOPped from t=5 to t=20: the first check after waking comes before the heartbeats
+  // that wait in its sockets are read.
+  CHECK(only<CloseWorker>(h.handle(CheckHeartbeats{20.0, timeout, "", interval})).empty());
+  h.handle(Heartbeat{"tcp://a:1", 20.01, ""});  // then they are read: a is alive
+  for (double t = 21.0; t <= 29.0; t += interval) {
+    if (t == 25.0) h.handle(Heartbeat{"tcp://a:1", t, ""});
+    CHECK(only<CloseWorker>(h.handle(CheckHeartbeats{t, timeout, "", interval})).empty());
+  }
+  CHECK(h.s.workers().size() == 2);
+  // b really is silent: a full timeout of checks after the scheduler woke, it goes.
+  const auto& out = h.handle(CheckHeartbeats{30.5, timeout, "", interval});
+  const auto closed = only<CloseWorker>(out);
+  REQUIRE(closed.size() == 1);
+  CHECK(closed[0].worker == "tcp://b:1");
+  CHECK(h.s.workers().size() == 1);
 }

@@ -33,7 +33,7 @@ TEST_CASE("scheduler: a root task runs on the only worker and the client is told
 }
 
 TEST_CASE("scheduler: a task waits until its dependencies are in memory", "[scheduler]") {
-  Harness h;
+  Harness h(waiting_for_inputs());
   h.add_worker("tcp://a:1");
   CHECK(computed(h.submit({task("a"), task("b", {"a"})}, {"b"})) == std::vector<std::string>{"a"});
   CHECK(h.s.task_state("b") == S::waiting);
@@ -235,7 +235,7 @@ TEST_CASE("scheduler: known-short root tasks get enough slots to cover a round t
 }
 
 TEST_CASE("scheduler: ready dependents run before more queued root tasks", "[scheduler]") {
-  Harness h;
+  Harness h(waiting_for_inputs());
   h.add_worker("tcp://a:1");  // 2 slots
   h.submit({task("r0"), task("r1"), task("r2"), task("d0", {"r0"})});
   CHECK(h.s.task_state("r2") == S::queued);
@@ -393,7 +393,7 @@ TEST_CASE("scheduler: a key already in memory is reported at once to a new clien
 }
 
 TEST_CASE("scheduler: a client that disconnects releases everything it wanted", "[scheduler]") {
-  Harness h;
+  Harness h(waiting_for_inputs());
   h.add_worker("tcp://a:1");
   h.submit({task("x"), task("y", {"x"})});
   h.handle(RemoveClient{"c1", ""});

@@ -167,3 +167,53 @@ TEST_CASE("data store: a spill directory it cannot write to keeps the data in me
   CHECK(text.find("keeping 'a'") != std::string::npos);
   CHECK(s.spill_oldest() == 0);
 }
+
+namespace {
+
+// The one spill file in `dir`.
+std::filesystem::path only_file(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path());
+  REQUIRE(files.size() == 1);
+  return files.front();
+}
+
+}  // namespace
+
+TEST_CASE("data store: a spill file deleted, cut short or changed is a lost value, never a "
+          "wrong one", "[worker][data][spill]") {
+  TempDir dir;
+  std::string big(4096, 'x');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 13);
+  const std::vector<std::string> damages{"deleted", "truncated", "flipped byte", "overwritten"};
+  for (const auto& damage : damages) {
+    DYNAMIC_SECTION(damage) {
+      test::LogCapture log(spdlog::level::info);
+      DataStore s({dir.path, 0});
+      s.put("v", runtime::Frame(big));
+      REQUIRE(s.spill_to(0) == big.size());
+      const auto file = only_file(dir.path);
+      if (damage == "deleted") {
+        std::filesystem::remove(file);
+      } else if (damage == "truncated") {
+        std::filesystem::resize_file(file, big.size() / 2);
+      } else {
+        std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(damage == "flipped byte" ? 100 : 0);
+        const std::string junk = damage == "flipped byte" ? std::string(1, '\x55')
+                                                          : std::string(big.size(), 'z');
+        f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+      }
+      CHECK_FALSE(s.get("v"));  // a local read
+      const auto many = s.get_many({"v"});  // a peer's or a client's read
+      CHECK(many.found.empty());
+      CHECK(many.missing == std::vector<std::string>{"v"});
+      CHECK(s.contains("v"));  // until the worker forgets it
+      CHECK(s.lost("v"));
+      CHECK(s.counts().spill_losses_total == 1);  // once, however often it is read
+      CHECK(log.text().find("'v' is lost") != std::string::npos);
+      CHECK(s.erase("v"));
+      CHECK(s.counts().spilled_keys == 0);
+    }
+  }
+}

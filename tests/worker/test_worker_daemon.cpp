@@ -71,7 +71,7 @@ std::string free_tcp_address(comm::Registry& registry) {
 /// Tells the daemon to close, and checks that it exits 0.
 void close_and_expect_clean_exit(Mailbox& s, Daemon& d) {
   runtime::BatchWriter close;
-  close.add(Op::close_worker, protocol::Empty{});
+  close.add(Op::close_worker, protocol::CloseWorker{"the test is over", false});
   s.send(close.take());
   CHECK(s.next(Op::worker_closing));
   auto status = d.wait();
@@ -128,7 +128,7 @@ TEST_CASE("worker daemon: --preload'ed functions run, and close_worker ends it w
                         Contains("is a worker, not a scheduler: give the scheduler's address"));
 
   runtime::BatchWriter close;
-  close.add(Op::close_worker, protocol::Empty{});
+  close.add(Op::close_worker, protocol::CloseWorker{"the test is over", false});
   s->send(close.take());
   CHECK(s->next(Op::worker_closing));
   auto status = d.wait();
@@ -150,13 +150,26 @@ TEST_CASE("worker daemon: SIGTERM shuts it down cleanly", "[worker][daemon]") {
   CHECK(*status == 0);
 }
 
-TEST_CASE("worker daemon: losing the scheduler is a non-zero exit with a message",
-          "[worker][daemon]") {
+TEST_CASE("worker daemon: losing the scheduler, it joins again; gone past --death-timeout, "
+          "a non-zero exit with a message", "[worker][daemon]") {
   Fixture fx;
-  Daemon d(fx.args("dw-lost"));
+  auto args = fx.args("dw-lost");
+  args.insert(args.end(), {"--death-timeout", "1s"});
+  Daemon d(args);
   auto s = fx.scheduler->accept(15s);
   REQUIRE(s->next(Op::register_worker));
-  s->comm->abort();
+  s->comm->abort();  // a blip: the scheduler is still there
+  auto again = fx.scheduler->accept(15s);
+  REQUIRE(again);
+  CHECK(again->next(Op::register_worker));
+  // Dropped for missing heartbeats (as after a freeze): it joins again too.
+  runtime::BatchWriter drop;
+  drop.add(Op::close_worker, protocol::CloseWorker{"no heartbeat for 12 s", true});
+  again->send(drop.take());
+  auto third = fx.scheduler->accept(15s);
+  REQUIRE(third);
+  CHECK(third->next(Op::register_worker));
+  fx.scheduler.reset();  // now the scheduler is gone for good
   auto status = d.wait();
   REQUIRE(status);
   CHECK(*status != 0);

@@ -210,7 +210,7 @@ TEST_CASE("worker server: tasks run, dependencies move worker to worker, errors 
   }
 
   // close_worker: the worker says goodbye and closes cleanly; the other one is unaffected.
-  s1->send(single(Op::close_worker, protocol::Empty{}));
+  s1->send(single(Op::close_worker, protocol::CloseWorker{"the test is over", false}));
   CHECK(s1->next(Op::worker_closing));
   CHECK(s1->wait_ended());
   REQUIRE(w1->wait_closed(std::chrono::seconds(10)));

@@ -1,6 +1,11 @@
 // The worker state machine without any network: dependencies held or fetched, priority
 // order, free_keys, failures, unknown functions. Every step validates the invariants.
 #include "tests/worker/worker_state_harness.hpp"
+#include <taskwire/worker/data_store.hpp>
+
+#include <stdlib.h>
+
+#include <filesystem>
 
 using namespace taskwire;
 using namespace taskwire::worker;
@@ -452,4 +457,35 @@ TEST_CASE("worker state: a stolen task waiting for data stops waiting for it",
   CHECK_FALSE(ws.status("c"));
   // The data arriving now runs nothing.
   CHECK(executed(step(ws, done("inproc://peer", {"d"}))).empty());
+}
+
+TEST_CASE("worker state: a held dependency whose spill file is lost goes back to the scheduler "
+          "as missing data, not as an error", "[worker][state][spill]") {
+  std::string pattern = (std::filesystem::temp_directory_path() / "taskwire-spill-XXXXXX").string();
+  REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+  const std::filesystem::path dir = pattern;
+  {
+    auto store = std::make_shared<DataStore>(SpillOptions{dir, 0});
+    WorkerState ws(options(), store);
+    step(ws, compute("a"));
+    step(ws, success("a", 7));
+    REQUIRE(store->spill_to(0) > 0);
+    for (const auto& f : std::filesystem::directory_iterator(dir)) std::filesystem::remove(f);
+    auto out = step(ws, compute("b", 0, {{"a", {"inproc://me"}}}));
+    CHECK(only<Execute>(out).empty());
+    CHECK(only<SendTaskErred>(out).empty());
+    auto missing = only<SendMissingData>(out);
+    REQUIRE(missing.size() == 1);
+    CHECK(missing[0].key == "b");
+    CHECK(missing[0].missing == "a");
+    CHECK(missing[0].from == "inproc://me");  // this worker's replica is the one to drop
+    CHECK_FALSE(store->contains("a"));
+    CHECK(ws.task_count() == 0);
+    // The scheduler computes `a` again, here or elsewhere, and sends `b` once more.
+    step(ws, compute("a"));
+    step(ws, success("a", 8));
+    out = step(ws, compute("b", 0, {{"a", {"inproc://me"}}}));
+    CHECK(executed(out) == std::vector<std::string>{"b"});
+  }
+  std::filesystem::remove_all(dir);
 }
