@@ -546,14 +546,15 @@ std::vector<runtime::Frame> ClientCore::results(const std::vector<std::string>& 
   std::vector<std::string> todo = keys;
   for (int attempt = 1;; ++attempt) {
     std::map<std::string, std::uint64_t> seen;  // the reports the fetched locations came from
-    fetch_results(todo, got, seen);
+    std::vector<protocol::MissingData> lost;     // holders that do not have their key
+    fetch_results(todo, got, seen, lost);
     std::vector<std::string> missing;
     for (const auto& k : todo)
       if (!got.count(k)) missing.push_back(k);
     if (missing.empty()) break;
     if (attempt == kFetchAttempts)
       throw TaskError(missing.front(), "no worker holding the result could send it");
-    report_missing(missing);
+    report_missing(lost);
     await_news(missing, seen);
     todo = std::move(missing);
   }
@@ -570,7 +571,8 @@ std::vector<runtime::Frame> ClientCore::results(const std::vector<std::string>& 
 
 void ClientCore::fetch_results(const std::vector<std::string>& keys,
                                std::map<std::string, runtime::Frame>& got,
-                               std::map<std::string, std::uint64_t>& seen) {
+                               std::map<std::string, std::uint64_t>& seen,
+                               std::vector<protocol::MissingData>& lost) {
   std::map<std::string, std::vector<std::string>> by_holder;  // holder -> keys to fetch there
   std::map<std::string, std::vector<std::string>> alternatives;
   {
@@ -598,34 +600,39 @@ void ClientCore::fetch_results(const std::vector<std::string>& keys,
     }
   }
   for (const auto& [holder, ks] : by_holder) {
-    try {
-      fetch_from(holder, ks, got);
-    } catch (const std::exception& e) {
-      spdlog::warn("client: fetching from {} failed: {}", holder, e.what());
-    }
+    try_holder(holder, ks, got, lost, true);
     for (const auto& k : ks)  // keys the first holder did not give: try the others
-      for (std::size_t i = 1; !got.count(k) && i < alternatives[k].size(); ++i) {
-        try {
-          fetch_from(alternatives[k][i], {k}, got);
-        } catch (const std::exception&) {
-        }
-      }
+      for (std::size_t i = 1; !got.count(k) && i < alternatives[k].size(); ++i)
+        try_holder(alternatives[k][i], {k}, got, lost, false);
   }
 }
 
-// Tells the scheduler that no holder it named could send these keys (gone, restarted, or
-// its copy lost with a spill file): it drops those replicas and computes a key again when
-// none is left, which is the news await_news() waits for. Without this, a holder that is
-// alive but lost the key would be asked forever.
-void ClientCore::report_missing(const std::vector<std::string>& keys) {
-  std::vector<protocol::MissingData> reports;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& key : keys)
-      if (auto it = keys_.find(key); it != keys_.end())
-        for (const auto& holder : it->second.holders)
-          reports.push_back(protocol::MissingData{"", key, holder});
+// A holder that answered without a key, or is gone (refused, reset), does not have it: the
+// scheduler is told (report_missing). One that did not answer in time may be frozen or
+// partitioned and hold it still: the scheduler is not told, and get() errs if no news comes
+// (recomputing on a frozen worker would only wait for it).
+void ClientCore::try_holder(const std::string& holder, const std::vector<std::string>& keys,
+                            std::map<std::string, runtime::Frame>& got,
+                            std::vector<protocol::MissingData>& lost, bool warn) {
+  bool gone = false, answered = false;
+  try {
+    fetch_from(holder, keys, got);
+    answered = true;
+  } catch (const comm::CommError& e) {
+    gone = e.code() != comm::errc::timeout;
+    if (warn) spdlog::warn("client: fetching from {} failed: {}", holder, e.what());
+  } catch (const std::exception& e) {
+    if (warn) spdlog::warn("client: fetching from {} failed: {}", holder, e.what());
   }
+  for (const auto& k : keys)
+    if (gone || (answered && !got.count(k))) lost.push_back(protocol::MissingData{"", k, holder});
+}
+
+// Tells the scheduler which holders it named do not have their keys (gone, or a copy lost
+// with a spill file): it drops those replicas and computes a key again when none is left,
+// which is the news await_news() waits for. Without this, a holder that is alive but lost
+// the key would be asked until get() gave up.
+void ClientCore::report_missing(const std::vector<protocol::MissingData>& reports) {
   if (reports.empty()) return;
   send([&](Outbox& out) {
     for (const auto& r : reports) out.add(Op::missing_data, r);
@@ -688,7 +695,9 @@ void ClientCore::fetch_from(const std::string& address, const std::vector<std::s
     } catch (const std::exception& e) {
       link->comm->abort();
       link->comm.reset();
-      if (round == 1) throw;
+      // A holder that did not answer in time (frozen, partitioned) had its whole deadline.
+      const auto* comm_error = dynamic_cast<const comm::CommError*>(&e);
+      if (round == 1 || (comm_error && comm_error->code() == comm::errc::timeout)) throw;
       spdlog::debug("client: the kept connection to {} failed ({}); connecting again", address,
                     e.what());
     }

@@ -173,11 +173,16 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
                    Deadline deadline);
   /// One round of results(): waits for each key, then fetches what the client does not hold.
   /// `seen` gets the report count each fetched location came from.
+  /// `lost` gets the holders that do not have their key (see try_holder).
   void fetch_results(const std::vector<std::string>& keys, std::map<std::string, runtime::Frame>& got,
-                     std::map<std::string, std::uint64_t>& seen);
+                     std::map<std::string, std::uint64_t>& seen,
+                     std::vector<protocol::MissingData>& lost);
+  void try_holder(const std::string& holder, const std::vector<std::string>& keys,
+                  std::map<std::string, runtime::Frame>& got,
+                  std::vector<protocol::MissingData>& lost, bool warn);
   /// Waits (up to fetch_timeout_) for a new report on each key; throws TaskError if none comes.
-  /// Tells the scheduler that no holder could send `keys` (protocol::MissingData).
-  void report_missing(const std::vector<std::string>& keys);
+  /// Tells the scheduler that these holders do not have these keys (protocol::MissingData).
+  void report_missing(const std::vector<protocol::MissingData>& reports);
   void await_news(const std::vector<std::string>& keys, const std::map<std::string, std::uint64_t>& seen);
 
   struct KeyState {

@@ -150,8 +150,8 @@ TEST_CASE("worker daemon: SIGTERM shuts it down cleanly", "[worker][daemon]") {
   CHECK(*status == 0);
 }
 
-TEST_CASE("worker daemon: losing the scheduler, it joins again; gone past --death-timeout, "
-          "a non-zero exit with a message", "[worker][daemon]") {
+TEST_CASE("worker daemon: losing the scheduler it joins again, and gone past --death-timeout "
+          "it exits non-zero with a message", "[worker][daemon]") {
   Fixture fx;
   auto args = fx.args("dw-lost");
   args.insert(args.end(), {"--death-timeout", "1s"});
