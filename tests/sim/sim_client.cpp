@@ -172,6 +172,13 @@ void SimClient::check_settled() {
   }
 }
 
+std::vector<std::string> SimClient::all_keys() const {
+  std::vector<std::string> keys;
+  for (const GraphRun& run : runs_)
+    for (const GraphTask& t : run.graph.tasks) keys.push_back(t.key);
+  return keys;
+}
+
 void SimClient::release_all() {
   for (GraphRun& run : runs_) release(run);
 }

@@ -27,6 +27,8 @@ class SimClient {
   void check_settled();
   /// Releases every open graph (the run's end: afterwards nothing may be left anywhere).
   void release_all();
+  /// Every task of every graph submitted, for diagnosis.
+  std::vector<std::string> all_keys() const;
 
  private:
   enum class Outcome { pending, memory, erred };

@@ -114,6 +114,7 @@ SimResult Cluster::run() {
       auto e = net_.next(rng_);
       if (!e) fail("nothing pending, yet the network says it is busy");
       ++stats_.events;
+      if (stats_.events == config_.dump_at) dump_state();
       dispatch(*e);
     }
     check_empty();

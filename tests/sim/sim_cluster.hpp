@@ -33,6 +33,8 @@ struct SimConfig {
   double fault_interval = 0.4;   ///< mean simulated seconds between faults
   int max_workers = 6;
   bool trace_all = false;        ///< print every trace line to stderr as it happens
+  /// Before this event, print the scheduler's view of every submitted task (diagnosis).
+  std::size_t dump_at = 0;
   std::size_t trace_tail = 150;  ///< lines kept for a failure's report
 };
 
@@ -108,6 +110,7 @@ class Cluster {
   // checks at quiescence (sim_faults.cpp)
   void check_quiet_machines();
   void check_empty();
+  void dump_state();
 
   SimConfig config_;
   Rng rng_;

@@ -2,6 +2,9 @@
 #include "sim_cluster.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <iostream>
 
 namespace taskwire::sim {
 
@@ -107,6 +110,20 @@ void Cluster::check_empty() {
                        "key was released",
                        address, s.task_count(), s.data().size()));
   }
+}
+
+void Cluster::dump_state() {
+  const auto& state = scheduler_->state();
+  std::cerr << fmt::format("--- scheduler state before event {} ---\n", stats_.events);
+  for (const std::string& key : client_.all_keys()) {
+    const auto s = state.task_state(key);
+    if (!s) continue;
+    std::cerr << fmt::format("{} {} on {} held by {}\n", key, *s,
+                             state.processing_on(key).value_or("-"), state.who_has(key));
+  }
+  for (const auto& w : state.workers())
+    std::cerr << fmt::format("worker {}: processing {}, holds {}\n", w.address,
+                             state.processing(w.address), state.has_what(w.address));
 }
 
 SimResult run_simulation(const SimConfig& config) {

@@ -56,13 +56,16 @@ bool parse(int& argc, char* argv[], LongRun& run) {
       run.config.task_fail_rate = std::atof(v);
     } else if (a == "--max-workers" && (v = value())) {
       run.config.max_workers = std::atoi(v);
+    } else if (a == "--dump-at" && (v = value())) {
+      run.config.dump_at = std::strtoull(v, nullptr, 10);
     } else if (a == "--no-faults") {
       run.config.faults = false;
     } else if (a == "--trace") {
       run.config.trace_all = true;
     } else if (a.rfind("--", 0) == 0 &&
                (a == "--seeds" || a == "--seed" || a == "--first-seed" || a == "--events" ||
-                a == "--graphs" || a == "--fail-rate" || a == "--max-workers")) {
+                a == "--graphs" || a == "--fail-rate" || a == "--max-workers" ||
+                a == "--dump-at")) {
       std::cerr << a << " needs a value\n";
       return false;
     } else {

@@ -109,9 +109,25 @@ void SimScheduler::on_update_graph(const OpUpdateGraph& g) {
 void SimScheduler::handle(sch::Event event) {
   ++cluster_.stats().scheduler_events;
   const sch::Instructions instructions = state_.handle(event);
-  if (std::string problem = state_.validate(); !problem.empty())
-    cluster_.fail("scheduler: " + problem);
-  for (const auto& i : instructions) emit(i);
+  const std::string problem = state_.validate();
+  // Emitted first even so: the log lines it brings explain the failure in the trace.
+  for (const auto& i : instructions) {
+    if (!problem.empty() && !std::holds_alternative<sch::LogEvent>(i)) continue;
+    emit(i);
+  }
+  if (!problem.empty()) cluster_.fail("scheduler: " + problem + story_of_first_key(problem));
+}
+
+// The transitions of the first key a validate() message quotes, to diagnose it.
+std::string SimScheduler::story_of_first_key(const std::string& problem) const {
+  const auto open = problem.find('\'');
+  const auto close = open == std::string::npos ? open : problem.find('\'', open + 1);
+  if (close == std::string::npos) return "";
+  const std::string key = problem.substr(open + 1, close - open - 1);
+  std::string story = fmt::format("\n--- story of '{}' ---", key);
+  for (const auto& t : state_.story(key))
+    story += fmt::format("\n  {} -> {} [{}]", t.start, t.finish, t.stimulus_id);
+  return story;
 }
 
 void SimScheduler::emit(const sch::Instruction& i) {

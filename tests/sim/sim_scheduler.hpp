@@ -46,6 +46,7 @@ class SimScheduler {
   bool on_worker_op(const std::string& from, const Payload& op);
   void on_update_graph(const OpUpdateGraph& g);
   void handle(scheduler::Event event);
+  std::string story_of_first_key(const std::string& problem) const;
   void emit(const scheduler::Instruction& i);
   void emit_compute(const scheduler::ComputeTask& ct);
   void emit_log(const scheduler::LogEvent& l);
