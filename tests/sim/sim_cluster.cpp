@@ -129,7 +129,8 @@ SimResult Cluster::run() {
 }
 
 void Cluster::dispatch(const Envelope& e) {
-  if (!e.timer) {
+  const bool heartbeat = e.ops.size() == 1 && std::holds_alternative<OpHeartbeat>(e.ops[0]);
+  if (!e.timer && !heartbeat) {  // timers and heartbeats would drown the rest
     std::string ops;
     for (const Payload& p : e.ops) ops += (ops.empty() ? "" : "; ") + describe(p);
     trace(e.local ? fmt::format("{}: {}", e.to, ops) : fmt::format("{} -> {}: {}", e.from, e.to, ops));
@@ -220,9 +221,9 @@ void Cluster::worker_exits(SimWorker& w, bool crashed, bool expected, const std:
                 {OpWorkerDied{address, w.name(), "SIGKILL (simulated)", w.running()}}, latency());
     schedule_join(w.name(), rng_.uniform(0.01, 0.5));  // and restarts it under its name
   }
-  // Peers fetching from it see their comm fail.
+  // Peers awaiting a reply from it see their comm fail (after what it did send them).
   for (const auto& [other, peer] : workers_)
-    if (other != address) net_.send(address, other, {OpPeerLost{}}, latency());
+    if (other != address && peer->awaits(address)) net_.send(address, other, {OpPeerLost{}}, latency());
   dead_.insert(address);
   dead_names_.push_back(w.name());
   graveyard_.push_back(std::move(workers_.at(address)));

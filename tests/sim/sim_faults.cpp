@@ -17,7 +17,7 @@ SimWorker* Cluster::random_worker() {
 
 void Cluster::fault() {
   enum { crash, retire, join, pause, stall, none };
-  switch (rng_.weighted({3, 1, 2, 2, 3, 1})) {
+  switch (rng_.weighted({2, 1, 3, 2, 3, 1})) {
     case crash:
       return crash_random_worker();
     case retire:

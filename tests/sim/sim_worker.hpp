@@ -37,6 +37,11 @@ class SimWorker {
   const worker::WorkerState& state() const { return state_; }
   /// Keys on its threads now: what a nanny reports as running when the process dies.
   std::vector<std::string> running() const { return {running_.begin(), running_.end()}; }
+  /// A get_data to `peer` awaits its reply.
+  bool awaits(const std::string& peer) const {
+    auto it = outstanding_.find(peer);
+    return it != outstanding_.end() && !it->second.empty();
+  }
 
  private:
   void from_scheduler(const Envelope& e);
