@@ -6,12 +6,6 @@
 namespace taskwire::sim {
 
 namespace {
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overloaded(F...) -> Overloaded<F...>;
 
 std::string describe_result(const worker::Event& e) {
   if (const auto* s = std::get_if<worker::ExecuteSuccess>(&e))

@@ -146,6 +146,14 @@ using Payload =
                  OpKeyInMemory, OpKeyErred, OpKeyLost, OpKeyCancelled, LocalExecuted,
                  LocalHeartbeatTimer, LocalFaultTimer, LocalUnpause, LocalJoin, LocalSubmit>;
 
+/// A visitor of lambdas, one per alternative.
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
 /// One line for the trace, e.g. "compute-task 'chain-3'".
 std::string describe(const Payload& p);
 

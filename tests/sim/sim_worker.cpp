@@ -8,12 +8,6 @@
 namespace taskwire::sim {
 
 namespace {
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overloaded(F...) -> Overloaded<F...>;
 
 constexpr double kHeartbeatInterval = 0.5;
 }  // namespace

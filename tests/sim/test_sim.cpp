@@ -40,23 +40,24 @@ SimStats run_seeds(SimConfig config, std::uint64_t first, std::uint64_t count) {
   return total;
 }
 
+/// No crashes, joins, pauses or stalls: only the network's delays and task failures.
+SimConfig without_faults(double task_fail_rate, int graphs) {
+  SimConfig config;
+  config.faults = false;
+  config.task_fail_rate = task_fail_rate;
+  config.graphs = graphs;
+  return config;
+}
+
 }  // namespace
 
 TEST_CASE("sim: without faults every graph computes the right values", "[sim]") {
-  SimConfig config;
-  config.faults = false;
-  config.task_fail_rate = 0;
-  config.graphs = 6;
-  const SimStats s = run_seeds(config, 1, 200);
+  const SimStats s = run_seeds(without_faults(0, 6), 1, 200);
   CHECK(s.keys_in_memory > 0);
 }
 
 TEST_CASE("sim: task failures and retries, no worker faults", "[sim]") {
-  SimConfig config;
-  config.faults = false;
-  config.task_fail_rate = 0.15;
-  config.graphs = 5;
-  const SimStats s = run_seeds(config, 1001, 200);
+  const SimStats s = run_seeds(without_faults(0.15, 5), 1001, 200);
   CHECK(s.injected_failures > 0);
   CHECK(s.keys_erred > 0);
 }
