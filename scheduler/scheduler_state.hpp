@@ -51,8 +51,10 @@ struct SchedulerOptions {
   /// Tasks per worker thread that may be assigned ahead: sent to the worker that runs all
   /// their unfinished dependencies before those finish, so that they start there with no
   /// scheduler round trip (Charm++'s and PaRSEC's producer -> consumer release). 0: off.
-  /// Figures in docs/scheduling.md ("Assign ahead").
-  int assign_ahead = 1;
+  /// Off by default: the simulated cluster (tests/sim) finds stale task-finished reports
+  /// that a worker's early start makes ambiguous without an epoch per assignment
+  /// (docs/scheduling.md, "Assign ahead").
+  int assign_ahead = 0;
   /// Move tasks not yet started from saturated workers to idle ones, the victim confirming
   /// (Dask's distributed.scheduler.work-stealing).
   bool work_stealing = true;
@@ -256,6 +258,9 @@ class SchedulerState {
   void propagate_erred(TaskState* ts);
   void add_to_memory(TaskState* ts, WorkerState* ws);
   void add_replica(TaskState* ts, WorkerState* ws);
+  /// `ts` was freed on `ws` while it ran (or had run) there: ws's late report of it is not
+  /// a replica (TaskState::freed_on).
+  void note_freed(TaskState* ts, WorkerState* ws);
   void remove_replica(TaskState* ts, WorkerState* ws);
   void log_transition(const TaskState* ts, TaskStatus start);
   void count_transition(const TaskState* ts, TaskStatus start);

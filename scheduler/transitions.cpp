@@ -109,7 +109,10 @@ bool SchedulerState::transition_step(TaskState* ts, TaskStatus finish) {
     case S::processing:
       if (finish == S::released) return processing_to_released(ts), true;
       if (finish == S::erred) {  // blamed on a dependency; the worker may still be running it
-        if (WorkerState* ws = exit_processing(ts)) free_keys(ws, ts->key);
+        if (WorkerState* ws = exit_processing(ts)) {
+          note_freed(ts, ws);
+          free_keys(ws, ts->key);
+        }
         propagate_erred(ts);
         return true;
       }
@@ -132,10 +135,15 @@ void SchedulerState::released_to_waiting(TaskState* ts) {
     recommend(ts, S::forgotten);
     return;
   }
-  if (!ts->spec_held) {  // only an erred task drops it, and none runs again: never waits
-    log(LogLevel::error, fmt::format("'{}' would run again, but its arguments were freed", ts->key));
-    ts->failure = std::make_shared<const TaskFailure>(
-        TaskFailure{ts->key, "its arguments were freed when it erred; submit it again"});
+  if (!ts->spec_held) {
+    // Only an erred task drops its arguments, and keeps its failure when released (see
+    // erred_to_released): needed again (a lost result's recomputation reaches it), it errs
+    // again with the failure it had.
+    if (!ts->failure) {
+      log(LogLevel::error, fmt::format("'{}' would run again, but its arguments were freed", ts->key));
+      ts->failure = std::make_shared<const TaskFailure>(
+          TaskFailure{ts->key, "its arguments were freed when it erred; submit it again"});
+    }
     recommend(ts, S::erred);
     return;
   }
@@ -212,6 +220,7 @@ void SchedulerState::dispatch_ready(TaskState* ts) {
 void SchedulerState::processing_to_released(TaskState* ts) {
   unassign_dependents(ts);
   if (WorkerState* ws = exit_processing(ts)) {
+    note_freed(ts, ws);
     free_keys(ws, ts->key, release_may_leave_running_);
     // It may be running there and go on running: assume so until the worker answers
     // (ThreadsBusy).
@@ -371,6 +380,13 @@ void SchedulerState::released_to_erred(TaskState* ts) {
   }
   ts->state = S::erred;
   drop_spec(ts);
+  // It waits for nothing now (a task released on its way to waiting, or from processing,
+  // is still among its inputs' waiters).
+  for (TaskState* dep : ts->dependencies) {
+    if (dep->waiters.erase(ts) && dep->waiters.empty() && dep->who_wants.empty())
+      recommend(dep, S::released);
+  }
+  ts->waiters.clear();
   for (ClientState* cs : ts->who_wants) report_failure(ts, cs);
 }
 
@@ -390,8 +406,9 @@ void SchedulerState::memory_to_released(TaskState* ts) {
   if (ts->has_lost_dependencies) {
     recommend(ts, S::forgotten);
   } else if (erred_dependency != ts->dependencies.end()) {
-    // It cannot be computed again: a client waiting for it (told key_lost) gets the failure.
-    if (!ts->who_wants.empty()) {
+    // It cannot be computed again: a client waiting for it (told key_lost), and the tasks
+    // waiting for it, get the failure.
+    if (!ts->who_wants.empty() || !ts->waiters.empty()) {
       ts->failure = (*erred_dependency)->failure;
       recommend(ts, S::erred);
     }
@@ -401,7 +418,8 @@ void SchedulerState::memory_to_released(TaskState* ts) {
   std::vector<TaskState*> waiters(ts->waiters.begin(), ts->waiters.end());
   sort_for_recommending(waiters);
   for (TaskState* d : waiters) {
-    if (d->state == S::no_worker || d->state == S::processing || d->state == S::queued) {
+    if (d->state == S::no_worker || d->state == S::processing || d->state == S::queued ||
+        d->state == S::assigned) {
       recommend(d, S::waiting);
     } else if (d->state == S::waiting) {
       d->waiting_on.insert(ts);
@@ -410,7 +428,7 @@ void SchedulerState::memory_to_released(TaskState* ts) {
 }
 
 void SchedulerState::erred_to_released(TaskState* ts) {
-  ts->failure.reset();
+  if (ts->spec_held) ts->failure.reset();  // else it can never run again: its failure stays
   for (const std::string& address : ts->erred_on) {
     if (WorkerState* ws = find_worker(address)) free_keys(ws, ts->key);
   }
@@ -452,6 +470,8 @@ void SchedulerState::to_forgotten(TaskState* ts) {
   forgotten_.push_back(std::move(node.mapped()));  // freed at the end of handle()
 }
 
+void SchedulerState::note_freed(TaskState* ts, WorkerState* ws) { ts->freed_on.insert(ws); }
+
 void SchedulerState::add_replica(TaskState* ts, WorkerState* ws) {
   if (std::find(ts->who_has.begin(), ts->who_has.end(), ws) != ts->who_has.end()) return;
   ts->who_has.push_back(ws);
@@ -477,7 +497,8 @@ void SchedulerState::count_transition(const TaskState* ts, TaskStatus start) {
   ++counts_.by_state[to];
   ++f.by_state[to];
   if (ts->state == S::erred) ++counts_.erred, ++f.erred;
-  if (start == S::processing && ts->state == S::memory) ++counts_.completed, ++f.completed;
+  if ((start == S::processing || start == S::assigned) && ts->state == S::memory)
+    ++counts_.completed, ++f.completed;
 }
 
 void SchedulerState::log_transition(const TaskState* ts, TaskStatus start) {

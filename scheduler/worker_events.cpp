@@ -247,15 +247,28 @@ void SchedulerState::on(const TaskFinished& e) {
     return log(LogLevel::debug, fmt::format("'{}' finished on unknown worker {}", e.key, e.worker));
   }
   TaskState* ts = find_task(e.key);
-  if (ts && ts->state == S::memory) return add_replica(ts, ws);
-  if (!ts || ts->state != S::processing || ts->processing_on != ws) {
+  if (ts && ts->state == S::memory) {
+    // A report that crossed the free_keys of an earlier run there: the worker has dropped
+    // that result (or will), so it is no replica to count.
+    if (ts->freed_on.erase(ws)) return free_keys(ws, e.key);
+    return add_replica(ts, ws);
+  }
+  // An assigned task reported before its inputs: its worker held the result already (a
+  // copy fetched earlier, say), so the inputs are not needed for it any more. Unless the
+  // report is of an earlier run there, freed since: then the worker runs it again.
+  const bool early = ts && ts->state == S::assigned && ts->processing_on == ws &&
+                     !ts->freed_on.contains(ws);
+  if (ts && ts->state == S::assigned && ts->processing_on == ws && !early) return;
+  if (!ts || (ts->state != S::processing && !early) || ts->processing_on != ws) {
     // Released, cancelled or moved meanwhile: the worker must not keep the result.
+    if (ts) note_freed(ts, ws);
     return free_keys(ws, e.key);
   }
   record_duration(ts->function, e.duration);
   metrics_of(ts).durations.observe(e.duration);
+  const TaskStatus start = ts->state;
   processing_to_memory(ts, ws, e.nbytes);
-  log_transition(ts, S::processing);
+  log_transition(ts, start);
 }
 
 void SchedulerState::on(const TaskErred& e) {
@@ -284,7 +297,13 @@ void SchedulerState::on(const TaskErred& e) {
 
 void SchedulerState::on(const MissingData& e) {
   if (TaskState* ts = find_task(e.key)) {
-    if (WorkerState* errant = find_worker(e.errant_worker)) remove_replica(ts, errant);
+    WorkerState* errant = find_worker(e.errant_worker);
+    if (errant && std::find(ts->who_has.begin(), ts->who_has.end(), errant) != ts->who_has.end()) {
+      remove_replica(ts, errant);
+      // Should it hold the key after all (its result was on its way), it must not keep a
+      // copy the scheduler no longer counts.
+      free_keys(errant, ts->key);
+    }
     if (ts->state == S::memory && ts->who_has.empty()) {
       log(LogLevel::warning,
           fmt::format("'{}' lost: {} could not get it from {}", e.key, e.worker, e.errant_worker));

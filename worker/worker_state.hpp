@@ -157,6 +157,7 @@ class WorkerState {
   void transition_to_memory(TaskState& ts, Frame data, bool report);
   void finished_running(TaskState& ts);
   void lost_own_data(const Key& key);
+  void drop_dependents(const Key& key);
   void lost_holder(const Key& key, const std::string& from);
   void release(const Key& key);
   void forget(const Key& key);

@@ -107,8 +107,11 @@ void WorkerState::lost_own_data(const Key& key) {
     if (!dt || dt->status == TaskStatus::executing || dt->status == TaskStatus::cancelled)
       continue;
     emit(SendMissingData{d, key, options_.address, stimulus_});
-    dt->assigned = false;
-    release(d);
+    drop_dependents(d);
+    if ((dt = find(d))) {
+      dt->assigned = false;
+      release(d);
+    }
   }
   if (TaskState* ts = find(key)) {
     ts->assigned = false;
@@ -184,14 +187,23 @@ void WorkerState::fail_task(TaskState& ts, std::string message, std::string exce
   ts.error = std::move(message);
   ts.error_type = std::move(exception_type);
   if (ts.assigned) emit(SendTaskErred{key, ts.error, ts.error_type, stimulus_});
-  const std::vector<Key> dependents(ts.dependents.begin(), ts.dependents.end());
+  drop_dependents(key);
+  if (TaskState* again = find(key); again && !again->assigned) maybe_release(key);
+}
+
+// Drops the local tasks waiting for `key`, and theirs in turn (a chain assigned ahead), so
+// that none is left waiting for a record that is gone.
+void WorkerState::drop_dependents(const Key& key) {
+  TaskState* ts = find(key);
+  if (!ts) return;
+  const std::vector<Key> dependents(ts->dependents.begin(), ts->dependents.end());
   for (const auto& d : dependents) {
-    TaskState* dt = find(d);
-    if (!dt) continue;
-    dt->assigned = false;
-    release(d);
+    drop_dependents(d);
+    if (TaskState* dt = find(d)) {
+      dt->assigned = false;
+      release(d);
+    }
   }
-  if (!ts.assigned) maybe_release(key);
 }
 
 // ---- releasing ----
@@ -251,10 +263,20 @@ void WorkerState::forget(const Key& key) {
       maybe_release(d);
     }
   }
+  std::vector<Key> stranded;  // waited for `key`, which will not come now
   for (const auto& d : dependents) {
     if (TaskState* dt = find(d)) {
       dt->dependencies.erase(key);
-      dt->waiting_for_data.erase(key);
+      if (dt->waiting_for_data.erase(key) && dt->status == TaskStatus::waiting)
+        stranded.push_back(d);
+    }
+  }
+  // Assigned ahead of `key`: the scheduler places them again once it learns why `key` went.
+  for (const auto& d : stranded) {
+    drop_dependents(d);
+    if (TaskState* dt = find(d)) {
+      dt->assigned = false;
+      release(d);
     }
   }
 }

@@ -9,6 +9,12 @@ using S = TaskStatus;
 
 namespace {
 
+SchedulerOptions ahead() {
+  SchedulerOptions o;
+  o.assign_ahead = 1;
+  return o;
+}
+
 TaskSpec retried(TaskSpec t, int retries) {
   t.retries = retries;
   return t;
@@ -18,7 +24,7 @@ TaskSpec retried(TaskSpec t, int retries) {
 
 TEST_CASE("assign ahead: a chain on one worker is sent a link ahead, and never sent twice",
           "[scheduler][assign]") {
-  Harness h;
+  Harness h(ahead());
   h.add_worker("tcp://a:1");
   const auto& out = h.submit({task("x"), task("y", {"x"}), task("z", {"y"})}, {"z"});
   CHECK(computed(out) == std::vector<std::string>{"x", "y"});
@@ -46,7 +52,7 @@ TEST_CASE("assign ahead: off, a dependent waits for its input to finish", "[sche
 
 TEST_CASE("assign ahead: inputs on two workers, or in memory elsewhere and running here",
           "[scheduler][assign]") {
-  Harness h;
+  Harness h(ahead());
   h.add_worker("tcp://a:1");
   h.add_worker("tcp://b:1");
   h.submit({task("p"), task("q")}, {"p", "q"});
@@ -66,7 +72,7 @@ TEST_CASE("assign ahead: inputs on two workers, or in memory elsewhere and runni
 
 TEST_CASE("assign ahead: a retried input sends its dependent back to wait for the retry",
           "[scheduler][assign]") {
-  Harness h;
+  Harness h(ahead());
   h.add_worker("tcp://a:1");
   h.submit({retried(task("x"), 1), task("y", {"x"})}, {"y"});
   REQUIRE(h.s.task_state("y") == S::assigned);
@@ -82,7 +88,7 @@ TEST_CASE("assign ahead: a retried input sends its dependent back to wait for th
 
 TEST_CASE("assign ahead: an input that fails for good fails its assigned dependent",
           "[scheduler][assign]") {
-  Harness h;
+  Harness h(ahead());
   h.add_worker("tcp://a:1");
   h.submit({task("x"), task("y", {"x"})}, {"y"});
   REQUIRE(h.s.task_state("y") == S::assigned);
@@ -94,7 +100,7 @@ TEST_CASE("assign ahead: an input that fails for good fails its assigned depende
 
 TEST_CASE("assign ahead: a task assigned ahead that errs on its worker is retried or erred",
           "[scheduler][assign]") {
-  Harness h;
+  Harness h(ahead());
   h.add_worker("tcp://a:1");
   h.submit({task("x"), retried(task("y", {"x"}), 1)}, {"y"});
   REQUIRE(h.s.task_state("y") == S::assigned);
@@ -107,7 +113,7 @@ TEST_CASE("assign ahead: a task assigned ahead that errs on its worker is retrie
 
 TEST_CASE("assign ahead: a dead worker's assigned tasks are placed again with their inputs",
           "[scheduler][assign]") {
-  Harness h;
+  Harness h(ahead());
   h.add_worker("tcp://a:1");
   h.submit({task("x"), task("y", {"x"})}, {"y"});
   REQUIRE(h.s.task_state("y") == S::assigned);
@@ -123,7 +129,7 @@ TEST_CASE("assign ahead: a dead worker's assigned tasks are placed again with th
 
 TEST_CASE("assign ahead: assigned tasks are never stolen, nor counted as a backlog",
           "[scheduler][assign]") {
-  Harness h;
+  Harness h(ahead());
   h.add_worker("tcp://a:1");
   h.submit({task("x"), task("y", {"x"})}, {"y"});
   REQUIRE(h.s.task_state("y") == S::assigned);
@@ -133,7 +139,7 @@ TEST_CASE("assign ahead: assigned tasks are never stolen, nor counted as a backl
 
 TEST_CASE("assign ahead: the window bounds a fan-out, and a paused worker gets none",
           "[scheduler][assign]") {
-  Harness h;
+  Harness h(ahead());
   h.add_worker("tcp://a:1", 2);
   h.submit({task("x"), task("y1", {"x"}), task("y2", {"x"}), task("y3", {"x"}),
             task("y4", {"x"})},
@@ -142,7 +148,7 @@ TEST_CASE("assign ahead: the window bounds a fan-out, and a paused worker gets n
   for (const char* k : {"y1", "y2", "y3", "y4"}) assigned += h.s.task_state(k) == S::assigned;
   CHECK(assigned == 2);  // 1 a thread, 2 threads
 
-  Harness p;
+  Harness p(ahead());
   p.add_worker("tcp://a:1");
   p.submit({task("x")}, {"x"});
   p.handle(WorkerStatusChanged{"tcp://a:1", true, ""});

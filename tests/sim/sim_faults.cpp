@@ -107,8 +107,8 @@ void Cluster::check_empty() {
     auto& s = w->state();
     if (s.task_count() != 0 || s.data().size() != 0)
       fail(fmt::format("LEAK: worker {} still holds {} task record(s), {} result(s) after every "
-                       "key was released",
-                       address, s.task_count(), s.data().size()));
+                       "key was released: {}",
+                       address, s.task_count(), s.data().size(), fmt::join(s.data().keys(), ", ")));
   }
 }
 
