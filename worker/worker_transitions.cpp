@@ -70,6 +70,10 @@ void WorkerState::lost_holder(const Key& key, const std::string& from) {
   dequeue(ts);
   ts.status = TaskStatus::fetch;
   ts.coming_from.clear();
+  if (!ts.assigned && ts.dependents.empty() && !ts.resume) {
+    forget(key);  // nobody here needs it any more: no second fetch (sim bug B)
+    return;
+  }
   if (!ts.who_has.empty()) {
     enqueue_fetch(ts);
     return;
