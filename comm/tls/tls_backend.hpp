@@ -23,7 +23,8 @@ class TlsBackend final : public Backend {
   std::unique_ptr<Connector> make_connector() override;
   /// Throws CommError(tls_errc::config) naming the file, or saying a certificate is needed.
   std::unique_ptr<Listener> make_listener(const Address& address,
-                                          RawAcceptHandler on_comm) override;
+                                          RawAcceptHandler on_comm,
+                                          const RawListenOptions& options) override;
 
  private:
   runtime::Context& context_;
