@@ -28,13 +28,24 @@ struct HttpServer::Shared {
       : executor(ex), options(std::move(o)), handler(std::move(h)),
         strand(asio::make_strand(ex)), acceptor(strand) {}
 
-  /// Counts `c` as open; past max_connections, returns the oldest open one, which the caller
-  /// closes (shed()) to make room.
+  /// Counts `c` as open; past max_connections, returns the one to close (shed()) to make
+  /// room: the oldest still reading its request, else the oldest.
   std::shared_ptr<Connection> admit(const std::shared_ptr<Connection>& c, std::uint64_t& seq);
+  /// The connection has its request: it is answered, and closed only past the cap when
+  /// every connection is.
+  void answering(std::uint64_t seq) {
+    std::lock_guard lock(mu);
+    if (auto it = open.find(seq); it != open.end()) it->second.reading = false;
+  }
   void closed(std::uint64_t seq) {
     std::lock_guard lock(mu);
     open.erase(seq);
   }
+
+  struct Slot {
+    std::weak_ptr<Connection> connection;
+    bool reading = true;  // still reading its request
+  };
 
   asio::any_io_executor executor;
   HttpServerOptions options;
@@ -42,9 +53,9 @@ struct HttpServer::Shared {
   asio::strand<asio::any_io_executor> strand;  // the acceptor's
   tcp::acceptor acceptor;
   std::mutex mu;
-  std::map<std::uint64_t, std::weak_ptr<Connection>> open;  // mu; by age, oldest first
-  std::uint64_t next_seq = 0;                               // mu
-  bool warned = false;                                      // mu: the first shed warns
+  std::map<std::uint64_t, Slot> open;  // mu; by age, oldest first
+  std::uint64_t next_seq = 0;          // mu
+  bool warned = false;                 // mu: the first shed warns
 };
 
 namespace {
@@ -92,6 +103,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message)
       return write({400, "text/plain; charset=utf-8", "bad request\n"});
     if (ec) return;
+    shared_->answering(seq_);
     const auto& req = parser_->get();
     if (req.method() != bhttp::verb::get)
       return write({405, "text/plain; charset=utf-8", "only GET is served\n"});
@@ -149,10 +161,11 @@ void bind(tcp::acceptor& acceptor, const tcp::endpoint& endpoint) {
 
 }  // namespace
 
-// Past the cap the OLDEST connection makes room, not the new one: slow clients that keep
-// every slot (slowloris) would otherwise keep out a liveness probe arriving after them until
-// their request timeouts, and a probe sends its request at once, so it is answered long
-// before as many newer connections as the cap have come. A flood thus costs the daemon an
+// Past the cap the OLDEST connection still reading its request makes room, not the new one:
+// slow clients that keep every slot (slowloris) would otherwise keep out a liveness probe
+// arriving after them until their request timeouts. A probe sends its request at once, so it
+// has it read long before as many newer connections as the cap have come, and from then on
+// it is not closed while any connection is still reading. A flood thus costs the daemon an
 // accept and a close each, never memory or a handler on its strand.
 std::shared_ptr<Connection> HttpServer::Shared::admit(const std::shared_ptr<Connection>& c,
                                                       std::uint64_t& seq) {
@@ -161,12 +174,15 @@ std::shared_ptr<Connection> HttpServer::Shared::admit(const std::shared_ptr<Conn
   {
     std::lock_guard lock(mu);
     if (open.size() >= std::max<std::size_t>(1, options.max_connections)) {
-      oldest = open.begin()->second.lock();  // null: it is closing already
-      open.erase(open.begin());
+      auto victim = std::find_if(open.begin(), open.end(),
+                                 [](const auto& entry) { return entry.second.reading; });
+      if (victim == open.end()) victim = open.begin();
+      oldest = victim->second.connection.lock();  // null: it is closing already
+      open.erase(victim);
       first_shed = !std::exchange(warned, true);
     }
     seq = next_seq++;
-    open.emplace(seq, c);
+    open.emplace(seq, Slot{c, true});
   }
   if (first_shed)
     spdlog::warn("http: more than {} connections at once: closed the oldest to make room (slow "

@@ -1,8 +1,9 @@
 // A slowloris at an HTTP port, then liveness probes (dashboard_test.sh slowloris; the figures
 // in docs/dashboard.md).
-//   http_slowloris HOST PORT CLIENTS PROBES PROBE_TIMEOUT_MS
+//   http_slowloris HOST PORT CLIENTS PROBES PROBE_TIMEOUT_MS [RECONNECT_MS]
 // CLIENTS connections each send the start of a GET, then one more header line a second, and
-// never end the request; one the server closes is opened again at once. Once every client has
+// never end the request; one the server closes is opened again RECONNECT_MS later (default
+// 1000, a slowloris's next round; 0: at once, the harshest). Once every client has
 // connected, PROBES GETs of /health go one after another, each given PROBE_TIMEOUT_MS. Prints
 // each probe's status and time, and a summary; exits 0 only if every probe got 200.
 #include <taskwire/runtime/asio.hpp>
@@ -28,6 +29,7 @@ namespace bhttp = boost::beast::http;
 namespace {
 
 std::atomic<long> g_connected{0};  // connections the slow clients opened, in all
+std::chrono::milliseconds g_reconnect{1000};
 
 // One slow client, on the io_context's one thread. Each connection is a generation: the
 // handlers of a closed one find a newer generation and stop.
@@ -43,7 +45,7 @@ class SlowClient : public std::enable_shared_from_this<SlowClient> {
     timer_.cancel();
     socket_.async_connect(server_, [self = shared_from_this(), gen](error_code ec) {
       if (gen != self->gen_) return;
-      if (ec) return self->retry_later(gen);
+      if (ec) return self->reopen_later(gen, std::chrono::milliseconds(10));  // backlog full
       ++g_connected;
       self->watch(gen);
       self->send(gen, "GET /health HTTP/1.1\r\nHost: slowloris\r\n");
@@ -55,7 +57,9 @@ class SlowClient : public std::enable_shared_from_this<SlowClient> {
   void watch(unsigned gen) {
     socket_.async_read_some(asio::buffer(sink_),
                             [self = shared_from_this(), gen](error_code, std::size_t) {
-                              if (gen == self->gen_) self->open();
+                              if (gen != self->gen_) return;
+                              if (g_reconnect.count() == 0) return self->open();
+                              self->reopen_later(gen, g_reconnect);
                             });
   }
 
@@ -71,8 +75,8 @@ class SlowClient : public std::enable_shared_from_this<SlowClient> {
                       });
   }
 
-  void retry_later(unsigned gen) {  // the server's backlog is full: try again shortly
-    timer_.expires_after(std::chrono::milliseconds(10));
+  void reopen_later(unsigned gen, std::chrono::milliseconds after) {
+    timer_.expires_after(after);
     timer_.async_wait([self = shared_from_this(), gen](error_code ec) {
       if (!ec && gen == self->gen_) self->open();
     });
@@ -117,10 +121,12 @@ std::pair<unsigned, double> probe(const tcp::endpoint& server, std::chrono::mill
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: http_slowloris HOST PORT CLIENTS PROBES PROBE_TIMEOUT_MS\n");
+  if (argc != 6 && argc != 7) {
+    std::fprintf(stderr, "usage: http_slowloris HOST PORT CLIENTS PROBES PROBE_TIMEOUT_MS "
+                         "[RECONNECT_MS]\n");
     return 2;
   }
+  if (argc == 7) g_reconnect = std::chrono::milliseconds(std::stoi(argv[6]));
   const tcp::endpoint server(asio::ip::make_address(argv[1]),
                              static_cast<unsigned short>(std::stoi(argv[2])));
   const int clients = std::stoi(argv[3]), probes = std::stoi(argv[4]);
