@@ -5,9 +5,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <atomic>
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
 namespace taskwire::http {
 
@@ -15,17 +19,43 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
 
+namespace {
+class Connection;
+}  // namespace
+
 struct HttpServer::Shared {
   Shared(asio::any_io_executor ex, HttpServerOptions o, HttpHandler h)
       : executor(ex), options(std::move(o)), handler(std::move(h)),
         strand(asio::make_strand(ex)), acceptor(strand) {}
+
+  /// Counts `c` as open; past max_connections, returns the one to close (shed()) to make
+  /// room: the oldest still reading its request, else the oldest.
+  std::shared_ptr<Connection> admit(const std::shared_ptr<Connection>& c, std::uint64_t& seq);
+  /// The connection has its request: it is answered, and closed only past the cap when
+  /// every connection is.
+  void answering(std::uint64_t seq) {
+    std::lock_guard lock(mu);
+    if (auto it = open.find(seq); it != open.end()) it->second.reading = false;
+  }
+  void closed(std::uint64_t seq) {
+    std::lock_guard lock(mu);
+    open.erase(seq);
+  }
+
+  struct Slot {
+    std::weak_ptr<Connection> connection;
+    bool reading = true;  // still reading its request
+  };
 
   asio::any_io_executor executor;
   HttpServerOptions options;
   HttpHandler handler;
   asio::strand<asio::any_io_executor> strand;  // the acceptor's
   tcp::acceptor acceptor;
-  std::atomic<std::size_t> connections{0};
+  std::mutex mu;
+  std::map<std::uint64_t, Slot> open;  // mu; by age, oldest first
+  std::uint64_t next_seq = 0;          // mu
+  bool warned = false;                 // mu: the first shed warns
 };
 
 namespace {
@@ -36,10 +66,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(tcp::socket&& socket, std::shared_ptr<HttpServer::Shared> shared)
       : stream_(std::move(socket)), shared_(std::move(shared)) {}
-  ~Connection() { shared_->connections.fetch_sub(1, std::memory_order_relaxed); }
+  ~Connection() { shared_->closed(seq_); }
 
+  /// Counts this connection, sheds the oldest one when over the cap, and reads the request.
   void start() {
+    auto oldest = shared_->admit(shared_from_this(), seq_);
+    if (oldest) oldest->shed();
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
+  }
+
+  /// Any thread: closes the connection; what it was reading or writing ends with an error.
+  void shed() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      self->stream_.close();
+    });
   }
 
  private:
@@ -63,6 +103,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message)
       return write({400, "text/plain; charset=utf-8", "bad request\n"});
     if (ec) return;
+    shared_->answering(seq_);
     const auto& req = parser_->get();
     if (req.method() != bhttp::verb::get)
       return write({405, "text/plain; charset=utf-8", "only GET is served\n"});
@@ -91,6 +132,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   beast::tcp_stream stream_;
+  std::uint64_t seq_ = 0;  // its age among the open connections (Shared::open)
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   bhttp::response<bhttp::string_body> response_;
@@ -102,13 +144,7 @@ void accept_next(const std::shared_ptr<HttpServer::Shared>& shared) {
       asio::make_strand(shared->executor), [shared](error_code ec, tcp::socket socket) {
         if (ec == asio::error::operation_aborted || !shared->acceptor.is_open()) return;
         if (!ec) {
-          // Past the cap the socket closes at once: a flood of connections costs the daemon
-          // an accept each, never memory or a handler on its strand.
-          if (shared->connections.fetch_add(1, std::memory_order_relaxed) <
-              shared->options.max_connections)
-            std::make_shared<Connection>(std::move(socket), shared)->start();
-          else
-            shared->connections.fetch_sub(1, std::memory_order_relaxed);
+          std::make_shared<Connection>(std::move(socket), shared)->start();
         } else {
           spdlog::debug("http: accept failed: {}", ec.message());
         }
@@ -124,6 +160,39 @@ void bind(tcp::acceptor& acceptor, const tcp::endpoint& endpoint) {
 }
 
 }  // namespace
+
+// Past the cap the OLDEST connection still reading its request makes room, not the new one:
+// slow clients that keep every slot (slowloris) would otherwise keep out a liveness probe
+// arriving after them until their request timeouts. A probe sends its request at once, so it
+// has it read long before as many newer connections as the cap have come, and from then on
+// it is not closed while any connection is still reading. A flood thus costs the daemon an
+// accept and a close each, never memory or a handler on its strand.
+std::shared_ptr<Connection> HttpServer::Shared::admit(const std::shared_ptr<Connection>& c,
+                                                      std::uint64_t& seq) {
+  std::shared_ptr<Connection> oldest;
+  bool first_shed = false;
+  {
+    std::lock_guard lock(mu);
+    if (open.size() >= std::max<std::size_t>(1, options.max_connections)) {
+      auto victim = std::find_if(open.begin(), open.end(),
+                                 [](const auto& entry) { return entry.second.reading; });
+      if (victim == open.end()) victim = open.begin();
+      oldest = victim->second.connection.lock();  // null: it is closing already
+      open.erase(victim);
+      first_shed = !std::exchange(warned, true);
+    }
+    seq = next_seq++;
+    open.emplace(seq, Slot{c, true});
+  }
+  if (first_shed)
+    spdlog::warn("http: more than {} connections at once: closed the oldest to make room (slow "
+                 "or idle clients?); further ones are logged at debug level",
+                 options.max_connections);
+  else if (oldest)
+    spdlog::debug("http: more than {} connections at once: closed the oldest",
+                  options.max_connections);
+  return oldest;
+}
 
 HttpServerOptions parse_listen_address(const std::string& address, HttpServerOptions o) {
   const auto colon = address.rfind(':');

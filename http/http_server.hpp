@@ -5,7 +5,7 @@
 // the worker's strand: the handler decides where to collect its facts (typically a short
 // post to the owner's strand) and answers through HttpRespond from any thread.
 //
-// Bounded: at most max_connections connections at once (more are closed at accept), request
+// Bounded: at most max_connections connections at once (one more closes the oldest), request
 // headers past header_limit answer 431, a body past body_limit 413, a malformed request 400,
 // and a client that does not send its request and read the reply within request_timeout is
 // disconnected. One request per connection (the reply says Connection: close).
@@ -49,6 +49,8 @@ struct HttpServerOptions {
   std::size_t body_limit = 8 * 1024;
   /// Whole request-and-reply deadline per connection.
   std::chrono::milliseconds request_timeout{10'000};
+  /// Connections open at once; one more closes the oldest, so that slow or idle clients
+  /// holding every slot cannot keep out a client that sends its request at once.
   std::size_t max_connections = 64;
 };
 

@@ -17,6 +17,17 @@ using RawConnectHandler = std::function<void(error_code, CommPtr)>;
 /// Called on the listener's executor for each accepted raw comm.
 using RawAcceptHandler = std::function<void(CommPtr)>;
 
+class PendingHandshakes;
+
+/// What a listener's owner (connect.hpp's listen()) asks of the backend's listener.
+struct RawListenOptions {
+  /// Where connections still in their handshake are counted and capped
+  /// (pending_handshakes.hpp). A backend with a handshake of its own before the comm exists
+  /// (tls://) counts those connections there too, so that they are capped as plain ones are;
+  /// the others ignore it. Null: not capped.
+  std::shared_ptr<PendingHandshakes> pending;
+};
+
 class Connector {
  public:
   virtual ~Connector() = default;
@@ -45,7 +56,8 @@ class Backend {
   virtual std::unique_ptr<Connector> make_connector() = 0;
   /// The listener is created stopped; call start().
   virtual std::unique_ptr<Listener> make_listener(const Address& address,
-                                                  RawAcceptHandler on_comm) = 0;
+                                                  RawAcceptHandler on_comm,
+                                                  const RawListenOptions& options) = 0;
 };
 
 }  // namespace taskwire::comm

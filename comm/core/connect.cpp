@@ -201,9 +201,12 @@ class HandshakingListener final : public Listener {
     auto opts = options.handshake ? *options.handshake
                                   : HandshakeOptions::from(registry.context().config());
     inner_ = registry.get(address.scheme)
-                 .make_listener(address, [state = state_, opts](CommPtr comm) {
-                   handshake(state, opts, std::move(comm));
-                 });
+                 .make_listener(
+                     address,
+                     [state = state_, opts](CommPtr comm) {
+                       handshake(state, opts, std::move(comm));
+                     },
+                     RawListenOptions{state_->pending});
   }
   ~HandshakingListener() override { stop(); }
 

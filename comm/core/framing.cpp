@@ -15,6 +15,19 @@ void encode_prefix(const runtime::Message& message, std::vector<char>& out) {
   for (const auto& f : message.frames) append_le<std::uint64_t>(out, f.size());
 }
 
+namespace {
+
+// A TLS record's header: content type 20-23 (change_cipher_spec, alert, handshake,
+// application_data), then major version 3. Read as a prefix its frame count is at least 768
+// (over 2^40 for a ClientHello or an alert), past the one frame a handshake message may have,
+// so it is looked for only once a count has been refused.
+bool is_tls_record(const char* data) {
+  const auto type = static_cast<unsigned char>(data[0]);
+  return type >= 20 && type <= 23 && data[1] == 3;
+}
+
+}  // namespace
+
 PrefixStatus decode_prefix(const char* data, std::size_t n, const runtime::Limits& limits,
                            std::vector<std::uint64_t>& lengths) {
   PrefixStatus st;
@@ -22,7 +35,11 @@ PrefixStatus decode_prefix(const char* data, std::size_t n, const runtime::Limit
   const std::uint64_t nframes = load_le<std::uint64_t>(data);
   if (nframes > limits.max_frames) {
     st.kind = PrefixStatus::violation;
-    st.violation_text = fmt::format("message announces {} frames, limit is {}", nframes,
+    st.tls_record = is_tls_record(data);
+    st.violation_text =
+        st.tls_record ? "the peer speaks TLS (a TLS record came where a message belongs), and "
+                        "this comm does not: give tls:// at both ends, or tcp:// at both"
+                      : fmt::format("message announces {} frames, limit is {}", nframes,
                                     limits.max_frames);
     return st;
   }

@@ -20,6 +20,8 @@ struct PrefixStatus {
   enum Kind { need_more, complete, violation } kind = need_more;
   std::size_t bytes_needed = 8;  ///< prefix size once known (need_more/complete)
   std::string violation_text;    ///< what limit was broken, for the log and the error
+  /// violation: the bytes are a TLS record, not a prefix (a tls:// peer at a plain comm).
+  bool tls_record = false;
 };
 
 /// Parses a prefix from `data[0..n)`. On `complete`, `lengths` holds the frame sizes and

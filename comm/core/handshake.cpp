@@ -1,5 +1,6 @@
 #include <taskwire/comm/core/handshake.hpp>
 
+#include <taskwire/comm/core/framing.hpp>
 #include <taskwire/comm/core/handshake_codec.hpp>
 
 #include <boost/archive/basic_archive.hpp>
@@ -15,9 +16,6 @@ namespace codec = handshake_codec;
 
 // Every wrong-role refusal says "..., not a ROLE: give the ROLE's address".
 constexpr std::string_view kWrongRoleMark = "'s address";
-// A refused comm is closed gracefully (the verdict reaches the peer), then aborted after
-// this long if the peer keeps it open: a refused peer holds no descriptor for long.
-constexpr std::chrono::milliseconds kRefusedLinger{2'000};
 
 std::string with_article(const std::string& role) {
   if (role.empty()) return "a process that announces no role";
@@ -82,8 +80,7 @@ struct HandshakeOp : std::enable_shared_from_this<HandshakeOp> {
 
   void read_next(Step step, const char* if_lost) {
     comm->async_read([self = shared_from_this(), step, if_lost](error_code ec, Message m) {
-      // The cause too: a TLS peer that rejected this end's certificate says so only here.
-      if (ec) return self->finish(ec, fmt::format("{} ({})", if_lost, ec.message()));
+      if (ec) return self->finish(ec, self->lost_detail(ec, if_lost));
       if (m.frames.size() != 1)
         return self->finish(make_error_code(errc::protocol), "malformed handshake message");
       try {
@@ -94,7 +91,21 @@ struct HandshakeOp : std::enable_shared_from_this<HandshakeOp> {
     });
   }
 
+  // Why the read failed. The cause too: a TLS peer that rejected this end's certificate says
+  // so only here.
+  std::string lost_detail(error_code ec, const char* if_lost) const {
+    if (ec != make_error_code(errc::tls))  // not TLS records at a plain comm (framing.hpp)
+      return fmt::format("{} ({})", if_lost, ec.message());
+    if (side == HandshakeSide::accepting)
+      return fmt::format("{} speaks TLS, and this port does not speak TLS: connect to it with "
+                         "tcp://, or listen on tls://",
+                         comm->peer_address());
+    return fmt::format("{} speaks TLS: connect to it with tls://", comm->peer_address());
+  }
+
   void on_hello(const Frame& f) {
+    // A listener that cannot speak with this end at all (a tls:// one) refuses first.
+    if (codec::kind_of(bytes_of(f)) == codec::Kind::verdict) return refusal_instead(f, "HELLO");
     const auto decoded = codec::decode_hello(bytes_of(f), options.protocol_version);
     if (decoded.status == codec::HelloDecoded::malformed)  // it cannot parse a verdict either
       return finish(make_error_code(errc::protocol),
@@ -159,13 +170,7 @@ struct HandshakeOp : std::enable_shared_from_this<HandshakeOp> {
   }
 
   void on_peer_proof(const Frame& f) {
-    if (codec::kind_of(bytes_of(f)) == codec::Kind::verdict) {
-      // A refusal may come instead of a proof; an acceptance may not (it would skip the proof).
-      const auto verdict = codec::decode_verdict(bytes_of(f));
-      if (verdict && !verdict->accepted) return on_verdict(f);
-      return finish(make_error_code(errc::protocol),
-                    fmt::format("{} sent a verdict where its proof belongs", comm->peer_address()));
-    }
+    if (codec::kind_of(bytes_of(f)) == codec::Kind::verdict) return refusal_instead(f, "proof");
     const auto proof = codec::decode_proof(bytes_of(f));
     if (!proof)
       return finish(make_error_code(errc::protocol),
@@ -182,13 +187,23 @@ struct HandshakeOp : std::enable_shared_from_this<HandshakeOp> {
     finish({}, {});
   }
 
+  // A refusal may come instead of a HELLO or a proof; an acceptance may not (it would skip
+  // the proofs).
+  void refusal_instead(const Frame& f, const char* expected) {
+    const auto verdict = codec::decode_verdict(bytes_of(f));
+    if (verdict && !verdict->accepted) return on_verdict(f);
+    finish(make_error_code(errc::protocol),
+           fmt::format("{} sent a verdict where its {} belongs", comm->peer_address(), expected));
+  }
+
   void on_verdict(const Frame& f) {
     const auto verdict = codec::decode_verdict(bytes_of(f));
     if (!verdict) return finish(make_error_code(errc::protocol), "malformed handshake verdict");
     if (verdict->accepted) return finish({}, {});
     // The peer says why; classify by its words' subject so both sides agree on the code.
     const auto& reason = verdict->reason;
-    auto code = reason.find("auth token") != std::string::npos ? errc::auth
+    auto code = reason.find(kSpeaksTlsMark) != std::string::npos ? errc::tls
+                : reason.find("auth token") != std::string::npos ? errc::auth
                 : reason.find("version") != std::string::npos  ? errc::version
                 : reason.find(kWrongRoleMark) != std::string::npos ? errc::wrong_role
                                                                    : errc::refused;
@@ -228,6 +243,15 @@ struct HandshakeOp : std::enable_shared_from_this<HandshakeOp> {
 };
 
 }  // namespace
+
+std::vector<char> framed_refusal(const std::string& reason) {
+  const Message refusal = one_frame(codec::encode_verdict({false, reason}));
+  std::vector<char> bytes;
+  encode_prefix(refusal, bytes);
+  const auto& frame = refusal.frames.front();
+  bytes.insert(bytes.end(), frame.data(), frame.data() + frame.size());
+  return bytes;
+}
 
 HandshakeOptions HandshakeOptions::from(const runtime::Config& c) {
   HandshakeOptions o;

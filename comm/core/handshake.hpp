@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace taskwire::comm {
 
@@ -52,6 +54,19 @@ inline constexpr std::uint32_t kProtocolVersion = 10;
 /// one frame of a few KiB at most, so a peer announcing more is refused before anything is
 /// allocated for it; the handshake reads at most three messages (48 KiB in all).
 inline constexpr runtime::Limits kHandshakeLimits{1, 16u << 10, 16u << 10};
+
+/// A refused comm is closed gracefully (the verdict reaches the peer), then aborted after
+/// this long if the peer keeps it open: a refused peer holds no descriptor for long.
+inline constexpr std::chrono::milliseconds kRefusedLinger{2'000};
+
+/// What a tls:// listener's refusal of a peer that did not open with TLS (a tcp:// client)
+/// says; a refusal saying it fails the refused end with errc::tls (fatal: not retried).
+inline constexpr std::string_view kSpeaksTlsMark = "this port speaks TLS";
+
+/// A refusal VERDICT saying `reason`, framed as a plain (tcp://) comm reads a message: what a
+/// listener that cannot speak with its peer at all (TLS against plain) writes in place of its
+/// HELLO. The connecting end reads it as a refusal, with that sentence.
+std::vector<char> framed_refusal(const std::string& reason);
 
 /// Which end of the comm this is: the one that connected, or the one that accepted.
 enum class HandshakeSide { connecting, accepting };

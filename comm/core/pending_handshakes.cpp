@@ -14,7 +14,7 @@ constexpr std::size_t kMaxHostsNamed = 8;  // a summary names this many hosts at
 
 struct PendingHandshakes::Entry {
   std::uint64_t seq = 0;
-  std::weak_ptr<Comm> comm;
+  std::function<void()> abort;
   std::string host, peer_address;
   bool evicted = false;  // mu_
 };
@@ -35,15 +35,24 @@ std::string PendingHandshakes::source_host(const std::string& peer_address) {
 }
 
 PendingHandshakes::Ticket PendingHandshakes::admit(const CommPtr& comm) {
+  return admit(comm->peer_address(), comm->local_address(),
+               [weak = std::weak_ptr<Comm>(comm)] {
+                 if (auto c = weak.lock()) c->abort();
+               });
+}
+
+PendingHandshakes::Ticket PendingHandshakes::admit(const std::string& peer_address,
+                                                   const std::string& local_address,
+                                                   std::function<void()> abort) {
   auto ticket = std::make_shared<Entry>();
-  ticket->comm = comm;
-  ticket->peer_address = comm->peer_address();
+  ticket->abort = std::move(abort);
+  ticket->peer_address = peer_address;
   ticket->host = source_host(ticket->peer_address);
   std::vector<Ticket> victims;
   std::string listener;
   {
     std::lock_guard lock(mu_);
-    if (listener_.empty()) listener_ = "listener at " + comm->local_address();
+    if (listener_.empty()) listener_ = "listener at " + local_address;
     listener = listener_;
     std::size_t same_host = 0;
     for (const auto& [seq, e] : pending_) same_host += e->host == ticket->host;
@@ -72,7 +81,7 @@ PendingHandshakes::Ticket PendingHandshakes::admit(const CommPtr& comm) {
     spdlog::debug("{}: dropped the comm from {} still in its handshake, to make room for {} "
                   "(at most {} per listener, {} per host)",
                   listener, v->peer_address, ticket->peer_address, max_pending_, max_per_host_);
-    if (auto c = v->comm.lock()) c->abort();
+    v->abort();
   }
   return ticket;
 }
@@ -87,18 +96,18 @@ bool PendingHandshakes::finish(const Ticket& ticket) {
 // aborted rather than left to its handshake timeout, which may never fire once the runtime
 // stops, and a comm whose read handler holds its own handshake would then never be freed.
 void PendingHandshakes::stop() {
-  std::vector<CommPtr> in_handshake;
+  std::vector<Ticket> in_handshake;
   {
     std::lock_guard lock(mu_);
     stopped_ = true;
     summary_timer_.cancel();
     for (auto& [seq, entry] : pending_) {
       entry->evicted = true;  // its failure is no news (finish() says so)
-      if (auto c = entry->comm.lock()) in_handshake.push_back(std::move(c));
+      in_handshake.push_back(entry);
     }
     pending_.clear();
   }
-  for (auto& c : in_handshake) c->abort();
+  for (auto& t : in_handshake) t->abort();
 }
 
 void PendingHandshakes::note_eviction(const std::string& host) {

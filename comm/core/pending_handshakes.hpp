@@ -1,6 +1,7 @@
 #pragma once
-// The comms a listener has accepted whose handshake is not over yet, capped per listener and
-// per source host. A comm that would exceed a cap makes room by aborting the OLDEST pending
+// The connections a listener has accepted whose handshake is not over yet (tls://: its TLS
+// handshake, then the taskwire handshake of connect.hpp), capped per listener and per source
+// host. A comm that would exceed a cap makes room by aborting the OLDEST pending
 // one (of its host, for the per-host cap), not by being refused itself: a burst of peers that
 // connect and stay silent then cannot keep a real peer that comes after them waiting for
 // their handshake timeouts. Authenticated comms are never counted or touched. Evictions are
@@ -10,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +31,11 @@ class PendingHandshakes : public std::enable_shared_from_this<PendingHandshakes>
 
   /// Counts `comm` as in handshake, first aborting the oldest pending comms it displaces.
   Ticket admit(const CommPtr& comm);
+  /// The same for a connection that is not a comm yet (a TLS handshake): from `peer_address`
+  /// at the listener `local_address`; `abort` ends it, from any thread, and is called at most
+  /// once, outside the lock.
+  Ticket admit(const std::string& peer_address, const std::string& local_address,
+               std::function<void()> abort);
   /// The comm's peer has authenticated or its handshake is over: it no longer counts
   /// (idempotent). True if it had been evicted before (its failure is then no news).
   bool finish(const Ticket& ticket);

@@ -106,7 +106,8 @@ std::unique_ptr<Connector> InprocBackend::make_connector() {
 }
 
 std::unique_ptr<Listener> InprocBackend::make_listener(const Address& address,
-                                                       RawAcceptHandler on_comm) {
+                                                       RawAcceptHandler on_comm,
+                                                       const RawListenOptions&) {
   return std::make_unique<InprocListener>(context_.executor(), address.location,
                                           std::move(on_comm),
                                           context_.config().limits.max_queued_bytes);

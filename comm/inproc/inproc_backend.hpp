@@ -14,7 +14,8 @@ class InprocBackend final : public Backend {
   std::string_view scheme() const noexcept override { return "inproc"; }
   std::unique_ptr<Connector> make_connector() override;
   std::unique_ptr<Listener> make_listener(const Address& address,
-                                          RawAcceptHandler on_comm) override;
+                                          RawAcceptHandler on_comm,
+                                          const RawListenOptions& options) override;
 
  private:
   runtime::Context& context_;

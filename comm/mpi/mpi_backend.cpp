@@ -38,7 +38,8 @@ std::unique_ptr<Connector> MpiBackend::make_connector() {
 }
 
 std::unique_ptr<Listener> MpiBackend::make_listener(const Address& address,
-                                                    RawAcceptHandler on_comm) {
+                                                    RawAcceptHandler on_comm,
+                                                    const RawListenOptions&) {
   return std::make_unique<MpiListener>(core_, address, std::move(on_comm));
 }
 

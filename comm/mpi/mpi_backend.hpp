@@ -47,7 +47,8 @@ class MpiBackend final : public Backend {
   std::string_view scheme() const noexcept override { return "mpi"; }
   std::unique_ptr<Connector> make_connector() override;
   std::unique_ptr<Listener> make_listener(const Address& address,
-                                          RawAcceptHandler on_comm) override;
+                                          RawAcceptHandler on_comm,
+                                          const RawListenOptions& options) override;
 
  private:
   std::shared_ptr<MpiBackendCore> core_;

@@ -133,9 +133,10 @@ class StrandComm : public Comm, public std::enable_shared_from_this<Derived> {
     return true;
   }
 
-  void protocol_violation(const std::string& text) {
+  /// `code`: errc::tls when the peer turned out to speak TLS (framing.hpp's tls_record).
+  void protocol_violation(const std::string& text, errc code = errc::protocol) {
     spdlog::warn("{}: protocol error from {}: {}; aborting this comm", scheme_, peer_addr_, text);
-    derived().fail(make_error_code(errc::protocol), Side::read);
+    derived().fail(make_error_code(code), Side::read);
   }
 
   // The start of close(): false when the comm has ended or is closing already; else marks it

@@ -10,7 +10,8 @@ std::unique_ptr<Connector> TcpBackend::make_connector() {
 }
 
 std::unique_ptr<Listener> TcpBackend::make_listener(const Address& address,
-                                                    RawAcceptHandler on_comm) {
+                                                    RawAcceptHandler on_comm,
+                                                    const RawListenOptions&) {
   return std::make_unique<TcpListener>(context_.io(), address, context_.config().limits,
                                        std::move(on_comm));
 }

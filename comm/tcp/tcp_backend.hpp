@@ -13,7 +13,8 @@ class TcpBackend final : public Backend {
   std::string_view scheme() const noexcept override { return "tcp"; }
   std::unique_ptr<Connector> make_connector() override;
   std::unique_ptr<Listener> make_listener(const Address& address,
-                                          RawAcceptHandler on_comm) override;
+                                          RawAcceptHandler on_comm,
+                                          const RawListenOptions& options) override;
 
  private:
   runtime::Context& context_;

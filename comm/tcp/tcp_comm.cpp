@@ -71,7 +71,9 @@ void TcpComm::advance() {
     const std::size_t avail = rend_ - rbegin_;
     if (phase_ == Phase::prefix) {
       const auto st = decode_prefix(data, avail, read_limits_, lengths_);
-      if (st.kind == PrefixStatus::violation) return protocol_violation(st.violation_text);
+      if (st.kind == PrefixStatus::violation)
+        return protocol_violation(st.violation_text,
+                                  st.tls_record ? errc::tls : errc::protocol);
       if (st.kind == PrefixStatus::need_more) return read_more(st.bytes_needed);
       rbegin_ += st.bytes_needed;
       frames_.clear();

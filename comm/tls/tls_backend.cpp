@@ -1,5 +1,6 @@
 #include <taskwire/comm/tls/tls_backend.hpp>
 
+#include <taskwire/comm/core/pending_handshakes.hpp>
 #include <taskwire/comm/tcp/tcp_connector.hpp>
 #include <taskwire/comm/tcp/tcp_listener.hpp>
 #include <taskwire/comm/tls/tls_comm.hpp>
@@ -62,12 +63,16 @@ class TlsConnector final : public Connector {
 };
 
 // Accepts over a TcpListener, then runs each server handshake; a failed one is logged (with
-// the peer's address) and dropped, and the listener goes on serving.
+// the peer's address) and dropped, and the listener goes on serving. A connection in its TLS
+// handshake counts against the listener's pending-handshake caps (RawListenOptions), so that
+// silent peers at a tls:// port are evicted, oldest first, as they are at a tcp:// one.
 class TlsListener final : public Listener {
  public:
   TlsListener(asio::io_context& io, const Address& address, SslContextPtr ssl,
-              const runtime::Config& config, RawAcceptHandler on_comm)
-      : state_(std::make_shared<State>(std::move(ssl), config, std::move(on_comm))),
+              const runtime::Config& config, RawAcceptHandler on_comm,
+              const RawListenOptions& options)
+      : state_(std::make_shared<State>(std::move(ssl), config, std::move(on_comm),
+                                       options.pending)),
         inner_(io, address, [state = state_](tcp::Socket socket) {
           state->handshake(std::move(socket));
         }) {}
@@ -86,14 +91,17 @@ class TlsListener final : public Listener {
 
  private:
   struct State : std::enable_shared_from_this<State> {
-    State(SslContextPtr ssl_, const runtime::Config& config, RawAcceptHandler on_comm_)
+    State(SslContextPtr ssl_, const runtime::Config& config, RawAcceptHandler on_comm_,
+          std::shared_ptr<PendingHandshakes> pending_)
         : ssl(std::move(ssl_)), limits(config.limits), timeout(config.handshake_timeout),
-          on_comm(std::move(on_comm_)) {}
+          on_comm(std::move(on_comm_)), pending(std::move(pending_)) {}
 
     void handshake(tcp::Socket socket) {
       error_code ec;
       const auto remote = socket.remote_endpoint(ec);
       const std::string peer = ec ? std::string("tls://?") : format_endpoint(remote);
+      const auto local = socket.local_endpoint(ec);
+      const std::string here = ec ? std::string("tls://?") : format_endpoint(local);
       std::unique_ptr<TlsStream> stream;
       try {
         stream = make_tls_stream(std::move(socket), *ssl);
@@ -101,20 +109,31 @@ class TlsListener final : public Listener {
         spdlog::warn("tls: dropping the connection from {}: {}", peer, e.what());
         return;
       }
-      async_tls_handshake(std::move(stream), asio::ssl::stream_base::server, timeout, peer,
-                          [self = shared_from_this()](error_code e, std::unique_ptr<TlsStream> s) {
-                            if (e) return;  // logged by the handshake
-                            auto comm = std::make_shared<TlsComm>(std::move(s), self->limits);
-                            std::lock_guard lock(self->mu);
-                            if (self->stopped) return comm->abort();
-                            self->on_comm(std::move(comm));
-                          });
+      auto op = std::make_shared<TlsHandshake>(std::move(stream),
+                                               asio::ssl::stream_base::server, peer);
+      PendingHandshakes::Ticket ticket;
+      if (pending)
+        ticket = pending->admit(peer, here, [weak = std::weak_ptr<TlsHandshake>(op)] {
+          if (auto o = weak.lock()) o->abort();
+        });
+      op->start(timeout, [self = shared_from_this(), ticket](error_code e,
+                                                             std::unique_ptr<TlsStream> s) {
+        // Over now, whatever the outcome: the comm, if any, is counted anew by the taskwire
+        // handshake's own admission.
+        if (ticket) self->pending->finish(ticket);
+        if (e) return;  // logged by the handshake
+        auto comm = std::make_shared<TlsComm>(std::move(s), self->limits);
+        std::lock_guard lock(self->mu);
+        if (self->stopped) return comm->abort();
+        self->on_comm(std::move(comm));
+      });
     }
 
     SslContextPtr ssl;
     const runtime::Limits limits;
     const std::chrono::milliseconds timeout;
     RawAcceptHandler on_comm;
+    std::shared_ptr<PendingHandshakes> pending;  // null: not capped
     std::recursive_mutex mu;  // recursive: on_comm may stop the listener
     bool stopped = false;     // once set, on_comm is not called again
   };
@@ -132,10 +151,11 @@ std::unique_ptr<Connector> TlsBackend::make_connector() {
 }
 
 std::unique_ptr<Listener> TlsBackend::make_listener(const Address& address,
-                                                    RawAcceptHandler on_comm) {
+                                                    RawAcceptHandler on_comm,
+                                                    const RawListenOptions& options) {
   return std::make_unique<TlsListener>(context_.io(), address,
                                        make_server_context(context_.config()),
-                                       context_.config(), std::move(on_comm));
+                                       context_.config(), std::move(on_comm), options);
 }
 
 }  // namespace taskwire::comm::tls

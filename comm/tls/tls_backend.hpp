@@ -2,7 +2,9 @@
 // tls:// : TLS (OpenSSL, driven on the socket by tls_io.hpp) over the TCP backend's sockets,
 // framed as comm/core/framing.hpp says, with the context's configured limits. Addresses are
 // tls://HOST:PORT. Certificates come from runtime::Config's tls_* files (tls_context.hpp
-// says what each side presents and verifies); a listener needs a certificate and key.
+// says what each side presents and verifies); a listener needs a certificate and key. A
+// listener counts each connection in its TLS handshake against RawListenOptions::pending, and
+// answers a peer that does not open with TLS in plain framing (tls_handshake.hpp).
 #include <taskwire/comm/core/backend.hpp>
 #include <taskwire/runtime/context.hpp>
 
@@ -23,7 +25,8 @@ class TlsBackend final : public Backend {
   std::unique_ptr<Connector> make_connector() override;
   /// Throws CommError(tls_errc::config) naming the file, or saying a certificate is needed.
   std::unique_ptr<Listener> make_listener(const Address& address,
-                                          RawAcceptHandler on_comm) override;
+                                          RawAcceptHandler on_comm,
+                                          const RawListenOptions& options) override;
 
  private:
   runtime::Context& context_;

@@ -34,8 +34,8 @@ class TlsCategory final : public boost::system::error_category {
         return "TLS: the peer rejected this end's certificate (unknown CA, bad or expired "
                "certificate): check the peer's --tls-ca-file and this end's --tls-cert";
       case tls_errc::not_tls:
-        return "TLS: the peer does not speak TLS: is it listening on tls:// rather than "
-               "tcp:// (or a plain tcp:// client)?";
+        return "TLS: the peer does not speak TLS: this port does not speak TLS (a tcp:// "
+               "listener: give its tcp:// address), or the peer is a plain tcp:// client";
       case tls_errc::failed: return "TLS handshake failed (the log has OpenSSL's reason)";
     }
     return "unknown TLS error";

@@ -147,6 +147,22 @@ TEST_CASE("core: the framing codec checks every limit before allocating", "[core
   CHECK(comm::check_limits(runtime::Message({runtime::Frame::allocate(10)}), limits).empty());
 }
 
+TEST_CASE("core: a TLS record where a prefix belongs is refused as TLS, not as a frame count",
+          "[core]") {
+  // The first bytes of a TLS 1.2/1.3 ClientHello: handshake record, version 3.1, length 512,
+  // then the ClientHello's own header.
+  const std::vector<char> hello{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0x03};
+  std::vector<std::uint64_t> lengths;
+  auto st = comm::decode_prefix(hello.data(), hello.size(), comm::kHandshakeLimits, lengths);
+  CHECK(st.kind == comm::PrefixStatus::violation);
+  CHECK(st.tls_record);
+  CHECK_THAT(st.violation_text, Catch::Contains("speaks TLS"));
+  auto many = prefix({1ull << 40});  // an ordinary refusal says what it always said
+  st = comm::decode_prefix(many.data(), many.size(), comm::kHandshakeLimits, lengths);
+  CHECK_FALSE(st.tls_record);
+  CHECK_THAT(st.violation_text, Catch::Contains("frames"));
+}
+
 TEST_CASE("core: the framing codec's message limit holds with byte limits near 2^64", "[core]") {
   // Found by fuzz_framing (tests/fuzz/regressions/framing/message-limit-sum-wraps): the sum
   // of the lengths wrapped, so two frames of 2^63 bytes passed a message limit of 2^63.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The daemons' dashboard over real processes: a scheduler and two workers over tcp on
 # 127.0.0.1 (every port free), a client process through the scheduler file.
-#   dashboard_test.sh metrics|bad-requests|page SCHEDULER WORKER PRELOAD_LIB CLIENT
+#   dashboard_test.sh metrics|bad-requests|page|slowloris SCHEDULER WORKER PRELOAD_LIB CLIENT
+#     [SLOWLORIS]
 #   metrics       /health answers ok; /metrics of the scheduler and both workers pass
 #                 `promtool check metrics`, before and after a graph, and its counters grew
 #                 (tasks, errors, per-function durations, worker-to-worker transfers); the
@@ -9,7 +10,10 @@
 #                 worker's stream its own transfers on its own row
 #   bad-requests  404, an oversized header (431), an oversized body (413), garbage (400), a
 #                 client that never finishes its request (closed by the server), a flood of
-#                 idle connections past the cap: the scheduler still runs a graph after it
+#                 idle connections past the cap (the oldest are closed, /health answers): the
+#                 scheduler still runs a graph after it
+#   slowloris     200 slow clients (http_slowloris, the SLOWLORIS argument) while a graph
+#                 runs: 20 probes of /health one after another are each answered
 #   page          headless Chromium dumps the page's DOM twice while a graph runs: every
 #                 worker is listed, and the count of completed tasks grew
 #   screenshot FILE ...  as page, saving a 1280x800 screenshot to FILE (for the README)
@@ -17,7 +21,7 @@
 set -uo pipefail
 mode=$1
 if [ "$mode" = screenshot ]; then shot=$2; shift; fi
-scheduler=$2 worker=$3 lib=$4 client=$5
+scheduler=$2 worker=$3 lib=$4 client=$5 slowloris=${6:-}
 dir=$(mktemp -d /tmp/taskwire-dashboard-XXXXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$dir"; }
@@ -149,15 +153,27 @@ bad-requests)
   timeout 30 cat <&3 >/dev/null || fail "a half-sent request was not closed within 30 s"
   exec 3<&-
   ok "a slow client is disconnected"
-  # Idle connections past the cap (64): those over it are closed at once, the scheduler runs on.
+  # Idle connections past the cap (64): each one over it closes the oldest, the scheduler runs on.
   fds=()
   for _ in $(seq 1 80); do exec {fd}<>"/dev/tcp/${host%:*}/${host#*:}" && fds+=("$fd"); done
-  # Accepted after the 80 idle ones (the backlog keeps order): over the cap, closed unanswered.
-  [ "$(code "$surl/health")" = 000 ] || fail "/health answered past the connection cap"
+  # Accepted after the 80 idle ones (the backlog keeps order): the newest, so it is answered.
+  [ "$(code "$surl/health")" = 200 ] || fail "/health not answered past the connection cap"
   timeout 60 "$client" graph "$dir/s.json" || fail "graph while the dashboard is flooded"
   for fd in "${fds[@]}"; do exec {fd}<&-; done
   [ "$(code "$surl/health")" = 200 ] || fail "/health after the flood"
   ok "the scheduler ran a graph while its dashboard was flooded, and answers after"
+  ;;
+slowloris)
+  # A slot held by a slow client frees only at its 10 s request timeout, so each probe's 3 s
+  # ends well before any would: a probe is answered only because it closes the oldest.
+  [ -x "$slowloris" ] || fail "no http_slowloris given"
+  host=${surl#http://}
+  timeout 60 "$client" graph "$dir/s.json" >"$dir/client.log" 2>&1 &
+  graph=$!
+  timeout 120 "$slowloris" "${host%:*}" "${host#*:}" 200 20 3000 >"$dir/slowloris.log" 2>&1 ||
+    fail "/health under a slowloris: $(tail -n 1 "$dir/slowloris.log")"
+  ok "$(tail -n 1 "$dir/slowloris.log")"
+  wait "$graph" || fail "the graph under a slowloris"
   ;;
 page|screenshot)
   command -v chromium >/dev/null || fail "chromium is missing (third_party/install-deps.sh)"

@@ -17,6 +17,8 @@
 
 #include <limits>
 #include <string>
+#include <string_view>
+#include <vector>
 
 using namespace taskwire;
 namespace bhttp = boost::beast::http;
@@ -74,6 +76,35 @@ TEST_CASE("http: the server answers, refuses oversized headers and unknown paths
   CHECK(get(server.port(), "/elsewhere") == 404);
   CHECK(get(server.port(), "/echo", std::string(20'000, 'a')) == 431);
   CHECK(get(server.port(), "/echo", std::string(100, 'a')) == 200);
+  server.stop();
+  ctx.stop();
+}
+
+TEST_CASE("http: past the connection cap the oldest connection makes room, so slow clients "
+          "holding every slot do not keep a request out") {
+  runtime::Context ctx;
+  ctx.start();
+  http::HttpServerOptions options;
+  options.max_connections = 8;
+  http::HttpServer server(ctx.executor(), options, echo_handler());
+  server.start();
+  // Three times the cap of slowloris clients: each sends part of a request and waits (the
+  // request timeout, 10 s, would close them only then).
+  asio::io_context io;
+  std::vector<asio::ip::tcp::socket> slow;
+  for (int i = 0; i < 24; ++i) {
+    slow.emplace_back(io);
+    slow.back().connect({asio::ip::make_address("127.0.0.1"), server.port()});
+    asio::write(slow.back(), asio::buffer(std::string_view("GET /echo HTTP/1.1\r\nX-a: b\r\n")));
+  }
+  int answered = 0;
+  for (int i = 0; i < 20; ++i) answered += get(server.port(), "/echo") == 200;
+  CHECK(answered == 20);
+  // The oldest slow client was closed to make room, unanswered.
+  char byte = 0;
+  error_code ec;
+  CHECK(asio::read(slow.front(), asio::buffer(&byte, 1), ec) == 0);
+  CHECK((ec == asio::error::eof || ec == asio::error::connection_reset));
   server.stop();
   ctx.stop();
 }

@@ -8,8 +8,11 @@
 #     that never speak come first, then a client with a 20 s connect timeout, which must be
 #     served: without the pending-handshake cap the silent ones would hold every descriptor
 #     until their 60 s timeouts
+#   scheduler_test.sh silent-tls SCHEDULER PROBE CERT_DIR
+#     the same at a tls:// port (CERT_DIR from make_test_certs.sh): connections still in their
+#     TLS handshake count against the same cap
 set -uo pipefail
-mode=$1 scheduler=$2 probe=$3
+mode=$1 scheduler=$2 probe=$3 certs=${4:-}
 dir=$(mktemp -d /tmp/taskwire-security-XXXXXX)
 pid=
 cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$dir"; }
@@ -27,11 +30,18 @@ case "$mode" in
       --listen tcp://127.0.0.1:0 --scheduler-file "$dir/s.json" --log-level info \
       >"$dir/scheduler.log" 2>&1) &
     pid=$! ;;
-  *) echo "usage: $0 bigframe|silent SCHEDULER PROBE" >&2; exit 2 ;;
+  silent-tls)
+    (ulimit -n 256 && TASKWIRE_HANDSHAKE_TIMEOUT_MS=60000 exec "$scheduler" \
+      --listen tls://127.0.0.1:0 --tls-cert "$certs/node.pem" --tls-key "$certs/node.key" \
+      --scheduler-file "$dir/s.json" --log-level info >"$dir/scheduler.log" 2>&1) &
+    pid=$!
+    export TASKWIRE_TLS_CA_FILE="$certs/ca.pem" ;;  # for the probe's client only
+  *) echo "usage: $0 bigframe|silent SCHEDULER PROBE | silent-tls SCHEDULER PROBE CERT_DIR" >&2
+     exit 2 ;;
 esac
 for _ in $(seq 1 300); do [ -s "$dir/s.json" ] && break; sleep 0.1; done
 [ -s "$dir/s.json" ] || fail "no scheduler file after 30 s"
-address=$(grep -o 'tcp://[^"]*' "$dir/s.json" | head -n 1)
+address=$(grep -o 't[cl][ps]://[^"]*' "$dir/s.json" | head -n 1)
 
 if [ "$mode" = bigframe ]; then
   timeout 60 "$probe" bigframe "$address" "$pid" || fail "bigframe probe"

@@ -90,7 +90,8 @@ TEST_CASE("mpi: data races connection set-up in both directions", "[mpi]") {
         // Writes before reading, while the client may still be in its connect handler.
         for (std::uint32_t i = 0; i < kToClient; ++i) c->async_write(seq_message(i, i % 3 ? 0 : 3000), [](error_code) {});
         read_in_order(c, kToServer, server_done);
-      });
+      },
+      {});
   listener->start();
   fx.sync();
 

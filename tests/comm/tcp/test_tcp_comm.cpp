@@ -13,7 +13,7 @@ struct RawServer {
   explicit RawServer(Env& env) {
     listener = env.registry.get("tcp").make_listener(
         comm::Address::parse("tcp://127.0.0.1:0"),
-        [accepted = accepted](CommPtr c) { accepted->push(std::move(c)); });
+        [accepted = accepted](CommPtr c) { accepted->push(std::move(c)); }, {});
     listener->start();
   }
   std::uint16_t port() const { return port_of(listener->contact_address()); }

@@ -5,7 +5,10 @@
 
 #include <taskwire/comm/tls/tls_error.hpp>
 
+#include <cerrno>
+#include <memory>
 #include <string_view>
+#include <vector>
 
 namespace taskwire::test {
 namespace {
@@ -28,14 +31,38 @@ runtime::Config tls_config(std::string_view name, std::string_view ca) {
   return c;
 }
 
+struct Rejection {
+  error_code ec;
+  std::string detail;
+};
+
 struct Server {
-  explicit Server(runtime::Config config, const std::string& address = "tls://127.0.0.1:0")
-      : env(std::move(config)),
-        listener(comm::listen(env.registry, address, [q = accepted](CommPtr c) { q->push(c); })) {}
+  explicit Server(runtime::Config config, const std::string& address = "tls://127.0.0.1:0",
+                  comm::ListenOptions options = {})
+      : env(std::move(config)), listener(comm::listen(
+                                    env.registry, address,
+                                    [q = accepted](CommPtr c) { q->push(c); },
+                                    with_rejections(std::move(options)))) {}
+  comm::ListenOptions with_rejections(comm::ListenOptions options) {
+    options.on_reject = [q = rejected](error_code ec, std::string detail, std::string) {
+      q->push({ec, std::move(detail)});
+    };
+    return options;
+  }
+  std::uint16_t port() const { return port_of(listener->contact_address()); }
   Env env;
   std::shared_ptr<WaitQueue<CommPtr>> accepted = std::make_shared<WaitQueue<CommPtr>>();
+  std::shared_ptr<WaitQueue<Rejection>> rejected = std::make_shared<WaitQueue<Rejection>>();
   std::unique_ptr<comm::Listener> listener;
 };
+
+// True when the listener closed `s` (end of stream or reset); false when its receive timeout
+// (10 s) passed with the connection still open.
+bool closed_by_listener(RawSocket& s) {
+  char byte = 0;
+  const auto n = ::recv(s.fd(), &byte, 1, 0);
+  return n == 0 || (n < 0 && errno == ECONNRESET);
+}
 
 // The connect's error: code and sentence.
 std::pair<error_code, std::string> connect_error(Env& client, const std::string& address) {
@@ -129,26 +156,50 @@ TEST_CASE("tls: under mutual TLS a client certificate from another CA is refused
   CHECK(ec == tls_errc::rejected_by_peer);
 }
 
-TEST_CASE("tls: a tls client at a tcp listener fails at once with not_tls") {
-  Env tcp_env;
-  auto tcp_listener = comm::listen(tcp_env.registry, "tcp://127.0.0.1:0", [](CommPtr) {});
+TEST_CASE("tls: a tls client at a tcp listener fails at once with not_tls, and the listener "
+          "says that this port does not speak TLS") {
+  Server tcp_server(runtime::Config::from_env(), "tcp://127.0.0.1:0");
   Env client(tls_config("", "ca"));
-  const auto port = port_of(tcp_listener->contact_address());
-  auto [ec, what] = connect_error(client, "tls://127.0.0.1:" + std::to_string(port));
+  auto [ec, what] = connect_error(client, "tls://127.0.0.1:" + std::to_string(tcp_server.port()));
   CHECK(ec == tls_errc::not_tls);
+  CHECK(what.find("this port does not speak TLS") != std::string::npos);
   CHECK(what.find("tcp://") != std::string::npos);
+  // The listener's side: the ClientHello read as TLS, not as a malformed message.
+  const auto rejection = tcp_server.rejected->pop(kWait);
+  CHECK(rejection.ec == comm::errc::tls);
+  CHECK_THAT(rejection.detail, Catch::Contains("speaks TLS, and this port does not speak TLS"));
 }
 
-TEST_CASE("tls: a plain tcp client at a tls listener fails and the listener goes on serving") {
+TEST_CASE("tls: a plain tcp client at a tls listener is told that this port speaks TLS, and the "
+          "listener goes on serving") {
+  LogCapture log;
   Server server(tls_config("node", ""));
   auto config = runtime::Config::from_env();
-  config.connect_timeout = 300ms;
+  config.connect_timeout = 20s;  // the connect must fail of the refusal, long before this
   Env plain(config);
-  const auto port = port_of(server.listener->contact_address());
-  auto [ec, what] = connect_error(plain, "tcp://127.0.0.1:" + std::to_string(port));
-  CHECK(ec);
+  const auto port = std::to_string(server.port());
+  auto [ec, what] = connect_error(plain, "tcp://127.0.0.1:" + port);
+  CHECK(ec == comm::errc::tls);  // fatal: not retried until the timeout
+  CHECK_THAT(what, Catch::Contains("this port speaks TLS: connect to tls://127.0.0.1:" + port));
+  CHECK(log.has_warning({"not a TLS handshake", "a tcp:// client at a tls:// port"}));
   Env client(tls_config("", "ca"));
   check_round_trip(client, server);
+}
+
+TEST_CASE("tls: over the pending-handshake cap the oldest connection still in its TLS "
+          "handshake is dropped, and a real client gets in") {
+  auto config = tls_config("node", "");
+  config.handshake_timeout = 60s;  // silent peers would otherwise hold their sockets 60 s
+  comm::ListenOptions options;
+  options.max_pending_handshakes = 4;
+  options.max_pending_handshakes_per_host = 4;
+  Server server(config, "tls://127.0.0.1:0", options);
+  std::vector<std::unique_ptr<RawSocket>> silent;
+  for (int i = 0; i < 5; ++i) silent.push_back(std::make_unique<RawSocket>(server.port()));
+  CHECK(closed_by_listener(*silent[0]));  // displaced by the fifth
+  Env client(tls_config("", "ca"));
+  check_round_trip(client, server);  // displaces the next oldest on its way in
+  CHECK(closed_by_listener(*silent[1]));
 }
 
 TEST_CASE("tls: unusable files are start-up errors naming the file and the flag") {

@@ -31,7 +31,7 @@ runtime::Config node_config() {
 struct RawTlsServer {
   explicit RawTlsServer(Env& env) : backend(env.ctx) {
     listener = backend.make_listener(comm::Address::parse("tls://127.0.0.1:0"),
-                                     [q = accepted](CommPtr c) { q->push(std::move(c)); });
+                                     [q = accepted](CommPtr c) { q->push(std::move(c)); }, {});
     listener->start();
   }
   CommPtr connect() {
