@@ -100,6 +100,8 @@ class WakeBoard {
   bool crowded() const noexcept { return own_crowded_; }
   /// Removes this process's shm name once every peer mapped it (the mapping stays).
   void unlink_own() noexcept;
+  /// This rank's shm name ("/taskwire-wake-PID") until unlink_own(); empty without one.
+  const std::string& own_shm_name() const noexcept { return own_name_; }
 
   bool usable() const noexcept { return own_ != nullptr && fd_ >= 0; }
   /// Whether wake(rank) can reach `rank` (it is on this host and attached).
