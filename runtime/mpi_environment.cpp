@@ -149,7 +149,8 @@ void MpiEnvironment::init(int* argc, char*** argv) {
   for (int r = 0; r < size_; ++r) lost_status_[static_cast<std::size_t>(r)] = -1;
   // Names left by start-ups that SIGKILL cut short (no handler runs then): nobody else would.
   if (const int stale = remove_stale_wake_names())
-    spdlog::debug("rank {}: removed {} wake-board names of processes that are gone", rank_, stale);
+    spdlog::debug("rank {}: removed {} wake-board names of processes that are gone", rank_,
+                  stale);
   wake_board_ = std::make_shared<WakeBoard>();  // before the peers learn our pid
   {
     // Until the name is gone, a Ctrl-C or SIGTERM (Hydra forwards them) must not leave it.
@@ -164,7 +165,8 @@ void MpiEnvironment::init(int* argc, char*** argv) {
   }
   // spdlog's registry first, so that it is destroyed after the handler has run (statics and
   // atexit handlers unwind in reverse order) and shutdown can still log.
-  static const bool registered = (spdlog::default_logger_raw(), ::on_exit(shutdown_at_exit, nullptr), true);
+  static const bool registered =
+      (spdlog::default_logger_raw(), ::on_exit(shutdown_at_exit, nullptr), true);
   (void)registered;
   spdlog::debug("MPI environment up: rank {} of {}, {}, MPI_TAG_UB {}", rank_, size_,
                 level_name(provided), tag_ub_);
@@ -325,7 +327,7 @@ std::vector<int> MpiEnvironment::check_peers(bool now_please) {
   auto found_dead = [&](int r) {
     lost_[static_cast<std::size_t>(r)] = true;
     lost.push_back(r);
-    spdlog::error("rank {}: rank {} ({}) died without saying GOODBYE", rank_, r, how_lost(r));
+    spdlog::error("rank {}: rank {} died without saying GOODBYE: {}", rank_, r, how_lost(r));
   };
   for (int r = 0; r < size_; ++r) {
     const auto i = static_cast<std::size_t>(r);
@@ -368,7 +370,7 @@ std::string MpiEnvironment::host_of(int rank) const {
 
 std::string MpiEnvironment::how_lost(int rank) const {
   const auto i = static_cast<std::size_t>(rank);
-  if (rank < 0 || rank >= size_ || !peer_pids_[i]) return fmt::format("on host {}", host_of(rank));
+  if (rank < 0 || rank >= size_ || !peer_pids_[i]) return "its link to this host closed";
   const int status = lost_status_[i].load();
   if (status < 0) return fmt::format("pid {}", peer_pids_[i]);
   return fmt::format("pid {} {}", peer_pids_[i], describe_wait_status(status));
@@ -382,7 +384,8 @@ int MpiEnvironment::hold_launcher_links(bool hold) {
   for (std::size_t i = 0; i < peer_fds_.size(); ++i) {
     if (peer_fds_[i] < 0) continue;
     bool any = false;
-    for (int fd : {launcher_fds_[i], STDOUT_FILENO, STDERR_FILENO}) any |= links_.hold(peer_fds_[i], fd);
+    for (int fd : {launcher_fds_[i], STDOUT_FILENO, STDERR_FILENO})
+      any |= links_.hold(peer_fds_[i], fd);
     held += any ? 1 : 0;
   }
   return held;
@@ -466,8 +469,8 @@ void MpiEnvironment::take_goodbyes() {
     int found = 0;
     MPI_Message msg;
     MPI_Status st;
-    if (MPI_Improbe(MPI_ANY_SOURCE, kControlTag, comm_, &found, &msg, &st) != MPI_SUCCESS || !found)
-      return;
+    const int rc = MPI_Improbe(MPI_ANY_SOURCE, kControlTag, comm_, &found, &msg, &st);
+    if (rc != MPI_SUCCESS || !found) return;
     take_goodbye(msg, st);
   }
 }

@@ -144,7 +144,7 @@ class MpiEnvironment {
   bool is_lost(int rank) const noexcept;
   /// How a lost rank ended, as far as this rank can see: "pid 42 was killed by SIGKILL
   /// (Killed)" or "pid 42 exited with status 0" for a rank on this host (its zombie's wait
-  /// status), "on host h" otherwise.
+  /// status), "its link to this host closed" for a rank on another host.
   std::string how_lost(int rank) const;
   /// While held, the launcher does not end the job the instant a rank on this host dies
   /// (mpi_exits.hpp, LauncherLinks): the caller must watch check_peers() and end the job

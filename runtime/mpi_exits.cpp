@@ -38,7 +38,8 @@ void on_startup_signal(int signo) {
   ::unlink(g_guard_path);
   for (std::size_t i = 0; i < kNumGuarded; ++i) {
     if (kGuarded[i] != signo) continue;
-    [[maybe_unused]] const auto n = ::write(STDERR_FILENO, g_guard_line[i], g_guard_line_len[i]);
+    [[maybe_unused]] const auto n =
+        ::write(STDERR_FILENO, g_guard_line[i], g_guard_line_len[i]);
     ::sigaction(signo, &g_guard_previous[i], nullptr);
   }
   errno = saved;
@@ -65,7 +66,8 @@ std::string describe_wait_status(int status) {
 }
 
 // /proc/PID/stat: its state is field 3, after the command in parentheses (which may itself
-// hold spaces and parentheses: hence the last ')'); the exit code is the last field (Linux 3.5).
+// hold spaces and parentheses: hence the last ')'); the exit code is the last field (Linux
+// 3.5).
 std::optional<int> exit_status_of(long pid) {
   std::ifstream in(fmt::format("/proc/{}/stat", pid));
   std::string line;
@@ -95,11 +97,13 @@ bool LauncherLinks::hold(int pidfd, int fd) {
   const int copy = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, fd, 0));
   if (copy < 0) return false;
   struct stat st {};
-  if (::fstat(copy, &st) != 0 || !(S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode))) {  // a file: no link
+  // A file (a program that sent its output there) links to nothing: not held.
+  if (::fstat(copy, &st) != 0 || !(S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode))) {
     ::close(copy);
     return false;
   }
-  ::fcntl(copy, F_SETFD, FD_CLOEXEC);  // pidfd_getfd sets it already; a program's fork must not inherit it
+  // pidfd_getfd sets it already: a child the program starts must not hold the link.
+  ::fcntl(copy, F_SETFD, FD_CLOEXEC);
   fds_.push_back(copy);
   return true;
 #else
@@ -139,8 +143,9 @@ StartupSignalGuard::StartupSignalGuard(const std::string& shm_name, int rank) {
   // shm_open's names live in /dev/shm on Linux; unlink(2) is what a signal handler may call.
   std::snprintf(g_guard_path, sizeof g_guard_path, "/dev/shm%s", shm_name.c_str());
   for (std::size_t i = 0; i < kNumGuarded; ++i) {
-    const auto line = fmt::format("taskwire: rank {} received {} during MPI start-up, and ends by it\n",
-                                  rank, describe_signal(kGuarded[i]));
+    const auto line = fmt::format(
+        "taskwire: rank {} received {} during MPI start-up, and ends by it\n", rank,
+        describe_signal(kGuarded[i]));
     g_guard_line_len[i] = std::min(line.size(), sizeof g_guard_line[i] - 1);
     std::memcpy(g_guard_line[i], line.data(), g_guard_line_len[i]);
   }

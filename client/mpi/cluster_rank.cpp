@@ -28,6 +28,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// How long a rank that ends the job waits for the launcher to forward its output first.
+constexpr auto kOutputDrain = 250ms;
+
 [[noreturn]] void park_until_exit() {
   for (;;) std::this_thread::sleep_for(1s);
 }
@@ -134,8 +137,8 @@ void ClusterRank::watch_peers() {
     for (int r = 0; r < env_.size(); ++r) {
       if (r == env_.rank()) continue;
       if (env_.is_lost(r))
-        end_job(fmt::format("taskwire: rank {} ({} on host {}) died without shutting down: {}; an "
-                            "MPI job cannot continue without it, so rank {} ends the job",
+        end_job(fmt::format("taskwire: rank {} ({} on host {}) died without shutting down: {}; "
+                            "an MPI job cannot continue without it, so rank {} ends the job",
                             r, role_of(r), env_.host_of(r), env_.how_lost(r), env_.rank()));
       const auto why = env_.farewell_of(r);
       if (!why || why->orderly() || heard[static_cast<std::size_t>(r)]) continue;
@@ -152,24 +155,27 @@ void ClusterRank::watch_peers() {
 // Ctrl-C); any other rank leaving leaves the cluster short of a part MPI cannot replace.
 void ClusterRank::on_farewell(int rank, runtime::Farewell why) {
   using Kind = runtime::Farewell::Kind;
-  const auto who = fmt::format("rank {} ({} on host {})", rank, role_of(rank), env_.host_of(rank));
+  const auto who =
+      fmt::format("rank {} ({} on host {})", rank, role_of(rank), env_.host_of(rank));
   if (why.kind == Kind::signal && signals_) {
     if (signals_->received()) return;  // this rank got it too, or another: already ending
-    spdlog::warn("rank {}: {} {}: ending the job as if this rank had too", env_.rank(), who, why.str());
+    spdlog::warn("rank {}: {} {}: ending the job as if this rank had too", env_.rank(), who,
+                 why.str());
     signal_forwarded_ = true;
     signals_->forward(why.code);
     return;
   }
   if (why.kind == Kind::exit && rank == layout_.client_rank) {
-    const auto line = fmt::format("rank {}: {} {} with its cluster still up: the cluster shuts down",
+    const auto line = fmt::format("rank {}: {} {} with its cluster still up: the cluster "
+                                  "shuts down",
                                   env_.rank(), who, why.str());
     if (is_scheduler()) spdlog::warn("{}", line);
     else spdlog::info("{}", line);
     program_left_ = true;
     return;
   }
-  end_job(fmt::format("taskwire: {} {} while the job ran; an MPI job cannot continue without it, "
-                      "so rank {} ends the job",
+  end_job(fmt::format("taskwire: {} {} while the job ran; an MPI job cannot continue without "
+                      "it, so rank {} ends the job",
                       who, why.str(), env_.rank()));
 }
 
@@ -178,6 +184,10 @@ void ClusterRank::end_job(const std::string& why) {
   spdlog::default_logger()->flush();
   fmt::print(stderr, "{}\n", why);
   std::fflush(stderr);
+  // Hydra's proxy may take MPI_Abort before it has read what the ranks wrote (this line, the
+  // dead rank's last words): it then tears the job down and they are lost (1 run in 6 of
+  // exits_test.sh worker-quit). Nothing kills this rank meanwhile (the launcher links).
+  std::this_thread::sleep_for(kOutputDrain);
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::_Exit(1);  // MPI_Abort does not return; should it, this rank still must not go on
 }
@@ -269,7 +279,8 @@ void ClusterRank::end_client_rank_for_signal(int signo) {
 }
 
 void exit_after_signal(runtime::MpiEnvironment& env, int signo, bool threads_still_run) {
-  env.shutdown(runtime::Farewell::signalled(signo));  // a rank that got it alone: see on_farewell
+  // A rank that got it alone tells the others so (ClusterRank::on_farewell).
+  env.shutdown(runtime::Farewell::signalled(signo));
   spdlog::info("rank {}: ended by {}, exiting {}", env.rank(), ::strsignal(signo), 128 + signo);
   spdlog::default_logger()->flush();
   std::fflush(stdout);
@@ -371,7 +382,8 @@ int ClusterRank::serve_worker() {
   worker_->stop();
   const auto status = worker_->close_status();
   if (!status.clean && program_left()) {
-    spdlog::info("rank {}: worker stopped after the program left ({})", env_.rank(), status.reason);
+    spdlog::info("rank {}: worker stopped after the program left ({})", env_.rank(),
+                 status.reason);
     return 0;
   }
   if (!status.clean) {

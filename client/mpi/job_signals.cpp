@@ -67,7 +67,8 @@ void JobSignals::set_handler(std::function<void(int)> handler) {
 }
 
 void JobSignals::forward(int signo) {
-  if (signo > 0 && signo < kDeliverToNewHandler) write_byte(pipe_[1], static_cast<unsigned char>(signo));
+  if (signo > 0 && signo < kDeliverToNewHandler)
+    write_byte(pipe_[1], static_cast<unsigned char>(signo));
 }
 
 void JobSignals::respond() {

@@ -67,7 +67,8 @@ void shut_live_session_down_at_exit(int status, void*) {
   spdlog::warn("rank {}: the program exited (status {}) with its cluster still up: shutting the "
                "cluster down",
                impl->rank_id, status);
-  runtime::force_exit_after(detail::kSignalGraceSeconds, "shutting the cluster down at exit", status);
+  runtime::force_exit_after(detail::kSignalGraceSeconds, "shutting the cluster down at exit",
+                            status);
   try {
     impl->shutdown();
   } catch (const std::exception& e) {
@@ -85,7 +86,8 @@ void Session::Impl::shutdown() {
   rank.reset();
   if (env) env->shutdown();
   // A signal that came while the cluster was ending still ends the program, as on every rank.
-  if (signals && signals->received()) detail::exit_after_signal(*env, signals->received(), true);
+  if (signals && signals->received())
+    detail::exit_after_signal(*env, signals->received(), true);
   signals.reset();
 }
 
