@@ -151,11 +151,18 @@ void MpiEnvironment::init(int* argc, char*** argv) {
   if (const int stale = remove_stale_wake_names())
     spdlog::debug("rank {}: removed {} wake-board names of processes that are gone", rank_,
                   stale);
-  wake_board_ = std::make_shared<WakeBoard>();  // before the peers learn our pid
+  // Who shares this host first, then the wake-board names: while they exist every rank knows
+  // them all, and a signal (Hydra forwards a Ctrl-C to every rank) removes them all.
+  const std::uint64_t nonce = WakeBoard::random_nonce();
+  const auto all = exchange_identities(nonce);
+  wake_board_ = std::make_shared<WakeBoard>(WakeBoard::current_pid(), true, nonce);
   {
-    // Until the name is gone, a Ctrl-C or SIGTERM (Hydra forwards them) must not leave it.
-    StartupSignalGuard guard(wake_board_->own_shm_name(), rank_);
-    exchange_identities();
+    std::vector<std::string> names;
+    for (long key : host_keys_)
+      if (key) names.push_back(WakeBoard::shm_name_of(key));
+    StartupSignalGuard guard(names, rank_);
+    barrier();  // every rank here has its name
+    attach_wake_board(all);
     barrier();  // every peer has mapped our word: its name can go
     wake_board_->unlink_own();
   }
@@ -209,20 +216,18 @@ int MpiEnvironment::mpi_node() {
 
 // Which ranks share this host (watched by pid, woken through shared memory) and, when the job
 // spans several hosts, the sockets that reach the others (mpi_hosts.hpp).
-void MpiEnvironment::exchange_identities() {
-  auto me = HostIdentity::of_this_process(mpi_node(), wake_board_->nonce());
+std::vector<HostIdentity> MpiEnvironment::exchange_identities(std::uint64_t wake_nonce) {
+  auto me = HostIdentity::of_this_process(mpi_node(), wake_nonce);
   me.launcher_fd = launcher_socket_fd();
   const auto all = allgather(me);
   for (const auto& id : all) hosts_.emplace_back(id.host, ::strnlen(id.host, sizeof id.host));
   std::vector<long> keys(static_cast<std::size_t>(size_), 0);
-  std::vector<std::uint64_t> nonces(static_cast<std::size_t>(size_), 0);
   peer_pids_.assign(static_cast<std::size_t>(size_), 0);
   peer_fds_.assign(static_cast<std::size_t>(size_), -1);
   launcher_fds_.assign(static_cast<std::size_t>(size_), -1);
   bool several_hosts = false;
   for (int r = 0; r < size_; ++r) {
     const auto i = static_cast<std::size_t>(r);
-    nonces[i] = all[i].wake_nonce;
     // Every rank sees the same records: all of them agree whether the job spans hosts.
     several_hosts = several_hosts || !same_host(all[i], all[0]);
     if (!same_host(all[i], me)) continue;
@@ -236,10 +241,17 @@ void MpiEnvironment::exchange_identities() {
     peer_fds_[i] = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(all[i].pid), 0));
 #endif
   }
-  wake_board_->attach(keys, rank_, nonces);
-  wake_board_->set_crowded(crowded_ranks(all));
   several_hosts_ = several_hosts;
-  if (several_hosts) connect_hosts(keys);
+  host_keys_ = std::move(keys);
+  return all;
+}
+
+void MpiEnvironment::attach_wake_board(const std::vector<HostIdentity>& all) {
+  std::vector<std::uint64_t> nonces;
+  for (const auto& id : all) nonces.push_back(id.wake_nonce);
+  wake_board_->attach(host_keys_, rank_, nonces);
+  wake_board_->set_crowded(crowded_ranks(all));
+  if (several_hosts_) connect_hosts(host_keys_);
 }
 
 // Across hosts, MPICH's MPI_Finalize over UCX's TCP transport sometimes never returns: a

@@ -162,7 +162,10 @@ class MpiEnvironment {
 
  private:
   void init(int* argc, char*** argv);
-  void exchange_identities();
+  /// Collective: every rank's HostIdentity; sets hosts_, peer_pids_, peer_fds_,
+  /// launcher_fds_, host_keys_, several_hosts_.
+  std::vector<HostIdentity> exchange_identities(std::uint64_t wake_nonce);
+  void attach_wake_board(const std::vector<HostIdentity>& all);  ///< collective across hosts
   int mpi_node();
   void connect_hosts(const std::vector<long>& keys);
   template <class Record>
@@ -197,6 +200,7 @@ class MpiEnvironment {
   std::vector<long> peer_pids_;  // pid per rank on this host, 0 on other hosts
   std::vector<int> peer_fds_;    // pidfd per rank on this host, -1 if none
   std::vector<std::string> hosts_;  // host name per rank
+  std::vector<long> host_keys_;     // per rank: its pid if on this host (its wake-board key), else 0
   PeerWatch watch_;                 // of watched_rank_, on another host
   int watched_rank_ = -1;
   bool several_hosts_ = false;

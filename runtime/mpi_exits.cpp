@@ -27,7 +27,11 @@ constexpr const char* kWakePrefix = "taskwire-wake-";
 // The guard's state, read in signal context: fixed buffers, set before the handlers go in.
 constexpr int kGuarded[] = {SIGINT, SIGTERM, SIGHUP};
 constexpr std::size_t kNumGuarded = std::size(kGuarded);
-char g_guard_path[128];
+// Paths of the names to remove, each kGuardPath bytes, NUL-terminated (set before the
+// handlers go in, freed after they are gone).
+constexpr std::size_t kGuardPath = 64;
+char* g_guard_paths = nullptr;
+std::size_t g_guard_count = 0;
 char g_guard_line[kNumGuarded][192];
 std::size_t g_guard_line_len[kNumGuarded];
 struct sigaction g_guard_previous[kNumGuarded];
@@ -35,7 +39,7 @@ bool g_guard_installed[kNumGuarded];
 
 void on_startup_signal(int signo) {
   const int saved = errno;
-  ::unlink(g_guard_path);
+  for (std::size_t i = 0; i < g_guard_count; ++i) ::unlink(g_guard_paths + i * kGuardPath);
   for (std::size_t i = 0; i < kNumGuarded; ++i) {
     if (kGuarded[i] != signo) continue;
     [[maybe_unused]] const auto n =
@@ -139,9 +143,12 @@ int remove_stale_wake_names() {
   return removed;
 }
 
-StartupSignalGuard::StartupSignalGuard(const std::string& shm_name, int rank) {
+StartupSignalGuard::StartupSignalGuard(const std::vector<std::string>& shm_names, int rank) {
   // shm_open's names live in /dev/shm on Linux; unlink(2) is what a signal handler may call.
-  std::snprintf(g_guard_path, sizeof g_guard_path, "/dev/shm%s", shm_name.c_str());
+  g_guard_count = shm_names.size();
+  g_guard_paths = new char[std::max<std::size_t>(g_guard_count, 1) * kGuardPath]();
+  for (std::size_t i = 0; i < g_guard_count; ++i)
+    std::snprintf(g_guard_paths + i * kGuardPath, kGuardPath, "/dev/shm%s", shm_names[i].c_str());
   for (std::size_t i = 0; i < kNumGuarded; ++i) {
     const auto line = fmt::format(
         "taskwire: rank {} received {} during MPI start-up, and ends by it\n", rank,
@@ -149,7 +156,7 @@ StartupSignalGuard::StartupSignalGuard(const std::string& shm_name, int rank) {
     g_guard_line_len[i] = std::min(line.size(), sizeof g_guard_line[i] - 1);
     std::memcpy(g_guard_line[i], line.data(), g_guard_line_len[i]);
   }
-  if (shm_name.empty()) return;
+  if (shm_names.empty()) return;
   for (std::size_t i = 0; i < kNumGuarded; ++i) {
     struct sigaction now {};
     g_guard_installed[i] = false;
@@ -164,6 +171,9 @@ StartupSignalGuard::StartupSignalGuard(const std::string& shm_name, int rank) {
 StartupSignalGuard::~StartupSignalGuard() {
   for (std::size_t i = 0; i < kNumGuarded; ++i)
     if (g_guard_installed[i]) ::sigaction(kGuarded[i], &g_guard_previous[i], nullptr);
+  g_guard_count = 0;
+  delete[] g_guard_paths;
+  g_guard_paths = nullptr;
 }
 
 }  // namespace taskwire::runtime

@@ -68,12 +68,14 @@ class LauncherLinks {
 int remove_stale_wake_names();
 
 /// While it exists, SIGINT, SIGTERM and SIGHUP at their default action (which would end the
-/// process with its wake-board name still in /dev/shm) first remove `shm_name`, say which
-/// rank was interrupted during MPI start-up, then take their default action. Dispositions
-/// the program set itself are left alone. At most one at a time.
+/// process with its wake-board name still in /dev/shm) first remove `shm_names` (this rank's
+/// and those of the job's other ranks on this host: a rank that dies in start-up makes Hydra
+/// SIGKILL the others, maybe before their own handler ran), say which rank was interrupted
+/// during MPI start-up, then take their default action. Dispositions the program set itself
+/// are left alone. At most one at a time.
 class StartupSignalGuard {
  public:
-  StartupSignalGuard(const std::string& shm_name, int rank);
+  StartupSignalGuard(const std::vector<std::string>& shm_names, int rank);
   ~StartupSignalGuard();
   StartupSignalGuard(const StartupSignalGuard&) = delete;
   StartupSignalGuard& operator=(const StartupSignalGuard&) = delete;

@@ -64,7 +64,11 @@ class WakeBoard {
   /// Creates this rank's word, socket and (unless told not to: tests of the datagram path)
   /// eventfd, named after `key` (the process id; tests use others). Call before the peers learn the key; never throws (a failure leaves the board
   /// without wake-ups).
-  explicit WakeBoard(long key = current_pid(), bool with_event_fd = true);
+  /// `nonce`: what the page says for attach() to check (random_nonce() when 0).
+  explicit WakeBoard(long key = current_pid(), bool with_event_fd = true, std::uint64_t nonce = 0);
+  static std::uint64_t random_nonce();
+  /// The shm name of `key`'s page: "/taskwire-wake-KEY" (/dev/shm/taskwire-wake-KEY on Linux).
+  static std::string shm_name_of(long key);
   ~WakeBoard();
   WakeBoard(const WakeBoard&) = delete;
   WakeBoard& operator=(const WakeBoard&) = delete;
@@ -100,8 +104,6 @@ class WakeBoard {
   bool crowded() const noexcept { return own_crowded_; }
   /// Removes this process's shm name once every peer mapped it (the mapping stays).
   void unlink_own() noexcept;
-  /// This rank's shm name ("/taskwire-wake-PID") until unlink_own(); empty without one.
-  const std::string& own_shm_name() const noexcept { return own_name_; }
 
   bool usable() const noexcept { return own_ != nullptr && fd_ >= 0; }
   /// Whether wake(rank) can reach `rank` (it is on this host and attached).

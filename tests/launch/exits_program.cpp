@@ -12,6 +12,7 @@
 // "exits-test: rank R ends by ..." first, so that the test knows whom the job must name.
 #include <taskwire/client/mpi/launch.hpp>
 #include <taskwire/runtime/function_registry.hpp>
+#include <taskwire/runtime/mpi_hosts.hpp>
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -52,19 +53,34 @@ namespace {
 
 using namespace taskwire;
 
-// Rank 3 of slow-start: MPI up, and the environment's MPI_Comm_idup matched (so that the
-// other ranks get as far as their wake-board names), then nothing: the others wait for it in
-// their next collective until the test interrupts the start-up.
-[[noreturn]] void sit_in_startup(int& argc, char**& argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-  MPI_Comm dup;
-  MPI_Request req;
-  MPI_Comm_idup(MPI_COMM_WORLD, &dup, &req);
+// Rank 3 of slow-start: MPI up and MpiEnvironment's start-up collectives matched up to the
+// exchange of host identities (mirrors mpi_environment.cpp: MPI_Comm_idup, the barrier and
+// MPI_Comm_split_type of mpi_node(), the allgather of HostIdentity), so that the other ranks
+// get as far as their wake-board names; then nothing: they wait for it in their next
+// collective until the test interrupts the start-up.
+void wait_for(MPI_Request& req) {
   for (int done = 0; !done;) {
     MPI_Test(&req, &done, MPI_STATUS_IGNORE);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+}
+
+[[noreturn]] void sit_in_startup(int& argc, char**& argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  MPI_Comm dup, node;
+  MPI_Request req;
+  MPI_Comm_idup(MPI_COMM_WORLD, &dup, &req);
+  wait_for(req);
+  MPI_Ibarrier(dup, &req);
+  wait_for(req);
+  MPI_Comm_split_type(dup, MPI_COMM_TYPE_SHARED, 3, MPI_INFO_NULL, &node);
+  int size = 0;
+  MPI_Comm_size(dup, &size);
+  const runtime::HostIdentity mine{};  // all zero: not on anyone's host, no name to reach
+  std::vector<runtime::HostIdentity> all(static_cast<std::size_t>(size));
+  MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, dup, &req);
+  wait_for(req);
   fmt::print("exits-test: rank 3 sits in start-up\n");
   std::fflush(stdout);
   for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
