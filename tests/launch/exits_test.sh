@@ -55,16 +55,17 @@ fail() {
   exit 1
 }
 
-# wait_for SECONDS CONDITION...: polls CONDITION every 0.1 s, sampling the job's processes.
+# wait_for SECONDS CONDITION...: polls CONDITION about every 0.1 s, sampling the job's
+# processes, for SECONDS of wall time (sampling itself takes time on a loaded machine).
 wait_for() {
-  local tries=$(($1 * 10))
+  local end=$((SECONDS + $1))
   shift
-  for _ in $(seq 1 "$tries"); do
+  for (( ; ; )); do
     sample
     "$@" && return 0
+    [ "$SECONDS" -ge "$end" ] && return 1
     sleep 0.1
   done
-  return 1
 }
 job_ended() { ! kill -0 "$job" 2>/dev/null; }
 said() { grep -Eq "$1" "$dir/out"; }
