@@ -25,7 +25,7 @@ set(TASKWIRE_PUBLIC_INCLUDED_HEADERS
   comm/core/handshake.hpp comm/core/registry.hpp
   graph/options.hpp graph/plan.hpp graph/run.hpp
   runtime/asio.hpp runtime/batch.hpp runtime/byte_buffers.hpp runtime/config.hpp
-  runtime/frame.hpp runtime/histogram.hpp runtime/resources.hpp runtime/mpi_wake.hpp runtime/mpi_hosts.hpp runtime/protocol.hpp runtime/raw_codec.hpp
+  runtime/frame.hpp runtime/histogram.hpp runtime/resources.hpp runtime/mpi_wake.hpp runtime/mpi_hosts.hpp runtime/mpi_exits.hpp runtime/protocol.hpp runtime/raw_codec.hpp
   runtime/sendable.hpp                              # serialize.hpp
   runtime/wire_codec.hpp
   scheduler/dashboard_options.hpp scheduler/events.hpp scheduler/instructions.hpp scheduler/ptr_set.hpp  # scheduler_server.hpp

@@ -29,17 +29,26 @@ bool g_ever = false;
 
 // exit() without destroying the environment (a local in main, a worker calling exit())
 // would leave MPI unfinalised, which hydra turns into killing the whole job. Shut down in
-// order instead.
-void shutdown_at_exit() {
+// order instead, telling the other ranks the exit status (on_exit, not atexit: it has it),
+// so that whoever runs the job can end it rather than wait for this rank.
+void shutdown_at_exit(int status, void*) {
   MpiEnvironment* env;
   {
     std::lock_guard lock(g_mu);
     env = g_current;
   }
   if (env && !env->is_shut_down()) {
-    spdlog::warn("exit() with a live MpiEnvironment: shutting MPI down in order now");
-    env->shutdown();
+    spdlog::warn("rank {}: exit({}) with MPI still up: telling the other ranks, shutting MPI "
+                 "down in order",
+                 env->rank(), status);
+    env->shutdown(Farewell::exited(status));
   }
+}
+
+// A GOODBYE's Farewell in one word: 0 until it came.
+std::int64_t farewell_code(Farewell f) noexcept {
+  return (std::int64_t{static_cast<std::int32_t>(f.kind) + 1} << 32) |
+         static_cast<std::uint32_t>(f.code);
 }
 
 const char* level_name(int level) {
@@ -135,17 +144,36 @@ void MpiEnvironment::init(int* argc, char*** argv) {
   if (flag && ub) tag_ub_ = *ub;
   goodbye_from_ = std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(size_));
   lost_ = std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(size_));
-  wake_board_ = std::make_shared<WakeBoard>();  // before the peers learn our pid
-  exchange_identities();
-  barrier();  // every peer has mapped our word: its name can go
-  wake_board_->unlink_own();
+  farewell_ = std::make_unique<std::atomic<std::int64_t>[]>(static_cast<std::size_t>(size_));
+  lost_status_ = std::make_unique<std::atomic<int>[]>(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) lost_status_[static_cast<std::size_t>(r)] = -1;
+  // Names left by start-ups that SIGKILL cut short (no handler runs then): nobody else would.
+  if (const int stale = remove_stale_wake_names())
+    spdlog::debug("rank {}: removed {} wake-board names of processes that are gone", rank_,
+                  stale);
+  // Who shares this host first, then the wake-board names: while they exist every rank knows
+  // them all, and a signal (Hydra forwards a Ctrl-C to every rank) removes them all.
+  const std::uint64_t nonce = WakeBoard::random_nonce();
+  const auto all = exchange_identities(nonce);
+  wake_board_ = std::make_shared<WakeBoard>(WakeBoard::current_pid(), true, nonce);
+  {
+    std::vector<std::string> names;
+    for (long key : host_keys_)
+      if (key) names.push_back(WakeBoard::shm_name_of(key));
+    StartupSignalGuard guard(names, rank_);
+    barrier();  // every rank here has its name
+    attach_wake_board(all);
+    barrier();  // every peer has mapped our word: its name can go
+    wake_board_->unlink_own();
+  }
   {
     std::lock_guard lock(g_mu);
     g_current = this;
   }
   // spdlog's registry first, so that it is destroyed after the handler has run (statics and
   // atexit handlers unwind in reverse order) and shutdown can still log.
-  static const bool registered = (spdlog::default_logger_raw(), std::atexit(shutdown_at_exit), true);
+  static const bool registered =
+      (spdlog::default_logger_raw(), ::on_exit(shutdown_at_exit, nullptr), true);
   (void)registered;
   spdlog::debug("MPI environment up: rank {} of {}, {}, MPI_TAG_UB {}", rank_, size_,
                 level_name(provided), tag_ub_);
@@ -188,34 +216,42 @@ int MpiEnvironment::mpi_node() {
 
 // Which ranks share this host (watched by pid, woken through shared memory) and, when the job
 // spans several hosts, the sockets that reach the others (mpi_hosts.hpp).
-void MpiEnvironment::exchange_identities() {
-  const auto me = HostIdentity::of_this_process(mpi_node(), wake_board_->nonce());
+std::vector<HostIdentity> MpiEnvironment::exchange_identities(std::uint64_t wake_nonce) {
+  auto me = HostIdentity::of_this_process(mpi_node(), wake_nonce);
+  me.launcher_fd = launcher_socket_fd();
   const auto all = allgather(me);
   for (const auto& id : all) hosts_.emplace_back(id.host, ::strnlen(id.host, sizeof id.host));
   std::vector<long> keys(static_cast<std::size_t>(size_), 0);
-  std::vector<std::uint64_t> nonces(static_cast<std::size_t>(size_), 0);
   peer_pids_.assign(static_cast<std::size_t>(size_), 0);
   peer_fds_.assign(static_cast<std::size_t>(size_), -1);
+  launcher_fds_.assign(static_cast<std::size_t>(size_), -1);
   bool several_hosts = false;
   for (int r = 0; r < size_; ++r) {
     const auto i = static_cast<std::size_t>(r);
-    nonces[i] = all[i].wake_nonce;
     // Every rank sees the same records: all of them agree whether the job spans hosts.
     several_hosts = several_hosts || !same_host(all[i], all[0]);
     if (!same_host(all[i], me)) continue;
     keys[i] = static_cast<long>(all[i].pid);
     if (r == rank_) continue;
     peer_pids_[i] = all[i].pid;
+    launcher_fds_[i] = all[i].launcher_fd;
 #ifdef SYS_pidfd_open
     // A pidfd turns readable when the process ends, zombie or not (a launcher that does not
     // clean up may leave a dead rank unreaped, and kill(pid, 0) still finds those).
     peer_fds_[i] = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(all[i].pid), 0));
 #endif
   }
-  wake_board_->attach(keys, rank_, nonces);
-  wake_board_->set_crowded(crowded_ranks(all));
   several_hosts_ = several_hosts;
-  if (several_hosts) connect_hosts(keys);
+  host_keys_ = std::move(keys);
+  return all;
+}
+
+void MpiEnvironment::attach_wake_board(const std::vector<HostIdentity>& all) {
+  std::vector<std::uint64_t> nonces;
+  for (const auto& id : all) nonces.push_back(id.wake_nonce);
+  wake_board_->attach(host_keys_, rank_, nonces);
+  wake_board_->set_crowded(crowded_ranks(all));
+  if (several_hosts_) connect_hosts(host_keys_);
 }
 
 // Across hosts, MPICH's MPI_Finalize over UCX's TCP transport sometimes never returns: a
@@ -300,21 +336,24 @@ std::vector<int> MpiEnvironment::check_peers(bool now_please) {
   const auto now = Clock::now();
   if (!now_please && now < next_check_) return lost;
   next_check_ = now + std::chrono::milliseconds(200);
-  auto found_dead = [&](int r, const std::string& how) {
+  auto found_dead = [&](int r) {
     lost_[static_cast<std::size_t>(r)] = true;
     lost.push_back(r);
-    spdlog::error("rank {}: rank {} ({}) died without saying GOODBYE", rank_, r, how);
+    spdlog::error("rank {}: rank {} died without saying GOODBYE: {}", rank_, r, how_lost(r));
   };
   for (int r = 0; r < size_; ++r) {
     const auto i = static_cast<std::size_t>(r);
     if (!peer_pids_[i] || lost_[i] || goodbye_from_[i]) continue;
-    if (peer_process_ended(r)) found_dead(r, fmt::format("pid {}", peer_pids_[i]));
+    if (!peer_process_ended(r)) continue;
+    // Its launcher reaps it only once every rank here has closed its output: still a zombie.
+    if (const auto status = exit_status_of(peer_pids_[i])) lost_status_[i] = *status;
+    found_dead(r);
   }
   if (watched_rank_ >= 0 && !lost_[static_cast<std::size_t>(watched_rank_)] &&
       !goodbye_from_[static_cast<std::size_t>(watched_rank_)]) {
     const auto state = watch_.poll_state();
     if (state == PeerWatch::State::ended) {
-      found_dead(watched_rank_, fmt::format("on host {}", host_of(watched_rank_)));
+      found_dead(watched_rank_);
     } else if (state == PeerWatch::State::failed) {
       spdlog::warn("rank {}: cannot watch rank {} on host {}: its death would go unnoticed here",
                    rank_, watched_rank_, host_of(watched_rank_));
@@ -341,6 +380,29 @@ std::string MpiEnvironment::host_of(int rank) const {
   return i < hosts_.size() && !hosts_[i].empty() ? hosts_[i] : "?";
 }
 
+std::string MpiEnvironment::how_lost(int rank) const {
+  const auto i = static_cast<std::size_t>(rank);
+  if (rank < 0 || rank >= size_ || !peer_pids_[i]) return "its link to this host closed";
+  const int status = lost_status_[i].load();
+  if (status < 0) return fmt::format("pid {}", peer_pids_[i]);
+  return fmt::format("pid {} {}", peer_pids_[i], describe_wait_status(status));
+}
+
+int MpiEnvironment::hold_launcher_links(bool hold) {
+  std::lock_guard lock(links_mu_);
+  links_.release();
+  if (!hold) return 0;
+  int held = 0;
+  for (std::size_t i = 0; i < peer_fds_.size(); ++i) {
+    if (peer_fds_[i] < 0) continue;
+    bool any = false;
+    for (int fd : {launcher_fds_[i], STDOUT_FILENO, STDERR_FILENO})
+      any |= links_.hold(peer_fds_[i], fd);
+    held += any ? 1 : 0;
+  }
+  return held;
+}
+
 bool MpiEnvironment::is_lost(int rank) const noexcept {
   return rank >= 0 && rank < size_ && lost_[static_cast<std::size_t>(rank)].load();
 }
@@ -354,6 +416,7 @@ std::vector<int> MpiEnvironment::lost_without_goodbye() const {
 
 MpiEnvironment::~MpiEnvironment() {
   shutdown();
+  hold_launcher_links(false);
   for (int fd : peer_fds_)
     if (fd >= 0) ::close(fd);
   std::lock_guard lock(g_mu);
@@ -389,6 +452,49 @@ void MpiEnvironment::note_goodbye(int rank) noexcept {
   if (rank >= 0 && rank < size_) goodbye_from_[static_cast<std::size_t>(rank)] = true;
 }
 
+void MpiEnvironment::take_goodbye(MPI_Message& msg, const MPI_Status& status) {
+  MPI_Count count = 0;
+  MPI_Get_count_c(&status, MPI_BYTE, &count);
+  std::vector<char> buf(static_cast<std::size_t>(std::max<MPI_Count>(count, 0)));
+  MPI_Request req;
+  if (MPI_Imrecv_c(buf.data(), count, MPI_BYTE, &msg, &req) == MPI_SUCCESS) {
+    // A few bytes, matched: the first test completes it; the loop only guards a slow transport.
+    for (int done = 0; !done;)
+      if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
+  }
+  const int from = status.MPI_SOURCE;
+  if (from < 0 || from >= size_) return;
+  Farewell why;
+  if (buf.size() >= sizeof goodbye_payload_) {
+    std::int32_t words[2];
+    std::memcpy(words, buf.data(), sizeof words);
+    why = {static_cast<Farewell::Kind>(words[0]), words[1]};
+  }
+  farewell_[static_cast<std::size_t>(from)] = farewell_code(why);
+  note_goodbye(from);
+}
+
+void MpiEnvironment::take_goodbyes() {
+  std::lock_guard lock(*mutex_);
+  if (comm_ == MPI_COMM_NULL) return;  // shut down: comm_ was freed
+  for (;;) {
+    int found = 0;
+    MPI_Message msg;
+    MPI_Status st;
+    const int rc = MPI_Improbe(MPI_ANY_SOURCE, kControlTag, comm_, &found, &msg, &st);
+    if (rc != MPI_SUCCESS || !found) return;
+    take_goodbye(msg, st);
+  }
+}
+
+std::optional<Farewell> MpiEnvironment::farewell_of(int rank) const noexcept {
+  if (rank < 0 || rank >= size_) return std::nullopt;
+  const auto code = farewell_[static_cast<std::size_t>(rank)].load();
+  if (code == 0) return std::nullopt;
+  return Farewell{static_cast<Farewell::Kind>((code >> 32) - 1),
+                  static_cast<std::int32_t>(static_cast<std::uint32_t>(code))};
+}
+
 bool MpiEnvironment::said_goodbye(int rank) const noexcept {
   return rank >= 0 && rank < size_ && goodbye_from_[static_cast<std::size_t>(rank)].load();
 }
@@ -412,7 +518,7 @@ void MpiEnvironment::barrier() {
   if (rc != MPI_SUCCESS) throw std::runtime_error("MPI_Ibarrier failed: " + error_string(rc));
 }
 
-void MpiEnvironment::shutdown() noexcept {
+void MpiEnvironment::shutdown(Farewell why) noexcept {
   std::lock_guard once(shutdown_mu_);
   if (shut_down_) return;
   check_peers();
@@ -437,7 +543,7 @@ void MpiEnvironment::shutdown() noexcept {
   }
   hooks.clear();
   try {
-    drain_and_goodbye(deadline);
+    drain_and_goodbye(deadline, why);
   } catch (const std::exception& e) {
     abort_job(fmt::format("rank {}: MPI shutdown failed: {}", rank_, e.what()));
   }
@@ -450,12 +556,15 @@ void MpiEnvironment::shutdown() noexcept {
   spdlog::debug("MPI environment of rank {} shut down", rank_);
 }
 
-std::vector<MPI_Request> MpiEnvironment::send_goodbyes() {
+std::vector<MPI_Request> MpiEnvironment::send_goodbyes(Farewell why) {
   std::vector<MPI_Request> sends;
+  goodbye_payload_[0] = static_cast<std::int32_t>(why.kind);
+  goodbye_payload_[1] = why.code;
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
     MPI_Request req;
-    const int rc = MPI_Isend(nullptr, 0, MPI_BYTE, r, kControlTag, comm_, &req);
+    const int rc = MPI_Isend(goodbye_payload_, sizeof goodbye_payload_, MPI_BYTE, r, kControlTag,
+                             comm_, &req);
     if (rc != MPI_SUCCESS) throw std::runtime_error("GOODBYE: " + error_string(rc));
     sends.push_back(req);
     wake_board_->wake(r);  // its poller may be asleep
@@ -475,7 +584,10 @@ bool MpiEnvironment::take_and_discard(Discards& discards) {
     if (rc != MPI_SUCCESS) throw std::runtime_error("MPI_Improbe: " + error_string(rc));
     if (!found) return progress;
     progress = true;
-    if (st.MPI_TAG == kControlTag) note_goodbye(st.MPI_SOURCE);
+    if (st.MPI_TAG == kControlTag) {
+      take_goodbye(msg, st);
+      continue;
+    }
     MPI_Count count = 0;
     MPI_Get_count_c(&st, MPI_BYTE, &count);
     std::unique_ptr<char[]> buf(count > 0 ? new char[static_cast<std::size_t>(count)] : nullptr);
@@ -486,12 +598,12 @@ bool MpiEnvironment::take_and_discard(Discards& discards) {
   }
 }
 
-void MpiEnvironment::drain_and_goodbye(Clock::time_point deadline) {
+void MpiEnvironment::drain_and_goodbye(Clock::time_point deadline, Farewell why) {
   std::vector<MPI_Request> sends;
   Discards discards;
   {
     std::lock_guard lock(*mutex_);
-    sends = send_goodbyes();
+    sends = send_goodbyes(why);
   }
   auto missing = [&] {
     std::vector<int> out;

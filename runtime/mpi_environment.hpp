@@ -14,12 +14,15 @@
 // - shutdown() (also run by the destructor, and at exit() if the program forgot): the comm
 //   layer's hooks drain their traffic, then GOODBYE goes to every other rank, every rank's
 //   GOODBYE is awaited (anything else still arriving is discarded), a polled MPI_Ibarrier,
-//   MPI_Comm_free, MPI_Finalize.
+//   MPI_Comm_free, MPI_Finalize. A GOODBYE carries the rank's reason (mpi_exits.hpp): an
+//   orderly shutdown, exit(status) with MPI still up (the exit handler), or a signal; the
+//   other ranks read it with farewell_of(), and whoever runs the job decides what it means.
 //
 // At most one MpiEnvironment exists per process, and only one can ever be created (MPI
 // cannot be initialised again after MPI_Finalize). Thread-safety: all members are safe to
 // call from any thread.
 #include <taskwire/runtime/config.hpp>
+#include <taskwire/runtime/mpi_exits.hpp>
 #include <taskwire/runtime/mpi_hosts.hpp>
 #include <taskwire/runtime/mpi_wake.hpp>
 
@@ -30,6 +33,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -102,8 +106,10 @@ class MpiEnvironment {
   void barrier();
 
   /// Orderly, drained shutdown then MPI_Finalize (see above). Idempotent; must not be called
-  /// from a thread that a hook needs to make progress (hooks poll MPI themselves).
-  void shutdown() noexcept;
+  /// from a thread that a hook needs to make progress (hooks poll MPI themselves). `why`
+  /// goes with this rank's GOODBYE.
+  void shutdown() noexcept { shutdown(Farewell{}); }
+  void shutdown(Farewell why) noexcept;
   bool is_shut_down() const noexcept;
 
   /// The comm layer registers its drain here (runtime knows nothing of comm). Hooks run in
@@ -113,6 +119,14 @@ class MpiEnvironment {
 
   /// Called by whoever received a GOODBYE from `rank` on kControlTag.
   void note_goodbye(int rank) noexcept;
+  /// Receives a GOODBYE that MPI_Improbe matched on kControlTag (under mutex(); it is a few
+  /// bytes, already here), and notes it and its reason.
+  void take_goodbye(MPI_Message& msg, const MPI_Status& status);
+  /// Takes every GOODBYE that has arrived (take_goodbye()), for a rank whose comm layer does
+  /// not poll MPI (a cluster over TCP). Cheap; nothing after shutdown().
+  void take_goodbyes();
+  /// The reason `rank` gave with its GOODBYE; none before it came.
+  std::optional<Farewell> farewell_of(int rank) const noexcept;
   /// Whether `rank` said GOODBYE: it is shutting down, comms to it are over.
   bool said_goodbye(int rank) const noexcept;
 
@@ -128,6 +142,14 @@ class MpiEnvironment {
   /// Blocks until a watched peer may have ended, or `timeout` (then check_peers(true)).
   void wait_for_peer_event(std::chrono::milliseconds timeout);
   bool is_lost(int rank) const noexcept;
+  /// How a lost rank ended, as far as this rank can see: "pid 42 was killed by SIGKILL
+  /// (Killed)" or "pid 42 exited with status 0" for a rank on this host (its zombie's wait
+  /// status), "its link to this host closed" for a rank on another host.
+  std::string how_lost(int rank) const;
+  /// While held, the launcher does not end the job the instant a rank on this host dies
+  /// (mpi_exits.hpp, LauncherLinks): the caller must watch check_peers() and end the job
+  /// itself (MPI_Abort) when one did. Returns how many ranks' links are held.
+  int hold_launcher_links(bool hold);
   /// The host name `rank` reported at start-up ("?" if none), for messages.
   std::string host_of(int rank) const;
 
@@ -140,18 +162,21 @@ class MpiEnvironment {
 
  private:
   void init(int* argc, char*** argv);
-  void exchange_identities();
+  /// Collective: every rank's HostIdentity; sets hosts_, peer_pids_, peer_fds_,
+  /// launcher_fds_, host_keys_, several_hosts_.
+  std::vector<HostIdentity> exchange_identities(std::uint64_t wake_nonce);
+  void attach_wake_board(const std::vector<HostIdentity>& all);  ///< collective across hosts
   int mpi_node();
   void connect_hosts(const std::vector<long>& keys);
   template <class Record>
   std::vector<Record> allgather(const Record& mine);
   std::vector<int> lost_without_goodbye() const;
   bool peer_process_ended(int rank) const;
-  void drain_and_goodbye(Clock::time_point deadline);
+  void drain_and_goodbye(Clock::time_point deadline, Farewell why);
   /// Receives in full every message that has arrived and drops it (under mutex_).
   using Discards = std::vector<std::pair<MPI_Request, std::unique_ptr<char[]>>>;
   bool take_and_discard(Discards& discards);
-  std::vector<MPI_Request> send_goodbyes();  ///< under mutex_
+  std::vector<MPI_Request> send_goodbyes(Farewell why);  ///< under mutex_
   void shutdown_barrier(Clock::time_point deadline);
   void abort_job(const std::string& why) noexcept;
   void finalize();
@@ -165,9 +190,17 @@ class MpiEnvironment {
   std::mutex shutdown_mu_;  // one shutdown at a time
   std::unique_ptr<std::atomic<bool>[]> goodbye_from_;  // per rank
   std::unique_ptr<std::atomic<bool>[]> lost_;          // per rank
+  // Per rank: its GOODBYE's Farewell, encoded (farewell_code()); 0 before it came.
+  std::unique_ptr<std::atomic<std::int64_t>[]> farewell_;
+  std::unique_ptr<std::atomic<int>[]> lost_status_;   // per rank: wait status, -1 unknown
+  std::int32_t goodbye_payload_[2] = {};  // this rank's Farewell, sent with its GOODBYEs
+  std::vector<int> launcher_fds_;   // per rank on this host: its PMI socket's number, or -1
+  std::mutex links_mu_;
+  LauncherLinks links_;
   std::vector<long> peer_pids_;  // pid per rank on this host, 0 on other hosts
   std::vector<int> peer_fds_;    // pidfd per rank on this host, -1 if none
   std::vector<std::string> hosts_;  // host name per rank
+  std::vector<long> host_keys_;     // per rank: its pid if on this host (its wake-board key), else 0
   PeerWatch watch_;                 // of watched_rank_, on another host
   int watched_rank_ = -1;
   bool several_hosts_ = false;

@@ -23,7 +23,6 @@ namespace {
 
 constexpr std::size_t kWordBytes = 4096;
 
-std::string shm_name(long key) { return "/taskwire-wake-" + std::to_string(key); }
 
 // Abstract-namespace address (leading NUL): vanishes with the socket.
 socklen_t socket_address(long key, sockaddr_un& a) {
@@ -85,10 +84,16 @@ std::atomic<std::uint32_t>* map_word(int fd) {
 
 long WakeBoard::current_pid() noexcept { return ::getpid(); }
 
-WakeBoard::WakeBoard(long key, bool with_event_fd) {
+std::uint64_t WakeBoard::random_nonce() {
+  return (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+}
+
+std::string WakeBoard::shm_name_of(long key) { return "/taskwire-wake-" + std::to_string(key); }
+
+WakeBoard::WakeBoard(long key, bool with_event_fd, std::uint64_t nonce) {
   static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
-  nonce_ = (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
-  own_name_ = shm_name(key);
+  nonce_ = nonce ? nonce : random_nonce();
+  own_name_ = shm_name_of(key);
   // A stale name from a dead process with the same pid is simply reused.
   const int shm = ::shm_open(own_name_.c_str(), O_CREAT | O_RDWR | O_TRUNC | O_CLOEXEC, 0600);
   if (shm < 0 || ::ftruncate(shm, kWordBytes) != 0) {
@@ -142,7 +147,7 @@ void WakeBoard::attach(const std::vector<long>& keys, int own_rank,
     if (static_cast<int>(r) == own_rank) continue;
     if (keys[r]) {  // 0: another host
       ++local_ranks_;
-      const int shm = ::shm_open(shm_name(keys[r]).c_str(), O_RDWR | O_CLOEXEC, 0);
+      const int shm = ::shm_open(shm_name_of(keys[r]).c_str(), O_RDWR | O_CLOEXEC, 0);
       if (shm >= 0) {
         words_[r] = map_word(shm);
         ::close(shm);

@@ -64,7 +64,11 @@ class WakeBoard {
   /// Creates this rank's word, socket and (unless told not to: tests of the datagram path)
   /// eventfd, named after `key` (the process id; tests use others). Call before the peers learn the key; never throws (a failure leaves the board
   /// without wake-ups).
-  explicit WakeBoard(long key = current_pid(), bool with_event_fd = true);
+  /// `nonce`: what the page says for attach() to check (random_nonce() when 0).
+  explicit WakeBoard(long key = current_pid(), bool with_event_fd = true, std::uint64_t nonce = 0);
+  static std::uint64_t random_nonce();
+  /// The shm name of `key`'s page: "/taskwire-wake-KEY" (/dev/shm/taskwire-wake-KEY on Linux).
+  static std::string shm_name_of(long key);
   ~WakeBoard();
   WakeBoard(const WakeBoard&) = delete;
   WakeBoard& operator=(const WakeBoard&) = delete;

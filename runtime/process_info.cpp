@@ -1,8 +1,10 @@
 #include <taskwire/runtime/process_info.hpp>
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 
 namespace taskwire::runtime {
 
@@ -33,6 +35,13 @@ std::string host_name() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0) return {};
   return name;
+}
+
+std::string describe_signal(int signo) {
+  const char* abbrev = ::sigabbrev_np(signo);
+  const char* text = ::sigdescr_np(signo);
+  if (!abbrev) return fmt::format("signal {}", signo);
+  return fmt::format("SIG{} ({})", abbrev, text ? text : "unknown");
 }
 
 }  // namespace taskwire::runtime

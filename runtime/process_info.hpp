@@ -23,4 +23,7 @@ void release_free_memory() noexcept;
 /// This machine's host name (gethostname); empty when it cannot be read.
 std::string host_name();
 
+/// "SIGSEGV (Segmentation fault)", for any signal number ("signal 77" when it has no name).
+std::string describe_signal(int signo);
+
 }  // namespace taskwire::runtime

@@ -151,13 +151,6 @@ void install_fatal_signal_handlers(std::string_view who) {
   for (int signo : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::sigaction(signo, &action, nullptr);
 }
 
-std::string describe_signal(int signo) {
-  const char* abbrev = ::sigabbrev_np(signo);
-  const char* text = ::sigdescr_np(signo);
-  if (!abbrev) return fmt::format("signal {}", signo);
-  return fmt::format("SIG{} ({})", abbrev, text ? text : "unknown");
-}
-
 SharedRecord::SharedRecord() {
   fd_ = ::memfd_create("taskwire-nanny-record", 0);  // inherited by the child: no CLOEXEC
   if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "memfd_create");

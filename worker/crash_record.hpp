@@ -8,6 +8,8 @@
 // Writers: the threads that run tasks, each in its own slot (claimed by thread id). Readers:
 // the signal handler (its own thread's slot) and the nanny (after the child is gone), so no
 // lock is needed; the strings are cut to the slot's size.
+#include <taskwire/runtime/process_info.hpp>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -74,7 +76,7 @@ void set_identity(std::string_view name, std::string_view address);
 void install_fatal_signal_handlers(std::string_view who);
 
 /// "SIGSEGV (Segmentation fault)", for any signal number.
-std::string describe_signal(int signo);
+using runtime::describe_signal;
 
 /// The nanny's side: a record in a memfd that a child inherits.
 class SharedRecord {

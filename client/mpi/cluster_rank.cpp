@@ -4,6 +4,7 @@
 #include <taskwire/http/http_server.hpp>
 #include <taskwire/runtime/asio.hpp>
 #include <taskwire/runtime/mpi_broadcast.hpp>
+#include <taskwire/runtime/process_info.hpp>
 #include <taskwire/runtime/scheduler_file.hpp>
 #include <taskwire/scheduler/scheduler_server.hpp>
 #include <taskwire/worker/crash_record.hpp>
@@ -19,12 +20,16 @@
 #include <future>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 namespace taskwire::mpi::detail {
 
 using namespace std::chrono_literals;
 
 namespace {
+
+// How long a rank that ends the job waits for the launcher to forward its output first.
+constexpr auto kOutputDrain = 250ms;
 
 [[noreturn]] void park_until_exit() {
   for (;;) std::this_thread::sleep_for(1s);
@@ -88,6 +93,8 @@ ClusterRank::ClusterRank(runtime::MpiEnvironment& env, LaunchOptions options, La
   comm::register_builtin_backends(*registry_);
   context_->start();
   if (signals_) signals_->set_handler([this](int signo) { on_signal(signo); });
+  // The watchdog names a rank that dies before the launcher kills the job for it.
+  env_.hold_launcher_links(true);
   watchdog_ = std::thread([this] { watch_peers(); });
 }
 
@@ -96,6 +103,7 @@ ClusterRank::~ClusterRank() {
   if (signals_) signals_->set_handler({});
   stop_watch_ = true;
   watchdog_.join();
+  env_.hold_launcher_links(false);  // nobody here watches any more: the launcher does
   client_.reset();
   worker_.reset();
   scheduler_.reset();
@@ -119,23 +127,78 @@ std::string ClusterRank::role_of(int rank) const {
 }
 
 // A rank that dies leaves MPI unable to finish (MPI_Finalize would wait for it forever), and
-// launchers do not always end the job themselves: end it here, naming the rank.
+// launchers do not always end the job themselves: end it here, naming the rank. A rank that
+// leaves with a reason (its GOODBYE's) decides how: see on_farewell().
 void ClusterRank::watch_peers() {
+  std::vector<bool> heard(static_cast<std::size_t>(env_.size()), false);
   while (!stop_watch_) {
     env_.check_peers(/*now_please=*/true);
+    env_.take_goodbyes();  // a cluster over TCP leaves them to this thread
     for (int r = 0; r < env_.size(); ++r) {
-      if (r == env_.rank() || !env_.is_lost(r)) continue;
-      const auto why = fmt::format(
-          "taskwire: rank {} ({} on host {}) died without shutting down; an MPI job cannot "
-          "continue without it, so rank {} ends the job",
-          r, role_of(r), env_.host_of(r), env_.rank());
-      spdlog::critical("{}", why);
-      fmt::print(stderr, "{}\n", why);
-      std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, 1);
+      if (r == env_.rank()) continue;
+      if (env_.is_lost(r))
+        end_job(fmt::format("taskwire: rank {} ({} on host {}) died without shutting down: {}; "
+                            "an MPI job cannot continue without it, so rank {} ends the job",
+                            r, role_of(r), env_.host_of(r), env_.how_lost(r), env_.rank()));
+      const auto why = env_.farewell_of(r);
+      if (!why || why->orderly() || heard[static_cast<std::size_t>(r)]) continue;
+      heard[static_cast<std::size_t>(r)] = true;
+      on_farewell(r, *why);
     }
     env_.wait_for_peer_event(100ms);  // at once when a watched rank ends
   }
+}
+
+// A rank that left while the job runs: the program's rank ending (exit() or a return from
+// main without a shutdown) ends the cluster as a shutdown would; a signal that only one rank
+// got ends the job as if every rank had (the same exit status everywhere, as after a
+// Ctrl-C); any other rank leaving leaves the cluster short of a part MPI cannot replace.
+void ClusterRank::on_farewell(int rank, runtime::Farewell why) {
+  using Kind = runtime::Farewell::Kind;
+  const auto who =
+      fmt::format("rank {} ({} on host {})", rank, role_of(rank), env_.host_of(rank));
+  if (why.kind == Kind::signal && signals_) {
+    if (signals_->received()) return;  // this rank got it too, or another: already ending
+    spdlog::warn("rank {}: {} {}: ending the job as if this rank had too", env_.rank(), who,
+                 why.str());
+    signal_forwarded_ = true;
+    signals_->forward(why.code);
+    return;
+  }
+  if (why.kind == Kind::exit && rank == layout_.client_rank) {
+    const auto line = fmt::format("rank {}: {} {} with its cluster still up: the cluster "
+                                  "shuts down",
+                                  env_.rank(), who, why.str());
+    if (is_scheduler()) spdlog::warn("{}", line);
+    else spdlog::info("{}", line);
+    program_left_ = true;
+    return;
+  }
+  end_job(fmt::format("taskwire: {} {} while the job ran; an MPI job cannot continue without "
+                      "it, so rank {} ends the job",
+                      who, why.str(), env_.rank()));
+}
+
+void ClusterRank::end_job(const std::string& why) {
+  spdlog::critical("{}", why);
+  spdlog::default_logger()->flush();
+  fmt::print(stderr, "{}\n", why);
+  std::fflush(stderr);
+  // Hydra's proxy may take MPI_Abort before it has read what the ranks wrote (this line, the
+  // dead rank's last words): it then tears the job down and they are lost (1 run in 6 of
+  // exits_test.sh worker-quit). Nothing kills this rank meanwhile (the launcher links).
+  std::this_thread::sleep_for(kOutputDrain);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);  // MPI_Abort does not return; should it, this rank still must not go on
+}
+
+// Whether the program's rank left with the cluster up; looks for its GOODBYE itself, for a
+// worker whose scheduler vanished before the watchdog had read it.
+bool ClusterRank::program_left() {
+  if (program_left_) return true;
+  env_.take_goodbyes();
+  const auto why = env_.farewell_of(layout_.client_rank);
+  return why && why->kind == runtime::Farewell::Kind::exit;
 }
 
 int ClusterRank::worker_count() const noexcept {
@@ -193,7 +256,9 @@ void ClusterRank::start() {
 // On JobSignals' thread. Serving ranks only note it (serve() polls signal_received()); the
 // client rank's program is blocked somewhere in its own code, so the cluster is ended here.
 void ClusterRank::on_signal(int signo) {
-  spdlog::info("rank {}: {} received, shutting the cluster down", env_.rank(), ::strsignal(signo));
+  if (!signal_forwarded_)  // else the watchdog named the rank that got it
+    spdlog::warn("rank {} ({}): {} received, ending the job", env_.rank(), role_of(env_.rank()),
+                 runtime::describe_signal(signo));
   if (!is_client() || ending_.exchange(true)) return;  // not the client, or it is finishing
   signal_ends_ = true;
   end_client_rank_for_signal(signo);
@@ -214,7 +279,8 @@ void ClusterRank::end_client_rank_for_signal(int signo) {
 }
 
 void exit_after_signal(runtime::MpiEnvironment& env, int signo, bool threads_still_run) {
-  env.shutdown();
+  // A rank that got it alone tells the others so (ClusterRank::on_farewell).
+  env.shutdown(runtime::Farewell::signalled(signo));
   spdlog::info("rank {}: ended by {}, exiting {}", env.rank(), ::strsignal(signo), 128 + signo);
   spdlog::default_logger()->flush();
   std::fflush(stdout);
@@ -300,7 +366,7 @@ int ClusterRank::serve() {
 int ClusterRank::serve_scheduler() {
   auto finished = scheduler_->finished();
   while (finished.wait_for(50ms) != std::future_status::ready)
-    if (signal_received()) break;  // on_signal logged it
+    if (signal_received() || program_left_) break;  // on_signal, on_farewell logged it
   scheduler_->stop();
   return 0;
 }
@@ -308,13 +374,18 @@ int ClusterRank::serve_scheduler() {
 int ClusterRank::serve_worker() {
   bool stop_requested = false;
   while (!worker_->wait_closed(50ms)) {
-    if (!stop_requested && signal_received()) {
+    if (!stop_requested && (signal_received() || program_left_)) {
       worker_->request_stop();
       stop_requested = true;
     }
   }
   worker_->stop();
   const auto status = worker_->close_status();
+  if (!status.clean && program_left()) {
+    spdlog::info("rank {}: worker stopped after the program left ({})", env_.rank(),
+                 status.reason);
+    return 0;
+  }
   if (!status.clean) {
     spdlog::error("rank {}: worker ended: {}", env_.rank(), status.reason);
     return 1;

@@ -65,6 +65,9 @@ class ClusterRank {
   int serve_scheduler();
   int serve_worker();
   void watch_peers();
+  void on_farewell(int rank, runtime::Farewell why);
+  [[noreturn]] void end_job(const std::string& why);
+  bool program_left();
   void on_signal(int signo);
   [[noreturn]] void end_client_rank_for_signal(int signo);
   std::string role_of(int rank) const;
@@ -87,7 +90,11 @@ class ClusterRank {
   std::atomic<bool> signal_ends_{false};  // a signal won: the process ends on its thread
   JobSignals* signals_;                   // null: signals not handled
   std::atomic<bool> stop_watch_{false};
-  std::thread watchdog_;  // ends the job when a rank dies (MPI cannot go on without it)
+  // The program's rank left (exit() or a return from main) with the cluster up: this rank's
+  // part ends as if the program had shut the cluster down.
+  std::atomic<bool> program_left_{false};
+  std::atomic<bool> signal_forwarded_{false};  // the watcher passed on another rank's signal
+  std::thread watchdog_;  // ends the job when a rank dies or leaves (MPI cannot go on without it)
 };
 
 /// Ends a rank whose job was ended by `signo` (SIGINT/SIGTERM): MPI's orderly shutdown

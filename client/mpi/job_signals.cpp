@@ -66,6 +66,11 @@ void JobSignals::set_handler(std::function<void(int)> handler) {
   if (handler_ && received_ && !delivered_) write_byte(pipe_[1], kDeliverToNewHandler);
 }
 
+void JobSignals::forward(int signo) {
+  if (signo > 0 && signo < kDeliverToNewHandler)
+    write_byte(pipe_[1], static_cast<unsigned char>(signo));
+}
+
 void JobSignals::respond() {
   for (;;) {
     unsigned char byte = 0;

@@ -37,6 +37,10 @@ class JobSignals {
   /// The first signal caught (SIGINT or SIGTERM), or 0.
   int received() const noexcept { return received_.load(); }
 
+  /// Handles `signo` as if this process had caught it: another rank of the job got it alone
+  /// (a `kill` of one rank), and the job ends as a whole, the same way as after a Ctrl-C.
+  void forward(int signo);
+
  private:
   void respond();
 

@@ -1,5 +1,6 @@
 #include <taskwire/client/mpi/cluster_rank.hpp>
 #include <taskwire/client/mpi/launch.hpp>
+#include <taskwire/runtime/force_exit.hpp>
 #include <taskwire/runtime/log.hpp>
 #include <taskwire/runtime/preload.hpp>
 
@@ -7,7 +8,9 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <mutex>
 #include <stdexcept>
+#include <utility>
 
 namespace taskwire::mpi {
 
@@ -34,7 +37,59 @@ struct Session::Impl {
   Transport transport;
   int rank_id = 0, size = 1, workers = 0;
   std::string scheduler_address;
+
+  void shutdown();
 };
+
+namespace {
+
+// The session whose cluster is up, on the program's rank: a program that calls exit() (or
+// returns from main with the session still alive, leaked or global) shuts it down at exit,
+// as its destructor would have; else every other rank would wait for it forever.
+std::mutex g_live_mu;
+Session::Impl* g_live = nullptr;
+
+void set_live(Session::Impl* impl, Session::Impl* expected) {
+  std::lock_guard lock(g_live_mu);
+  if (g_live == expected) g_live = impl;
+}
+
+// Registered after the environment's own exit handler, so it runs first: the cluster ends
+// before MPI does. Bounded like a signal's end: the thread that called exit() may be one the
+// shutdown needs (a callback's), and then the process ends with the program's status anyway.
+void shut_live_session_down_at_exit(int status, void*) {
+  Session::Impl* impl;
+  {
+    std::lock_guard lock(g_live_mu);
+    impl = std::exchange(g_live, nullptr);
+  }
+  if (!impl) return;
+  spdlog::warn("rank {}: the program exited (status {}) with its cluster still up: shutting the "
+               "cluster down",
+               impl->rank_id, status);
+  runtime::force_exit_after(detail::kSignalGraceSeconds, "shutting the cluster down at exit",
+                            status);
+  try {
+    impl->shutdown();
+  } catch (const std::exception& e) {
+    spdlog::error("rank {}: cluster shutdown at exit: {}", impl->rank_id, e.what());
+  }
+  runtime::force_exit_after(0, "");
+}
+
+}  // namespace
+
+void Session::Impl::shutdown() {
+  set_live(nullptr, this);
+  if (!rank) return;
+  rank->finish_client();
+  rank.reset();
+  if (env) env->shutdown();
+  // A signal that came while the cluster was ending still ends the program, as on every rank.
+  if (signals && signals->received())
+    detail::exit_after_signal(*env, signals->received(), true);
+  signals.reset();
+}
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::Session(Session&&) noexcept = default;
@@ -67,14 +122,7 @@ const std::string& Session::scheduler_address() const noexcept {
 }
 
 void Session::shutdown() {
-  if (!impl_ || !impl_->rank) return;
-  impl_->rank->finish_client();
-  impl_->rank.reset();
-  if (impl_->env) impl_->env->shutdown();
-  // A signal that came while the cluster was ending still ends the program, as on every rank.
-  if (impl_->signals && impl_->signals->received())
-    detail::exit_after_signal(*impl_->env, impl_->signals->received(), true);
-  impl_->signals.reset();
+  if (impl_) impl_->shutdown();
 }
 
 namespace {
@@ -84,6 +132,9 @@ namespace {
 Session launch(int& argc, char**& argv, const LaunchOptions& options, Layout layout,
                int min_ranks, const char* who) {
   auto env = std::make_unique<runtime::MpiEnvironment>(argc, argv);
+  // After the environment's handler (it registered one when it started): this one runs first.
+  static const bool at_exit = (::on_exit(shut_live_session_down_at_exit, nullptr), true);
+  (void)at_exit;
   std::unique_ptr<detail::JobSignals> signals;
   if (options.handle_signals)
     signals = std::make_unique<detail::JobSignals>(detail::kSignalGraceSeconds);
@@ -115,6 +166,7 @@ Session launch(int& argc, char**& argv, const LaunchOptions& options, Layout lay
   impl->rank = std::move(rank);
   impl->env = std::move(env);
   impl->signals = std::move(signals);
+  set_live(impl.get(), nullptr);
   return Session(std::move(impl));
 }
 

@@ -382,8 +382,7 @@ bool MpiPoller::receive_incoming() {
     MPI_Count count = 0;
     MPI_Get_count_c(&st, MPI_BYTE, &count);
     if (st.MPI_TAG == runtime::MpiEnvironment::kControlTag) {
-      discard_message(msg, count, nullptr);
-      env_->note_goodbye(st.MPI_SOURCE);
+      env_->take_goodbye(msg, st);
       on_peer_gone(st.MPI_SOURCE, errc::closed);
       continue;
     }

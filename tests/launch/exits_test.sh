@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Every way a rank can leave an MPI job launched with taskwire::mpi::initialize (4 ranks:
+# scheduler, the program, two workers; tests/launch/exits_program.cpp):
+#   exits_test.sh SCENARIO MPIEXEC EXITS_PROGRAM
+#   exit-client      the program calls exit(3) with its cluster up: the job ends 3, cleanly
+#   leak-session     the program returns 0 from main, its session leaked: the job ends 0
+#   worker-exit      a task calls exit(5) on a worker rank
+#   worker-quit      a task ends its worker rank with _exit(0) (a normal status, no handler)
+#   worker-kill      a task SIGKILLs its worker rank
+#   sigkill          the test SIGKILLs worker rank 2
+#   sigterm          the test sends SIGTERM to worker rank 2 alone: every rank exits 143
+#   startup-sigterm  SIGTERM to mpiexec while ranks 0-2 hold their wake-board names in start-up
+#   startup-sigkill  SIGKILL to rank 0 then: the names its peers leave (Hydra SIGKILLs them)
+#                    are removed by the next launch's start-up
+# Judged: the job ends within 30 s of the event (MPIEXEC_TIMEOUT=60 is the safety net), its
+# output names the rank that left and why, mpiexec's status, no process of the job (its
+# process tree) alive 10 s after mpiexec returned, and no /dev/shm/taskwire-wake-PID of its pids.
+# Prints FAILED on a failure (ctest's FAIL_REGULAR_EXPRESSION) and exits 1.
+set -uo pipefail
+scenario=$1 mpiexec=$2 program=$3
+dir=$(mktemp -d "$PWD/exits-test-XXXXXX")  # the build tree, out of reach of sweeps of /tmp
+job=
+declare -A seen=()  # every pid of the job (mpiexec, Hydra's proxy, the ranks), sampled
+# Hydra puts each process in a session of its own: the job is mpiexec's process tree.
+descendants() {
+  local p
+  for p in $(pgrep -P "$1" 2>/dev/null); do
+    echo "$p"
+    descendants "$p"
+  done
+}
+sample() {
+  local p
+  [ -n "$job" ] || return 0
+  for p in "$job" $(descendants "$job") $(sed -n 's/^exits-test: rank [0-9] pid \([0-9]*\)$/\1/p' "$dir/out"); do
+    seen[$p]=1
+  done
+}
+alive() {  # the job's processes still running (zombies do not count: they hold nothing)
+  local p
+  for p in "${!seen[@]}"; do
+    [ -e "/proc/$p" ] && [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ] && echo "$p"
+  done
+}
+cleanup() {
+  local p
+  for p in $(alive); do kill -9 "$p" 2>/dev/null; done
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAILED $scenario: $*"
+  echo "--- job output"
+  cat "$dir/out"
+  exit 1
+}
+
+# wait_for SECONDS CONDITION...: polls CONDITION about every 0.1 s, sampling the job's
+# processes, for SECONDS of wall time (sampling itself takes time on a loaded machine).
+wait_for() {
+  local end=$((SECONDS + $1))
+  shift
+  for (( ; ; )); do
+    sample
+    "$@" && return 0
+    [ "$SECONDS" -ge "$end" ] && return 1
+    sleep 0.1
+  done
+}
+job_ended() { ! kill -0 "$job" 2>/dev/null; }
+said() { grep -Eq "$1" "$dir/out"; }
+rank_pid() { sed -n "s/^exits-test: rank $1 pid \([0-9]*\)$/\1/p" "$dir/out" | head -1; }
+wake_names_of_ranks() {  # all of ranks 0-2 hold their wake-board names (start-up)
+  local r p
+  for r in 0 1 2; do
+    p=$(rank_pid "$r")
+    [ -n "$p" ] && [ -e "/dev/shm/taskwire-wake-$p" ] || return 1
+  done
+}
+
+mode=$scenario
+case $scenario in
+  sigkill | sigterm) mode=forever ;;
+  startup-*) mode=slow-start ;;
+esac
+: >"$dir/out"
+EXITS_LOG_LEVEL=warn MPIEXEC_TIMEOUT=60 setsid "$mpiexec" -n 4 "$program" "$mode" >"$dir/out" 2>&1 &
+job=$!
+
+case $scenario in
+  sigkill | sigterm)
+    wait_for 30 said "^exits-test: cluster up" || fail "the cluster did not come up within 30 s"
+    victim=$(rank_pid 2)
+    if [ "$scenario" = sigkill ]; then kill -KILL "$victim"; else kill -TERM "$victim"; fi
+    ;;
+  startup-*)
+    wait_for 30 wake_names_of_ranks || fail "ranks 0-2 did not reach start-up within 30 s"
+    victim=$(rank_pid 0)
+    if [ "$scenario" = startup-sigterm ]; then kill -TERM "$job"; else kill -KILL "$victim"; fi
+    ;;
+esac
+wait_for 30 job_ended || fail "the job still runs 30 s after the event"
+wait "$job"
+rc=$?
+sample
+finished_job=$job
+job=
+# Its processes: none may outlive mpiexec by more than 10 s.
+wait_for 10 eval '[ -z "$(alive)" ]' || fail "processes of the job still alive 10 s after it ended: $(alive)"
+
+# expect STATUS PATTERN WHAT: mpiexec's status (a number, or "nonzero") and a line naming
+# the rank that left.
+expect() {
+  if [ "$1" = nonzero ]; then
+    [ "$rc" -ne 0 ] || fail "mpiexec exited 0 although a rank left"
+  else
+    [ "$rc" -eq "$1" ] || fail "mpiexec exited $rc, not $1"
+  fi
+  said "$2" || fail "no line names $3"
+}
+leaver=$(sed -n 's/^exits-test: rank \([0-9]\) ends by.*/\1/p' "$dir/out" | head -1)
+worker="\(worker on host [^)]*\)"
+died="died without shutting down: pid"
+case $scenario in
+  exit-client) expect 3 "rank 1: the program exited \(status 3\) with its cluster still up" "rank 1" ;;
+  leak-session) expect 0 "rank 1: the program exited \(status 0\) with its cluster still up" "rank 1" ;;
+  worker-exit) expect nonzero "taskwire: rank $leaver $worker called exit\(5\)" "rank '$leaver', exit(5)" ;;
+  worker-quit)
+    expect nonzero "taskwire: rank $leaver $worker $died [0-9]+ exited with status 0" "rank '$leaver', status 0" ;;
+  worker-kill)
+    expect nonzero "taskwire: rank $leaver $worker $died [0-9]+ was killed by SIGKILL" "rank '$leaver', SIGKILL" ;;
+  sigkill) expect nonzero "taskwire: rank 2 $worker $died $victim was killed by SIGKILL" "rank 2, SIGKILL" ;;
+  sigterm)
+    # Every rank ends as after a Ctrl-C (143), none killed; rank 2 says so, and the others.
+    expect 143 "rank 2 \(worker\): SIGTERM \(Terminated\) received, ending the job" "rank 2 itself"
+    said "rank [013]: rank 2 $worker received SIGTERM \(Terminated\): ending the job" ||
+      fail "no other rank named rank 2 and its SIGTERM"
+    said "BAD TERMINATION" && fail "a rank was killed" ;;
+  startup-sigterm)
+    expect nonzero "taskwire: rank [012] received SIGTERM \(Terminated\) during MPI start-up" "a rank in start-up" ;;
+  startup-sigkill)
+    # Hydra SIGKILLs the others: nothing of theirs runs, their names stay until a start-up
+    # on this host sweeps them (a 1-rank launch: MpiEnvironment starts, then initialize
+    # refuses a job that small).
+    MPIEXEC_TIMEOUT=30 "$mpiexec" -n 1 "$program" exit-client >"$dir/sweep" 2>&1
+    grep -q "needs at least 3 MPI ranks" "$dir/sweep" || { cat "$dir/sweep"; fail "the sweeping launch did not start"; } ;;
+esac
+for p in "${!seen[@]}"; do
+  [ -e "/dev/shm/taskwire-wake-$p" ] && fail "/dev/shm/taskwire-wake-$p of the job's pid $p is left"
+done
+grep -E "^taskwire:|\] rank [0-9]+( \([a-z]+\))?: " "$dir/out" | grep -v "exits-test" | head -8
+echo "$scenario: exit $rc, ${#seen[@]} processes of job $finished_job gone, no wake-board name left"
