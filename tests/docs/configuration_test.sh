@@ -75,6 +75,9 @@ structs=(
   "graph/options.hpp ProgressOptions"
   "client/progress.hpp ProgressReportOptions"
   "graph/graph.hpp ReduceOptions"
+  "launch/job_cluster.hpp JobClusterOptions"
+  "launch/adaptive.hpp AdaptOptions"
+  "launch/slurm/slurm_batch.hpp SlurmCommands"
 )
 for entry in "${structs[@]}"; do
   read -r header name <<<"$entry"

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# taskwire launched under the one-node Slurm of slurm_up.sh (ctest fixture "slurm"):
+#   launch_test.sh STATE_DIR mpi-sbatch|mpi-srun MPIEXEC TASKWIRE_MPI PRELOAD_LIB CLIENT
+#     taskwire-mpi, 4 ranks, as `sbatch --wrap 'mpiexec.mpich -n 4 ...'` (hydra inside the
+#     allocation, which starts its ranks through srun) or as `srun --mpi=pmi2 -n 4 -O ...`;
+#     a client outside the job computes through its scheduler file and shuts it down; the
+#     job must end COMPLETED with exit code 0, and its log must name ranks 0-3 (not rank 0
+#     four times, as SLURM_PROCID would under hydra)
+#   launch_test.sh STATE_DIR program-sbatch|program-srun MPIEXEC PROGRAM
+#     a user program with taskwire::mpi::initialize (tests/launch/launch_program.cpp) the same
+#     two ways; it checks its own results ("rank 1: done, 0 failures")
+# Exits 77 ("SKIPPED ...") when the fixture found no usable Slurm; prints "FAILED ..." and
+# exits 1 on a failure, after cancelling its job. Leaves no job and no process behind.
+set -uo pipefail
+state=$1 mode=$2
+[ -f "$state/env" ] && . "$state/env" && timeout 10 sinfo >/dev/null 2>&1 ||
+  { echo "SKIPPED: no one-node Slurm in $state (see the test 'slurm: a one-node Slurm starts')"; exit 77; }
+dir=$(mktemp -d "$state/launch-XXXXXX")
+job="" pid=""
+cleanup() {
+  [ -n "$job" ] && scancel "$job" 2>/dev/null
+  [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAILED $mode: $*"
+  for f in "$dir"/*.out "$dir"/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 40 "$f"; }; done
+  exit 1
+}
+# The state the job ended in, as slurmctld keeps it (MinJobAge) after the job is gone.
+job_end() {
+  for _ in $(seq 1 300); do
+    s=$(scontrol -o show job "$job" 2>/dev/null) || break
+    grep -qE 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY)' <<<"$s" &&
+      { grep -oE 'JobState=[A-Z_]+|ExitCode=[0-9:]+' <<<"$s" | tr '\n' ' '; return; }
+    sleep 0.1
+  done
+  echo "still running after 30 s"
+}
+wait_for_file() {
+  for _ in $(seq 1 300); do [ -s "$1" ] && return 0; sleep 0.1; done
+  fail "no $1 after 30 s"
+}
+# Every rank logs "[rank N]" at info; under hydra in sbatch each must be its own.
+check_ranks() {
+  for r in 0 1 2 3; do grep -q "\[rank $r\]" "$1" || fail "no log line of rank $r in $1"; done
+}
+
+case $mode in
+mpi-sbatch|mpi-srun)
+  mpiexec=$3 exe=$4 lib=$5 client=$6
+  args=(--preload "$lib" --scheduler-file "$dir/s.json" --no-dashboard --log-level info)
+  if [ "$mode" = mpi-sbatch ]; then
+    job=$(sbatch --parsable -n 4 -t 2 -o "$dir/job.out" \
+      --wrap "MPIEXEC_TIMEOUT=90 $mpiexec -n 4 $exe ${args[*]}") || fail "sbatch"
+  else
+    timeout 90 srun --mpi=pmi2 -n 4 -O -t 2 "$exe" "${args[@]}" >"$dir/job.out" 2>&1 &
+    pid=$!
+  fi
+  wait_for_file "$dir/s.json"
+  timeout 60 "$client" compute "$dir/s.json" >"$dir/client.log" 2>&1 || fail "the client"
+  if [ "$mode" = mpi-sbatch ]; then
+    end=$(job_end)
+    [[ "$end" == *"JobState=COMPLETED ExitCode=0:0"* ]] || fail "job $job ended: $end"
+  else
+    timeout 30 tail --pid="$pid" -f /dev/null || fail "srun still running 30 s after shutdown"
+    wait "$pid" || fail "srun exited $?"
+  fi
+  pid=""
+  check_ranks "$dir/job.out"
+  ;;
+program-sbatch|program-srun)
+  mpiexec=$3 program=$4
+  if [ "$mode" = program-sbatch ]; then
+    job=$(sbatch --parsable -n 4 -t 2 -o "$dir/job.out" \
+      --wrap "MPIEXEC_TIMEOUT=90 $mpiexec -n 4 $program initialize mpi") || fail "sbatch"
+    end=$(job_end)
+    [[ "$end" == *"JobState=COMPLETED ExitCode=0:0"* ]] || fail "job $job ended: $end"
+  else
+    timeout 90 srun --mpi=pmi2 -n 4 -O -t 2 "$program" initialize mpi >"$dir/job.out" 2>&1 ||
+      fail "srun exited $?"
+  fi
+  grep -q "rank 1: done, 0 failures" "$dir/job.out" || fail "the program did not finish its checks"
+  grep -q "FAILED" "$dir/job.out" && fail "a check failed"
+  ;;
+*) echo "usage: launch_test.sh STATE_DIR MODE ..."; exit 2 ;;
+esac
+job=""
+# Nothing of this test left: no job of ours in the queue, no taskwire process.
+left=$(squeue -h -o %i 2>/dev/null)
+[ -z "$left" ] || fail "jobs still queued: $left"
+echo "PASSED $mode"
