@@ -31,9 +31,9 @@ void check(const JobClusterOptions& o) {
         "processes must be between 1 and cores ({}): each worker needs a core", o.cores));
   if (o.job_name.empty() ||
       o.job_name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                   "0123456789_.") != std::string::npos)
+                                   "0123456789_.-") != std::string::npos)
     throw std::invalid_argument("job_name '" + o.job_name +
-                                "': letters, digits, '_' and '.' only (workers are named "
+                                "': letters, digits, '_', '.' and '-' only (workers are named "
                                 "JOBNAME-JOBID-I)");
 }
 

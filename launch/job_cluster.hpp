@@ -30,31 +30,31 @@ namespace taskwire::launch {
 /// Designated-initializer friendly; the names are dask-jobqueue's where it has one.
 struct JobClusterOptions {
   unsigned cores = 1;    ///< CPUs per job, shared by its workers' threads
-  std::string memory;    ///< memory per job ("16GiB", "4GB", bytes); "": no request
+  std::string memory = {};    ///< memory per job ("16GiB", "4GB", bytes); "": no request
   unsigned processes = 1;  ///< workers per job, each with cores / processes threads
   std::chrono::seconds walltime{1800};  ///< each job's time limit; 0: the queue's default
-  std::string queue;     ///< Slurm's partition (#SBATCH -p); "": the default one
-  std::string account;   ///< #SBATCH -A; "": the user's default
-  std::vector<std::string> job_extra_directives;  ///< e.g. "--gres=gpu:1", "--exclusive"
-  std::vector<std::string> job_script_prologue;   ///< shell lines before the workers start
-  std::string log_directory;  ///< where each job's output goes; "": the submit directory
+  std::string queue = {};     ///< Slurm's partition (#SBATCH -p); "": the default one
+  std::string account = {};   ///< #SBATCH -A; "": the user's default
+  std::vector<std::string> job_extra_directives = {};  ///< e.g. "--gres=gpu:1", "--exclusive"
+  std::vector<std::string> job_script_prologue = {};   ///< shell lines before the workers start
+  std::string log_directory = {};  ///< where each job's output goes; "": the submit directory
   std::string job_name = "taskwire-worker";  ///< the jobs' name and the workers' name prefix
   /// The worker program as the job finds it: on the compute nodes' PATH, or a full path.
   std::string worker_executable = "taskwire-worker";
   /// More flags for each worker, e.g. {"--preload", "/path/libtasks.so"}.
-  std::vector<std::string> worker_extra_args;
+  std::vector<std::string> worker_extra_args = {};
   /// A worker that cannot reach the scheduler this long exits (its --connect-timeout).
   std::chrono::seconds death_timeout{60};
   /// Where this process's scheduler listens; a wildcard listens on every interface.
   std::string listen = "tcp://0.0.0.0:0";
   /// The address the workers are told; "": `interface`'s, else what the host name resolves to
   /// (127.0.0.1, with a warning, when that is only loopback).
-  std::string host;
-  std::string interface;  ///< e.g. "ib0": advertise that interface's address
+  std::string host = {};
+  std::string interface = {};  ///< e.g. "ib0": advertise that interface's address
 };
 
 struct JobStatus {
-  std::string id;
+  std::string id = {};
   JobState state = JobState::pending;
   std::size_t workers = 0;  ///< of its workers, those connected to the scheduler now
 };

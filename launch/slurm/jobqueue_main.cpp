@@ -2,7 +2,7 @@
 // to a scheduler file, holds --workers (or --jobs) workers as Slurm jobs, or adapts between
 // --adapt-minimum and --adapt-maximum, until SIGINT/SIGTERM; then it cancels every job it
 // started. A client finds the cluster with Client::from_scheduler_file(F).
-//   taskwire-jobqueue --cores 4 --memory 16GiB --walltime 1h --workers 8 \
+//   taskwire-jobqueue --cores 4 --memory 16GiB --walltime 1h --workers 8
 //     --worker-arg=--preload --worker-arg=/home/me/libtasks.so --scheduler-file sched.json
 #include <taskwire/launch/slurm/slurm_cluster.hpp>
 #include <taskwire/runtime/daemon_bootstrap.hpp>

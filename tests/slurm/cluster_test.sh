@@ -4,8 +4,13 @@
 #   cluster_test.sh STATE_DIR scale|scancel|adapt CLIENT WORKER PRELOAD_LIB
 #     the client program checks the scenario itself
 #   cluster_test.sh STATE_DIR killed CLIENT WORKER PRELOAD_LIB
-#     the client (its scheduler inside) is SIGKILLed with 2 worker jobs running: every job
-#     must be gone within the death timeout (10 s) plus Slurm's clean-up
+#     the client (its scheduler inside) is SIGKILLed with 2 worker jobs running and a third
+#     waiting for their CPUs: the running ones end at once (their connection closes), the
+#     third starts then and its worker, finding no scheduler, exits after the death timeout
+#     (10 s): every job must be gone within 25 s
+#   cluster_test.sh STATE_DIR jobqueue JOBQUEUE WORKER PRELOAD_LIB DAEMON_CLIENT
+#     taskwire-jobqueue --workers 2 --scheduler-file F: its --print-script, then a client
+#     computes through F and shuts the cluster down; SIGTERM ends taskwire-jobqueue (exit 0)
 # Every mode then checks that no job is left in the queue. Exits 77 ("SKIPPED ...") when the
 # fixture found no usable Slurm.
 set -uo pipefail
@@ -41,9 +46,28 @@ if [ "$mode" = killed ]; then
   echo "jobs $jobs; SIGKILL to the client (pid $pid)"
   kill -9 "$pid"; wait "$pid" 2>/dev/null; pid=""
   start=$(date +%s%N)
-  no_jobs_within 20 || fail "jobs still queued 20 s after the client died: $(squeue -h)"
+  no_jobs_within 25 || fail "jobs still queued 25 s after the client died: $(squeue -h)"
   echo "every job gone $(( ($(date +%s%N) - start) / 1000000 )) ms after the client was killed"
   echo "PASSED killed"
+  exit 0
+fi
+
+if [ "$mode" = jobqueue ]; then
+  jobqueue=$client daemon_client=${6:?}
+  args=(--worker "$worker" --worker-arg=--preload "--worker-arg=$lib" --worker-arg=--no-dashboard
+    --cores 1 --walltime 5m --death-timeout 10s --listen tcp://127.0.0.1:0)
+  "$jobqueue" "${args[@]}" --print-script >"$dir/script.txt" || fail "--print-script"
+  grep -q -- "--connect-timeout 10s --preload $lib --no-dashboard" "$dir/script.txt" ||
+    fail "--print-script: $(cat "$dir/script.txt")"
+  "$jobqueue" "${args[@]}" --workers 2 --scheduler-file "$dir/s.json" >"$dir/jobqueue.log" 2>&1 &
+  pid=$!
+  timeout 60 "$daemon_client" compute "$dir/s.json" || fail "the client"
+  kill -TERM "$pid"
+  timeout 30 tail --pid="$pid" -f /dev/null || fail "taskwire-jobqueue still running 30 s after SIGTERM"
+  wait "$pid" || { cat "$dir/jobqueue.log"; fail "taskwire-jobqueue exited $?"; }
+  pid=""
+  no_jobs_within 15 || fail "jobs still queued 15 s after taskwire-jobqueue ended: $(squeue -h)"
+  echo "PASSED jobqueue"
   exit 0
 fi
 

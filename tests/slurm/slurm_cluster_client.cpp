@@ -4,7 +4,8 @@
 //   slurm_cluster_client scancel WORKER PRELOAD   a worker's job scancelled mid-graph: the
 //                                                 graph stays right and a job replaces it
 //   slurm_cluster_client adapt WORKER PRELOAD     adapt(0..4): idle, a burst, idle again
-//   slurm_cluster_client hold WORKER PRELOAD      scale(2), prints "JOBS id id" and waits to
+//   slurm_cluster_client hold WORKER PRELOAD      3 jobs of 2 cores on the 4-CPU node: 2 run,
+//                                                 1 waits; prints "JOBS id id id" and waits to
 //                                                 be killed (cluster_test.sh SIGKILLs it)
 // Prints "CHECKED <what>" / "FAILED <what>"; exits 0 only if every check passed.
 #include "tests/cluster/cluster_functions.hpp"
@@ -131,13 +132,16 @@ int main(int argc, char** argv) {
   }
   const std::string mode = argv[1];
   try {
-    SlurmCluster cluster(options(argv[2], argv[3]));
+    auto o = options(argv[2], argv[3]);
+    if (mode == "hold") o.cores = 2;  // the third job waits for a running one to end
+    SlurmCluster cluster(o);
     if (mode == "scale") scale(cluster);
     else if (mode == "scancel") scancel_one(cluster);
     else if (mode == "adapt") adapt(cluster);
     else if (mode == "hold") {
-      cluster.scale(2);
-      check(cluster.wait_for_workers(2, 60s), "scale(2): 2 workers connect");
+      cluster.scale_jobs(3);
+      check(cluster.wait_for_workers(2, 60s), "scale_jobs(3): 2 workers connect");
+      check(until([&] { return cluster.jobs().size() == 3; }, 10s), "3 jobs queued or running");
       std::string ids;
       for (const auto& j : cluster.jobs()) ids += " " + j.id;
       fmt::print("JOBS{}\n", ids);
