@@ -9,6 +9,12 @@
 #   launch_test.sh STATE_DIR program-sbatch|program-srun MPIEXEC PROGRAM
 #     a user program with taskwire::mpi::initialize (tests/launch/launch_program.cpp) the same
 #     two ways; it checks its own results ("rank 1: done, 0 failures")
+#   launch_test.sh STATE_DIR docs DOCS_SLURM_DIR BIN_DIR... -- PRELOAD_LIB CLIENT PROGRAM
+#     the README's job scripts (docs/slurm/*.sbatch), as they are, with the build's programs
+#     first on PATH (BIN_DIRs), PRELOAD_LIB as ./libmytasks.so and PROGRAM as ./my_program:
+#     taskwire-mpi.sbatch and scheduler.sbatch + workers.sbatch each serve a client that
+#     computes and shuts the cluster down; program.sbatch runs the program; every job must
+#     end COMPLETED with exit code 0
 # Exits 77 ("SKIPPED ...") when the fixture found no usable Slurm; prints "FAILED ..." and
 # exits 1 on a failure, after cancelling its job. Leaves no job and no process behind.
 set -uo pipefail
@@ -16,9 +22,9 @@ state=$1 mode=$2
 [ -f "$state/env" ] && . "$state/env" && timeout 10 sinfo >/dev/null 2>&1 ||
   { echo "SKIPPED: no one-node Slurm in $state (see the test 'slurm: a one-node Slurm starts')"; exit 77; }
 dir=$(mktemp -d "$state/launch-XXXXXX")
-job="" pid=""
+job="" pid="" started=()
 cleanup() {
-  [ -n "$job" ] && scancel "$job" 2>/dev/null
+  [ ${#started[@]} -gt 0 ] && scancel "${started[@]}" 2>/dev/null
   [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
   rm -rf "$dir"
 }
@@ -54,6 +60,7 @@ mpi-sbatch|mpi-srun)
   if [ "$mode" = mpi-sbatch ]; then
     job=$(sbatch --parsable -n 4 -t 2 -o "$dir/job.out" \
       --wrap "MPIEXEC_TIMEOUT=90 $mpiexec -n 4 $exe ${args[*]}") || fail "sbatch"
+    started+=("$job")
   else
     timeout 90 srun --mpi=pmi2 -n 4 -O -t 2 "$exe" "${args[@]}" >"$dir/job.out" 2>&1 &
     pid=$!
@@ -75,6 +82,7 @@ program-sbatch|program-srun)
   if [ "$mode" = program-sbatch ]; then
     job=$(sbatch --parsable -n 4 -t 2 -o "$dir/job.out" \
       --wrap "MPIEXEC_TIMEOUT=90 $mpiexec -n 4 $program initialize mpi") || fail "sbatch"
+    started+=("$job")
     end=$(job_end)
     [[ "$end" == *"JobState=COMPLETED ExitCode=0:0"* ]] || fail "job $job ended: $end"
   else
@@ -84,9 +92,42 @@ program-sbatch|program-srun)
   grep -q "rank 1: done, 0 failures" "$dir/job.out" || fail "the program did not finish its checks"
   grep -q "FAILED" "$dir/job.out" && fail "a check failed"
   ;;
+docs)
+  docs=$3; shift 3
+  while [ "$1" != -- ]; do PATH="$1:$PATH"; shift; done
+  lib=$2 client=$3 program=$4
+  ln -s "$lib" "$dir/libmytasks.so" && ln -s "$program" "$dir/my_program" && cd "$dir" || exit 1
+  run_job() {  # SCRIPT [ARGS]: submits it, prints its id
+    sbatch --parsable -o "$dir/$(basename "$1").out" "$docs/$1" "${@:2}" || fail "sbatch $1"
+  }
+  # In this shell, not a subshell: the clean-up cancels whatever of them is left.
+  submit() { last=$(run_job "$@") || exit 1; started+=("$last"); }
+  submit taskwire-mpi.sbatch; job=$last
+  wait_for_file sched.json
+  timeout 60 "$client" compute sched.json >"$dir/client.log" 2>&1 || fail "client of taskwire-mpi.sbatch"
+  end=$(job_end)
+  [[ "$end" == *"JobState=COMPLETED ExitCode=0:0"* ]] || fail "taskwire-mpi.sbatch ended: $end"
+  rm -f sched.json
+  submit scheduler.sbatch; job=$last
+  submit workers.sbatch; workers=$last
+  wait_for_file sched.json
+  # Both workers first: one that comes after the shutdown would wait out its 60 s.
+  for _ in $(seq 1 300); do
+    [ "$(grep -c 'joined with' scheduler.sbatch.out 2>/dev/null)" -ge 2 ] && break; sleep 0.1
+  done
+  timeout 60 "$client" compute sched.json >>"$dir/client.log" 2>&1 || fail "client of scheduler.sbatch"
+  end=$(job_end)
+  [[ "$end" == *"JobState=COMPLETED ExitCode=0:0"* ]] || fail "scheduler.sbatch ended: $end"
+  job=$workers end=$(job_end)
+  [[ "$end" == *"JobState=COMPLETED ExitCode=0:0"* ]] || fail "workers.sbatch ended: $end"
+  submit program.sbatch initialize mpi; job=$last
+  end=$(job_end)
+  [[ "$end" == *"JobState=COMPLETED ExitCode=0:0"* ]] || fail "program.sbatch ended: $end"
+  grep -q "rank 1: done, 0 failures" program.sbatch.out || fail "program.sbatch: no checks"
+  ;;
 *) echo "usage: launch_test.sh STATE_DIR MODE ..."; exit 2 ;;
 esac
-job=""
+started=()
 # Nothing of this test left in the queue (an srun's own allocation takes a moment to go).
 for _ in $(seq 1 100); do left=$(squeue -h -o %i 2>/dev/null); [ -z "$left" ] && break; sleep 0.1; done
 [ -z "$left" ] || fail "jobs still queued 10 s after the end: $left"

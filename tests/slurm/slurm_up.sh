@@ -92,7 +92,8 @@ CONF
 echo "export SLURM_CONF=$state/slurm.conf" >"$state/env"
 export SLURM_CONF="$state/slurm.conf"
 
-slurmctld -f "$SLURM_CONF" -i || fail "slurmctld did not start"
+# -c: no job of an earlier run is recovered from the state directory.
+slurmctld -f "$SLURM_CONF" -c || fail "slurmctld did not start"
 slurmd -f "$SLURM_CONF" -N localhost || fail "slurmd did not start"
 for _ in $(seq 1 150); do
   if sinfo -h -o '%t' 2>/dev/null | grep -qE '^idle'; then
