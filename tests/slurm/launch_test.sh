@@ -94,6 +94,12 @@ program-sbatch|program-srun)
   ;;
 docs)
   docs=$3; shift 3
+  # The README shows these scripts: every line of each must be there as it is.
+  for f in "$docs"/*.sbatch; do
+    while IFS= read -r line; do
+      grep -qxF -- "$line" "$docs/../../README.md" || fail "README.md lacks '$line' of $(basename "$f")"
+    done <"$f"
+  done
   while [ "$1" != -- ]; do PATH="$1:$PATH"; shift; done
   lib=$2 client=$3 program=$4
   ln -s "$lib" "$dir/libmytasks.so" && ln -s "$program" "$dir/my_program" && cd "$dir" || exit 1

@@ -41,5 +41,5 @@ for p in $(pgrep -x slurmstepd); do
   echo "slurm_down: killing slurmstepd $p left by a job: $(ps -o args= -p "$p")"
   kill -KILL "$p"
 done
-rm -f "$state"/run/*.pid
+rm -f "$state"/run/*.pid "$state/env"
 echo "slurm_down: stopped ${#pids[@]} daemons"

@@ -12,6 +12,8 @@ state=${1:?usage: slurm_up.sh STATE_DIR [CTLD_PORT]}
 port=${2:-26817}
 here=$(cd "$(dirname "$0")" && pwd)
 
+# The scenarios look for STATE_DIR/env: none unless this run brings Slurm up.
+rm -f "$state/env"
 skip() { echo "SKIPPED: $*"; exit 77; }
 [ "$(id -u)" -eq 0 ] || skip "the one-node Slurm needs root (slurmd runs jobs as their user)"
 for exe in slurmctld slurmd munged sbatch srun scancel sinfo runuser; do
