@@ -2,7 +2,7 @@
 
 #include <taskwire/client/client.hpp>
 #include <taskwire/comm/backends.hpp>
-#include <taskwire/comm/core/error.hpp>
+#include <taskwire/comm/core/address.hpp>
 #include <taskwire/comm/core/host_address.hpp>
 #include <taskwire/launch/job_plan.hpp>
 #include <taskwire/runtime/context.hpp>
@@ -37,20 +37,20 @@ void check(const JobClusterOptions& o) {
                                 "JOBNAME-JOBID-I)");
 }
 
-// The address workers are told: the listener's, with a wildcard host replaced.
+std::string host_of(const std::string& address) {
+  return comm::HostPort::parse(comm::Address::parse(address).location).host;
+}
+
+// The address workers are told: the listener's contact address (for a wildcard listener, the
+// address the host name resolves to), or `host`'s, or `interface`'s.
 std::string advertised(const std::string& contact, const JobClusterOptions& o) {
   if (!o.host.empty()) return comm::with_host(contact, o.host);
   if (!o.interface.empty()) return comm::with_host(contact, comm::interface_address(o.interface));
-  const auto host_start = contact.find("://") + 3;
-  const auto host = contact.substr(host_start, contact.rfind(':') - host_start);
-  if (!comm::is_wildcard_host(host)) return contact;
-  try {
-    return comm::with_host(contact, comm::host_name_address());
-  } catch (const comm::CommError& e) {
-    spdlog::warn("SlurmCluster: {}; workers are told 127.0.0.1, which only jobs on this node "
-                 "reach (set host or interface)", e.what());
-    return comm::with_host(contact, "127.0.0.1");
-  }
+  if (comm::is_wildcard_host(host_of(o.listen)) && host_of(contact).rfind("127.", 0) == 0)
+    spdlog::warn("SlurmCluster: {} listens on every interface, but this machine's host name "
+                 "resolves only to loopback: jobs on other nodes cannot reach {}; set host or "
+                 "interface", o.listen, contact);
+  return contact;
 }
 
 }  // namespace
@@ -82,7 +82,7 @@ struct JobCluster::Impl {
   std::size_t submitted = 0;
   std::size_t failed_starts = 0;  ///< jobs in a row that ended before any worker connected
   std::optional<AdaptivePolicy> adaptive;
-  std::size_t connected_workers = 0;
+  Clock::time_point next_status{};  ///< when the batch system may be asked again
   bool closing = false;
   std::thread watcher;
 
@@ -125,6 +125,7 @@ struct JobCluster::Impl {
     for (std::size_t i = 0; i < n; ++i) {
       const auto id = batch->submit(script);
       jobs[id] = Job{.order = ++submitted};
+      next_status = {};
       spdlog::info("SlurmCluster: submitted job {} ({} of {})", id, live_jobs(), target_jobs);
     }
   }
@@ -151,6 +152,7 @@ struct JobCluster::Impl {
     const auto ids = victims(live - target_jobs);
     batch->cancel(ids);
     for (const auto& id : ids) jobs[id].cancelled = true;
+    next_status = {};
     spdlog::info("SlurmCluster: cancelled {} job(s): {}", ids.size(), fmt::join(ids, " "));
   }
 
@@ -180,10 +182,13 @@ struct JobCluster::Impl {
       it->second.keys += w.keys_held;
       failed_starts = 0;
     }
-    connected_workers = info.workers.size();
   }
 
   void note_states() {
+    // A job just submitted or cancelled is asked about at the next tick anyway; the rest
+    // wait for status_interval.
+    if (Clock::now() < next_status) return;
+    next_status = Clock::now() + options.status_interval;
     std::vector<std::string> ids;
     for (const auto& [id, job] : jobs)
       if (job.state != JobState::finished) ids.push_back(id);

@@ -45,6 +45,10 @@ struct JobClusterOptions {
   std::vector<std::string> worker_extra_args = {};
   /// A worker that cannot reach the scheduler this long exits (its --connect-timeout).
   std::chrono::seconds death_timeout{60};
+  /// How often the batch system is asked which jobs are still there (squeue), to replace
+  /// the ones that ended; its controller is shared by every user, so not often (the
+  /// scheduler, this process's own, is asked every 500 ms).
+  std::chrono::milliseconds status_interval{5000};
   /// Where this process's scheduler listens; a wildcard listens on every interface.
   std::string listen = "tcp://0.0.0.0:0";
   /// The address the workers are told; "": `interface`'s, else what the host name resolves to

@@ -15,7 +15,7 @@
 using namespace taskwire::launch;
 using namespace std::chrono_literals;
 
-TEST_CASE("slurm: the job script asks for what the options say", "[launch]") {
+TEST_CASE("launch: the Slurm job script asks for what the options say", "[launch]") {
   JobClusterOptions o{.cores = 8, .memory = "16GiB", .processes = 2, .walltime = 90min,
                       .queue = "compute", .account = "proj42",
                       .job_extra_directives = {"--gres=gpu:1"},
@@ -46,7 +46,7 @@ TEST_CASE("slurm: the job script asks for what the options say", "[launch]") {
         "--name \"taskwire-worker-${SLURM_JOB_ID}-0\"");
 }
 
-TEST_CASE("slurm: times and job states in Slurm's words", "[launch]") {
+TEST_CASE("launch: times and job states in Slurm's words", "[launch]") {
   CHECK(slurm_time(45s) == "00:45");
   CHECK(slurm_time(30min) == "30:00");
   CHECK(slurm_time(2h + 5s) == "02:00:05");
@@ -140,7 +140,8 @@ TEST_CASE("job cluster: scale submits and cancels, replaces a job that ended, gi
           "jobs that never start, cancels everything at the end", "[launch]") {
   auto owned = std::make_unique<FakeBatch>();
   FakeBatch& batch = *owned;
-  JobCluster cluster(std::move(owned), {.processes = 1, .listen = "tcp://127.0.0.1:0"});
+  JobCluster cluster(std::move(owned), {.processes = 1, .status_interval = 100ms,
+                                        .listen = "tcp://127.0.0.1:0"});
   CHECK_THAT(cluster.scheduler_address(), Catch::StartsWith("tcp://127.0.0.1:"));
   CHECK_THAT(cluster.job_script(), Catch::Contains("${FAKE_JOB_ID}"));
   cluster.scale(3);

@@ -36,6 +36,7 @@ SlurmClusterOptions options(const std::string& worker, const std::string& preloa
           .worker_executable = worker,
           .worker_extra_args = {"--preload", preload, "--no-dashboard"},
           .death_timeout = std::chrono::seconds(10),
+          .status_interval = 1s,
           .listen = "tcp://127.0.0.1:0"};
 }
 

@@ -3,13 +3,15 @@
 # Slurm tests: everything under STATE_DIR (config, spool, logs, pid files, munge socket), on
 # private ports, so it touches no system Slurm and a second checkout can run its own.
 #   slurm_up.sh STATE_DIR [CTLD_PORT]
+# CTLD_PORT (slurmd takes the next one) defaults to one in 20000-39998 derived from STATE_DIR,
+# so build trees (release, asan, another checkout) running at once do not meet.
 # Exits 0 once `sinfo` shows the node idle; then STATE_DIR/env holds `export SLURM_CONF=...`.
 # Exits 77 (ctest's skip) with "SKIPPED: <why>" when this machine cannot run it (no Slurm
 # packages, not root); 1 when a daemon does not come up, after stopping what it started.
 # slurm_down.sh STATE_DIR stops every daemon by the pid this script recorded.
 set -uo pipefail
 state=${1:?usage: slurm_up.sh STATE_DIR [CTLD_PORT]}
-port=${2:-26817}
+port=${2:-$((20000 + $(printf %s "$(realpath -m "$state")" | cksum | cut -d' ' -f1) % 10000 * 2))}
 here=$(cd "$(dirname "$0")" && pwd)
 
 # The scenarios look for STATE_DIR/env: none unless this run brings Slurm up.
