@@ -19,8 +19,11 @@ std::string worker_command(const JobClusterOptions& o, const std::string& schedu
     return fmt::format("--name \"{}-${{{}}}-{}\"", o.job_name, job_id_variable, i);
   };
   if (o.processes == 1) return "exec " + line + " " + name("0");
-  return fmt::format("for i in $(seq 0 {}); do\n  {} {} &\ndone\nwait", o.processes - 1, line,
-                     name("$i"));
+  // A SIGTERM to the script alone (#SBATCH --signal=B:TERM@T) is passed on to the workers,
+  // and the script waits for them to close, so the job does not end under them.
+  return fmt::format("trap 'kill $(jobs -p) 2>/dev/null; wait' TERM\n"
+                     "for i in $(seq 0 {}); do\n  {} {} &\ndone\nwait",
+                     o.processes - 1, line, name("$i"));
 }
 
 JobSpec job_spec(const JobClusterOptions& o, std::string command, std::uint64_t job_memory) {

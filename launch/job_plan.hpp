@@ -11,7 +11,8 @@ namespace taskwire::launch {
 /// The shell text that starts options.processes workers connecting to `scheduler`, named
 /// JOBNAME-$JOBID-I (`job_id_variable` holds the job's id), each with cores / processes
 /// threads, `worker_memory` bytes (0: its default) and --connect-timeout death_timeout. One
-/// worker is exec'ed, so the batch system's signals reach its nanny directly.
+/// worker is exec'ed, so the batch system's signals reach its nanny directly; several are
+/// started in the background, and a SIGTERM to the script is passed on to them.
 std::string worker_command(const JobClusterOptions& options, const std::string& scheduler,
                            const std::string& job_id_variable, std::uint64_t worker_memory);
 

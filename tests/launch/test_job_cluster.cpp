@@ -31,7 +31,8 @@ TEST_CASE("launch: the Slurm job script asks for what the options say", "[launch
        {"#!/usr/bin/env bash\n", "#SBATCH -J taskwire-worker\n", "#SBATCH -n 1\n",
         "#SBATCH --cpus-per-task=8\n", "#SBATCH --mem=16384M\n", "#SBATCH -t 01:30:00\n",
         "#SBATCH -p compute\n", "#SBATCH -A proj42\n", "#SBATCH -o /scratch/logs/%x-%j.out\n",
-        "#SBATCH --gres=gpu:1\n", "module load mpich\n", "for i in $(seq 0 1); do\n",
+        "#SBATCH --gres=gpu:1\n", "module load mpich\n",
+        "trap 'kill $(jobs -p) 2>/dev/null; wait' TERM\nfor i in $(seq 0 1); do\n",
         "taskwire-worker tcp://10.0.0.5:8786 --nthreads 4 --memory-limit 8589934592 "
         "--connect-timeout 30s --preload '/home/me/lib tasks.so' "
         "--name \"taskwire-worker-${SLURM_JOB_ID}-$i\" &\n",

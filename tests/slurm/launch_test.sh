@@ -6,6 +6,12 @@
 #     a client outside the job computes through its scheduler file and shuts it down; the
 #     job must end COMPLETED with exit code 0, and its log must name ranks 0-3 (not rank 0
 #     four times, as SLURM_PROCID would under hydra)
+#   launch_test.sh STATE_DIR mpi-sbatch-term MPIEXEC TASKWIRE_MPI PRELOAD_LIB CLIENT
+#     as mpi-sbatch (mpiexec exec'ed by the batch shell), ended by SIGTERM to the batch shell
+#     alone (`scancel -b --signal=TERM`, what `#SBATCH --signal=B:TERM@T` sends T s before
+#     the time limit): every rank must shut down cleanly and the job end COMPLETED, exit
+#     code 0. (The time limit's own SIGTERM goes to every process, hydra's proxies under
+#     srun too; those die, and the job ends FAILED: hence --signal=B:TERM in the README.)
 #   launch_test.sh STATE_DIR program-sbatch|program-srun MPIEXEC PROGRAM
 #     a user program with taskwire::mpi::initialize (tests/launch/launch_program.cpp) the same
 #     two ways; it checks its own results ("rank 1: done, 0 failures")
@@ -54,20 +60,25 @@ check_ranks() {
 }
 
 case $mode in
-mpi-sbatch|mpi-srun)
+mpi-sbatch|mpi-srun|mpi-sbatch-term)
   mpiexec=$3 exe=$4 lib=$5 client=$6
   args=(--preload "$lib" --scheduler-file "$dir/s.json" --no-dashboard --log-level info)
-  if [ "$mode" = mpi-sbatch ]; then
+  if [ "$mode" != mpi-srun ]; then
     job=$(sbatch --parsable -n 4 -t 2 -o "$dir/job.out" \
-      --wrap "MPIEXEC_TIMEOUT=90 $mpiexec -n 4 $exe ${args[*]}") || fail "sbatch"
+      --wrap "MPIEXEC_TIMEOUT=90 exec $mpiexec -n 4 $exe ${args[*]}") || fail "sbatch"
     started+=("$job")
   else
     timeout 90 srun --mpi=pmi2 -n 4 -O -t 2 "$exe" "${args[@]}" >"$dir/job.out" 2>&1 &
     pid=$!
   fi
   wait_for_file "$dir/s.json"
-  timeout 60 "$client" compute "$dir/s.json" >"$dir/client.log" 2>&1 || fail "the client"
-  if [ "$mode" = mpi-sbatch ]; then
+  if [ "$mode" = mpi-sbatch-term ]; then
+    for _ in $(seq 1 300); do [ "$(grep -c 'joined with' "$dir/job.out")" -ge 3 ] && break; sleep 0.1; done
+    scancel --batch --signal=TERM "$job" || fail "scancel --batch --signal=TERM"
+  else
+    timeout 60 "$client" compute "$dir/s.json" >"$dir/client.log" 2>&1 || fail "the client"
+  fi
+  if [ "$mode" != mpi-srun ]; then
     end=$(job_end)
     [[ "$end" == *"JobState=COMPLETED ExitCode=0:0"* ]] || fail "job $job ended: $end"
   else

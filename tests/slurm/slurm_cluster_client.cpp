@@ -1,8 +1,9 @@
 // taskwire::SlurmCluster on the one-node Slurm of slurm_up.sh, driven by cluster_test.sh:
 //   slurm_cluster_client scale WORKER PRELOAD     scale(4), a graph, scale(1); prints the time
 //                                                 scale(4) took to 4 connected workers
-//   slurm_cluster_client scancel WORKER PRELOAD   a worker's job scancelled mid-graph: the
-//                                                 graph stays right and a job replaces it
+//   slurm_cluster_client scancel WORKER PRELOAD   2 jobs of 2 workers; one job scancelled
+//                                                 mid-graph: the graph stays right and a job
+//                                                 replaces it
 //   slurm_cluster_client adapt WORKER PRELOAD     adapt(0..4): idle, a burst, idle again
 //   slurm_cluster_client hold WORKER PRELOAD      3 jobs of 2 cores on the 4-CPU node: 2 run,
 //                                                 1 waits; prints "JOBS id id id" and waits to
@@ -84,11 +85,12 @@ void scale(SlurmCluster& cluster) {
 }
 
 void scancel_one(SlurmCluster& cluster) {
-  cluster.scale(3);
-  check(cluster.wait_for_workers(3, 60s), "scale(3): 3 workers connect");
+  cluster.scale(4);  // 2 jobs: processes = 2 (main)
+  check(cluster.wait_for_workers(4, 60s), "scale(4): 4 workers in 2 jobs connect");
+  check(cluster.jobs().size() == 2, "2 jobs of 2 workers");
   Client client{cluster};
   std::vector<Future<int>> heads;
-  for (int c = 0; c < 6; ++c) {
+  for (int c = 0; c < 8; ++c) {
     auto f = client.submit(cluster_fns::slow_inc, c * 100);
     for (int k = 0; k < 19; ++k) f = client.submit(cluster_fns::slow_inc, f);
     heads.push_back(f);
@@ -97,14 +99,14 @@ void scancel_one(SlurmCluster& cluster) {
   const auto victim = cluster.jobs().front().id;
   fmt::print("scancel {} mid-graph\n", victim);
   std::fflush(stdout);
-  check(std::system(("scancel " + victim).c_str()) == 0, "scancel of a worker's job");
+  check(std::system(("scancel " + victim).c_str()) == 0, "scancel of a job of 2 workers");
   const auto results = client.gather(heads);
   bool right = true;
-  for (int c = 0; c < 6; ++c) right = right && results[c] == c * 100 + 20;
-  check(right, "every chain right after its worker's job was scancelled");
-  check(until([&] { return cluster.submitted_jobs() == 4 && cluster.jobs().size() == 3; }, 30s),
-        "scale(3) holds: one job replaces the cancelled one");
-  check(cluster.wait_for_workers(3, 30s), "3 workers again");
+  for (int c = 0; c < 8; ++c) right = right && results[c] == c * 100 + 20;
+  check(right, "every chain right after 2 of its workers' job was scancelled");
+  check(until([&] { return cluster.submitted_jobs() == 3 && cluster.jobs().size() == 2; }, 30s),
+        "scale(4) holds: one job replaces the cancelled one");
+  check(cluster.wait_for_workers(4, 30s), "4 workers again");
 }
 
 void adapt(SlurmCluster& cluster) {
@@ -135,6 +137,7 @@ int main(int argc, char** argv) {
   try {
     auto o = options(argv[2], argv[3]);
     if (mode == "hold") o.cores = 2;  // the third job waits for a running one to end
+    if (mode == "scancel") o.cores = o.processes = 2;
     SlurmCluster cluster(o);
     if (mode == "scale") scale(cluster);
     else if (mode == "scancel") scancel_one(cluster);
