@@ -83,7 +83,8 @@ bool pump(Pipe& in, Pipe& out, const std::string& input, std::string& output,
   if (input.empty()) in.close_write();
   char buf[4096];
   while (out.read >= 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return false;
     pollfd fds[2] = {{out.read, POLLIN, 0}, {in.write, POLLOUT, 0}};
     const int n = ::poll(fds, in.write >= 0 ? 2 : 1, static_cast<int>(left.count()));

@@ -83,6 +83,7 @@ struct JobCluster::Impl {
   std::size_t failed_starts = 0;  ///< jobs in a row that ended before any worker connected
   std::optional<AdaptivePolicy> adaptive;
   Clock::time_point next_status{};  ///< when the batch system may be asked again
+  bool shut_down = false;  ///< a client shut the scheduler down: hold no job
   bool closing = false;
   std::thread watcher;
 
@@ -157,6 +158,7 @@ struct JobCluster::Impl {
   }
 
   void set_target(std::size_t jobs_wanted) {
+    if (shut_down || closing) throw std::logic_error("the cluster's scheduler was shut down");
     target_jobs = jobs_wanted;
     failed_starts = 0;
     reconcile();
@@ -211,12 +213,20 @@ struct JobCluster::Impl {
   void tick() {
     std::optional<SchedulerInfo> info;
     try {
-      info = client->scheduler_info();
+      if (!scheduler_finished()) info = client->scheduler_info();
     } catch (const std::exception& e) {
-      spdlog::warn("SlurmCluster: cannot ask the scheduler: {}", e.what());
+      if (!scheduler_finished())
+        spdlog::warn("SlurmCluster: cannot ask the scheduler: {}", e.what());
     }
     std::lock_guard lock(mu);
     if (closing) return;
+    if (!shut_down && scheduler_finished()) {
+      // A client's shutdown() closed the workers: their jobs end, and none replaces them.
+      spdlog::info("SlurmCluster: the scheduler was shut down; no job is held any more");
+      shut_down = true;
+      adaptive.reset();
+      target_jobs = 0;
+    }
     try {
       if (info) note_workers(*info);
       note_states();
@@ -232,6 +242,10 @@ struct JobCluster::Impl {
       spdlog::warn("SlurmCluster: {}", e.what());
     }
     cv.notify_all();
+  }
+
+  bool scheduler_finished() const {
+    return scheduler->finished().wait_for(std::chrono::seconds(0)) == std::future_status::ready;
   }
 
   void watch() {
@@ -319,6 +333,11 @@ std::vector<JobStatus> JobCluster::jobs() const {
 std::size_t JobCluster::submitted_jobs() const {
   std::lock_guard lock(impl_->mu);
   return impl_->submitted;
+}
+
+bool JobCluster::shut_down() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->shut_down || impl_->closing;
 }
 
 void JobCluster::close() { impl_->close(); }

@@ -82,7 +82,8 @@ class JobCluster {
   /// once (pending jobs first, then those whose workers are idle), then keeps the count:
   /// a job that ends by itself (walltime, node failure) is replaced, unless jobs keep
   /// ending before any worker of theirs connected (three in a row: logged, not replaced).
-  /// Stops adapt(). Throws BatchError when the batch system refuses.
+  /// Stops adapt(). Throws BatchError when the batch system refuses, std::logic_error once
+  /// shut_down().
   void scale(std::size_t workers);
   /// The same in jobs.
   void scale_jobs(std::size_t jobs);
@@ -96,6 +97,9 @@ class JobCluster {
   std::vector<JobStatus> jobs() const;
   /// Jobs submitted since the start (to see that adapting does not thrash).
   std::size_t submitted_jobs() const;
+  /// True once a client's shutdown() stopped the scheduler (its workers close, their jobs
+  /// end and none is submitted again; scale() then throws std::logic_error), or close().
+  bool shut_down() const;
   /// Cancels every job this cluster started and stops the scheduler. Idempotent.
   void close();
 

@@ -20,8 +20,9 @@ std::string worker_command(const JobClusterOptions& o, const std::string& schedu
   };
   if (o.processes == 1) return "exec " + line + " " + name("0");
   // A SIGTERM to the script alone (#SBATCH --signal=B:TERM@T) is passed on to the workers,
-  // and the script waits for them to close, so the job does not end under them.
-  return fmt::format("trap 'kill $(jobs -p) 2>/dev/null; wait' TERM\n"
+  // the script waits for them to close, so the job does not end under them, and ends 0: a
+  // shutdown asked for is no failure.
+  return fmt::format("trap 'kill $(jobs -p) 2>/dev/null; wait; exit 0' TERM\n"
                      "for i in $(seq 0 {}); do\n  {} {} &\ndone\nwait",
                      o.processes - 1, line, name("$i"));
 }

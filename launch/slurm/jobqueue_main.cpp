@@ -1,7 +1,7 @@
 // taskwire-jobqueue: SlurmCluster for shell users. It runs the scheduler, writes its address
 // to a scheduler file, holds --workers (or --jobs) workers as Slurm jobs, or adapts between
-// --adapt-minimum and --adapt-maximum, until SIGINT/SIGTERM; then it cancels every job it
-// started. A client finds the cluster with Client::from_scheduler_file(F).
+// --adapt-minimum and --adapt-maximum, until SIGINT/SIGTERM or a client's shutdown(); then
+// it cancels every job it started. A client finds the cluster with Client::from_scheduler_file(F).
 //   taskwire-jobqueue --cores 4 --memory 16GiB --walltime 1h --workers 8
 //     --worker-arg=--preload --worker-arg=/home/me/libtasks.so --scheduler-file sched.json
 #include <taskwire/launch/slurm/slurm_cluster.hpp>
@@ -33,7 +33,8 @@ po::options_description describe(MainOptions& o) {
   auto& c = o.cluster;
   po::options_description desc(
       "taskwire-jobqueue: taskwire workers as Slurm batch jobs (sbatch/scancel), with the\n"
-      "scheduler in this process. Runs until SIGINT/SIGTERM, then cancels every job.\n\n"
+      "scheduler in this process. Runs until SIGINT/SIGTERM or a client's shutdown(), then\n"
+      "cancels every job.\n\n"
       "usage: taskwire-jobqueue --workers N --scheduler-file F [options]\n\nOptions");
   desc.add_options()("help,h", "show this help")(
       "workers", po::value(&o.workers), "workers to hold (jobs: workers / processes)")(
@@ -103,9 +104,13 @@ int run(const MainOptions& o) {
     cluster.scale_jobs(o.jobs);
   else
     cluster.scale(o.workers);
-  while (stops.wait_for(std::chrono::hours(1)) == 0) {
+  // Until a signal, or a client's shutdown() (its workers leave, their jobs end).
+  while (stops.wait_for(std::chrono::seconds(1)) == 0 && !cluster.shut_down()) {
   }
-  spdlog::info("taskwire-jobqueue: signal {}: cancelling every job", stops.received());
+  if (stops.received())
+    spdlog::info("taskwire-jobqueue: signal {}: cancelling every job", stops.received());
+  else
+    spdlog::info("taskwire-jobqueue: a client shut the cluster down");
   cluster.close();
   return runtime::kExitClean;
 }

@@ -32,7 +32,7 @@ TEST_CASE("launch: the Slurm job script asks for what the options say", "[launch
         "#SBATCH --cpus-per-task=8\n", "#SBATCH --mem=16384M\n", "#SBATCH -t 01:30:00\n",
         "#SBATCH -p compute\n", "#SBATCH -A proj42\n", "#SBATCH -o /scratch/logs/%x-%j.out\n",
         "#SBATCH --gres=gpu:1\n", "module load mpich\n",
-        "trap 'kill $(jobs -p) 2>/dev/null; wait' TERM\nfor i in $(seq 0 1); do\n",
+        "trap 'kill $(jobs -p) 2>/dev/null; wait; exit 0' TERM\nfor i in $(seq 0 1); do\n",
         "taskwire-worker tcp://10.0.0.5:8786 --nthreads 4 --memory-limit 8589934592 "
         "--connect-timeout 30s --preload '/home/me/lib tasks.so' "
         "--name \"taskwire-worker-${SLURM_JOB_ID}-$i\" &\n",
@@ -168,4 +168,7 @@ TEST_CASE("job cluster: scale submits and cancels, replaces a job that ended, gi
   cluster.close();
   CHECK(batch.cancelled.size() == 4);  // 102, 101, then both of the last two
   cluster.close();  // idempotent
+  CHECK(cluster.shut_down());
+  CHECK_THROWS_AS(cluster.scale(1), std::logic_error);  // no job submitted after close()
+  CHECK(batch.count() == 7);
 }

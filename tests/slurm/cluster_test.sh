@@ -9,8 +9,10 @@
 #     third starts then and its worker, finding no scheduler, exits after the death timeout
 #     (10 s): every job must be gone within 25 s
 #   cluster_test.sh STATE_DIR jobqueue JOBQUEUE WORKER PRELOAD_LIB DAEMON_CLIENT
-#     taskwire-jobqueue --workers 2 --scheduler-file F: its --print-script, then a client
-#     computes through F and shuts the cluster down; SIGTERM ends taskwire-jobqueue (exit 0)
+#     taskwire-jobqueue --jobs 2 --processes 2 --scheduler-file F: its --print-script; a
+#     SIGTERM to one job's script alone ends that job COMPLETED, exit 0, and a third job
+#     replaces it; a client computes through F and shuts the cluster down, which ends
+#     taskwire-jobqueue (exit 0) and every job
 # Every mode then checks that no job is left in the queue. Exits 77 ("SKIPPED ...") when the
 # fixture found no usable Slurm.
 set -uo pipefail
@@ -55,17 +57,35 @@ fi
 if [ "$mode" = jobqueue ]; then
   jobqueue=$client daemon_client=${6:?}
   args=(--worker "$worker" --worker-arg=--preload "--worker-arg=$lib" --worker-arg=--no-dashboard
-    --cores 1 --walltime 5m --death-timeout 10s --listen tcp://127.0.0.1:0)
+    --cores 2 --processes 2 --walltime 5m --death-timeout 10s --listen tcp://127.0.0.1:0)
   "$jobqueue" "${args[@]}" --print-script >"$dir/script.txt" || fail "--print-script"
   grep -q -- "--connect-timeout 10s --preload $lib --no-dashboard" "$dir/script.txt" ||
     fail "--print-script: $(cat "$dir/script.txt")"
-  "$jobqueue" "${args[@]}" --workers 2 --scheduler-file "$dir/s.json" >"$dir/jobqueue.log" 2>&1 &
+  "$jobqueue" "${args[@]}" --jobs 2 --scheduler-file "$dir/s.json" >"$dir/jobqueue.log" 2>&1 &
   pid=$!
+  for _ in $(seq 1 600); do
+    [ "$(grep -c 'joined with' "$dir/jobqueue.log")" -ge 4 ] && break; sleep 0.1
+  done
+  [ "$(grep -c 'joined with' "$dir/jobqueue.log")" -ge 4 ] || fail "not 4 workers after 60 s"
+  # SIGTERM to one job's script alone (as #SBATCH --signal=B:TERM@T sends it): the script
+  # passes it on to its 2 workers and ends 0 once they closed; another job replaces it.
+  first=$(squeue -h -o %i -n taskwire-worker | sort -n | head -1)
+  scancel --batch --signal=TERM "$first" || fail "scancel --batch --signal=TERM $first"
+  s=""
+  for _ in $(seq 1 300); do
+    s=$(scontrol -o show job "$first") && grep -qE 'JobState=(COMPLETED|FAILED)' <<<"$s" && break
+    sleep 0.1
+  done
+  grep -q 'JobState=COMPLETED .*ExitCode=0:0' <<<"$s" || fail "job $first after SIGTERM to its script: $s"
+  # taskwire-jobqueue asks squeue every 5 s (status_interval): the replacement comes by then.
+  for _ in $(seq 1 200); do [ "$(grep -c 'submitted job' "$dir/jobqueue.log")" -ge 3 ] && break; sleep 0.1; done
   timeout 60 "$daemon_client" compute "$dir/s.json" || fail "the client"
-  kill -TERM "$pid"
-  timeout 30 tail --pid="$pid" -f /dev/null || fail "taskwire-jobqueue still running 30 s after SIGTERM"
+  # The client's shutdown() ends the workers, their jobs and taskwire-jobqueue itself.
+  timeout 30 tail --pid="$pid" -f /dev/null || fail "taskwire-jobqueue still running 30 s after shutdown()"
   wait "$pid" || { cat "$dir/jobqueue.log"; fail "taskwire-jobqueue exited $?"; }
   pid=""
+  [ "$(grep -c 'submitted job' "$dir/jobqueue.log")" -eq 3 ] ||
+    fail "not 3 jobs submitted (2, then 1 replacing the one ended): $(grep 'submitted job' "$dir/jobqueue.log")"
   no_jobs_within 15 || fail "jobs still queued 15 s after taskwire-jobqueue ended: $(squeue -h)"
   echo "PASSED jobqueue"
   exit 0
