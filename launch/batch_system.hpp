@@ -32,9 +32,9 @@ struct JobSpec {
   unsigned cores = 1;                    ///< CPUs the job asks for (one node)
   std::uint64_t memory_bytes = 0;        ///< memory it asks for; 0: the batch system's default
   std::chrono::seconds walltime{1800};   ///< its time limit; 0: the partition's default
-  std::string queue = {};  ///< Slurm's partition, PBS's and LSF's queue; "": the default
-  std::string account = {};                   ///< charged account; "": the user's default
-  std::string log_directory = {};             ///< where its output goes; "": the submit directory
+  std::string queue = {};          ///< Slurm's partition, PBS's and LSF's queue; "": default
+  std::string account = {};        ///< charged account; "": the user's default
+  std::string log_directory = {};  ///< where its output goes; "": the submit directory
   /// More directives, as written after the batch system's prefix (Slurm: "--gres=gpu:1" is
   /// written "#SBATCH --gres=gpu:1").
   std::vector<std::string> extra_directives = {};

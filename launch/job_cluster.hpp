@@ -29,12 +29,12 @@ namespace taskwire::launch {
 
 /// Designated-initializer friendly; the names are dask-jobqueue's where it has one.
 struct JobClusterOptions {
-  unsigned cores = 1;    ///< CPUs per job, shared by its workers' threads
-  std::string memory = {};    ///< memory per job ("16GiB", "4GB", bytes); "": no request
-  unsigned processes = 1;  ///< workers per job, each with cores / processes threads
+  unsigned cores = 1;        ///< CPUs per job, shared by its workers' threads
+  std::string memory = {};  ///< memory per job ("16GiB", "4GB", bytes); "": no request
+  unsigned processes = 1;   ///< workers per job, each with cores / processes threads
   std::chrono::seconds walltime{1800};  ///< each job's time limit; 0: the queue's default
-  std::string queue = {};     ///< Slurm's partition (#SBATCH -p); "": the default one
-  std::string account = {};   ///< #SBATCH -A; "": the user's default
+  std::string queue = {};    ///< Slurm's partition (#SBATCH -p); "": the default one
+  std::string account = {};  ///< #SBATCH -A; "": the user's default
   std::vector<std::string> job_extra_directives = {};  ///< e.g. "--gres=gpu:1", "--exclusive"
   std::vector<std::string> job_script_prologue = {};   ///< shell lines before the workers start
   std::string log_directory = {};  ///< where each job's output goes; "": the submit directory

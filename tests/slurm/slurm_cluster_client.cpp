@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
 #include <numeric>
 #include <thread>
@@ -118,7 +119,19 @@ void adapt(SlurmCluster& cluster) {
   std::iota(xs.begin(), xs.end(), 0);
   auto fs = client.map(cluster_fns::slow_inc, xs);
   check(until([&] { return cluster.jobs().size() == 4; }, 20s), "a burst: adapt asks for 4 jobs");
+  // While tasks are pending, no job goes: sampled until the last result is in.
+  std::atomic<bool> done{false};
+  std::size_t fewest = 4;
+  std::thread sampler([&] {
+    while (!done) {
+      fewest = std::min(fewest, cluster.jobs().size());
+      std::this_thread::sleep_for(20ms);
+    }
+  });
   auto ys = client.gather(fs);
+  done = true;
+  sampler.join();
+  check(fewest == 4, fmt::format("no job released while tasks were pending (fewest {})", fewest));
   check(std::accumulate(ys.begin(), ys.end(), 0L) == 400L * 401 / 2, "the burst's results");
   const auto after_burst = cluster.submitted_jobs();
   check(after_burst <= 4 + 2, fmt::format("at most peak + 2 sbatch calls ({})", after_burst));
