@@ -88,7 +88,8 @@ struct JobCluster::Impl {
   std::thread watcher;
 
   Impl(std::unique_ptr<BatchSystem> b, JobClusterOptions o)
-      : options(std::move(o)), batch(std::move(b)), context(config(), 2), registry(context) {
+      : options(std::move(o)), batch(std::move(b)), context(config(options.config), 2),
+        registry(context) {
     check(options);
     if (!options.memory.empty())
       worker_memory = worker::parse_memory_limit(options.memory, 1, "memory") / options.processes;
@@ -99,12 +100,13 @@ struct JobCluster::Impl {
     scheduler = std::make_unique<scheduler::SchedulerServer>(registry, so);
     scheduler->start();
     address = advertised(scheduler->addresses().at(0), options);
-    client = std::make_unique<Client>(scheduler->addresses().at(0));
+    ClientOptions own;
+    own.config = options.config;
+    client = std::make_unique<Client>(scheduler->addresses().at(0), own);
     watcher = std::thread([this] { watch(); });
   }
 
-  static runtime::Config config() {
-    auto c = runtime::Config::from_env();
+  static runtime::Config config(runtime::Config c) {
     c.role = "scheduler";
     return c;
   }

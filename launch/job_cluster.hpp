@@ -18,6 +18,7 @@
 #include <taskwire/client/scheduler_info.hpp>
 #include <taskwire/launch/adaptive.hpp>
 #include <taskwire/launch/batch_system.hpp>
+#include <taskwire/runtime/config.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -55,6 +56,10 @@ struct JobClusterOptions {
   /// (127.0.0.1, with a warning, when that is only loopback).
   std::string host = {};
   std::string interface = {};  ///< e.g. "ib0": advertise that interface's address
+  /// The settings of the scheduler and of the cluster's own client in this process (auth
+  /// token, TLS files, ...). The jobs do not see it: they get this process's environment
+  /// (sbatch passes it on), so a token belongs in TASKWIRE_AUTH_TOKEN there.
+  runtime::Config config = runtime::Config::from_env();
 };
 
 struct JobStatus {

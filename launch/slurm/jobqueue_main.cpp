@@ -12,7 +12,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <optional>
+#include <utility>
 
 namespace po = boost::program_options;
 using namespace taskwire;
@@ -84,9 +86,21 @@ void check(MainOptions& o) {
   o.cluster.death_timeout = seconds(o.death_timeout, "--death-timeout");
 }
 
-int run(const MainOptions& o) {
+// The jobs get this process's environment from sbatch, not its flags: a token or TLS file
+// given as a flag is passed on to the workers there.
+void export_for_jobs(const runtime::DaemonCommonOptions& common) {
+  for (const auto& [name, value] : {std::pair{"TASKWIRE_AUTH_TOKEN", &common.auth_token},
+                                    {"TASKWIRE_TLS_CA_FILE", &common.tls.ca_file},
+                                    {"TASKWIRE_TLS_CERT", &common.tls.cert_file},
+                                    {"TASKWIRE_TLS_KEY", &common.tls.key_file}})
+    if (!value->empty()) ::setenv(name, value->c_str(), 1);
+}
+
+int run(MainOptions& o) {
   runtime::init_logging({.level = o.common.log_level, .file = o.common.log_file});
-  runtime::DaemonRuntime rt(runtime::daemon_config("jobqueue", "", o.common));
+  o.cluster.config = runtime::daemon_config("jobqueue", "", o.common);
+  export_for_jobs(o.common);
+  runtime::DaemonRuntime rt(o.cluster.config);
   runtime::StopSignals stops(rt.context());
   SlurmCluster cluster(o.cluster);
   if (o.print_script) {

@@ -9,7 +9,8 @@
 #     third starts then and its worker, finding no scheduler, exits after the death timeout
 #     (10 s): every job must be gone within 25 s
 #   cluster_test.sh STATE_DIR jobqueue JOBQUEUE WORKER PRELOAD_LIB DAEMON_CLIENT
-#     taskwire-jobqueue --jobs 2 --processes 2 --scheduler-file F: its --print-script; a
+#     taskwire-jobqueue --jobs 2 --processes 2 --auth-token T --scheduler-file F: its
+#     --print-script (without the token); a
 #     SIGTERM to one job's script alone ends that job COMPLETED, exit 0, and a third job
 #     replaces it; a client computes through F and shuts the cluster down, which ends
 #     taskwire-jobqueue (exit 0) and every job
@@ -57,10 +58,13 @@ fi
 if [ "$mode" = jobqueue ]; then
   jobqueue=$client daemon_client=${6:?}
   args=(--worker "$worker" --worker-arg=--preload "--worker-arg=$lib" --worker-arg=--no-dashboard
-    --cores 2 --processes 2 --walltime 5m --death-timeout 10s --listen tcp://127.0.0.1:0)
+    --cores 2 --processes 2 --walltime 5m --death-timeout 10s --listen tcp://127.0.0.1:0
+    --auth-token jobqueue-test-token)
   "$jobqueue" "${args[@]}" --print-script >"$dir/script.txt" || fail "--print-script"
   grep -q -- "--connect-timeout 10s --preload $lib --no-dashboard" "$dir/script.txt" ||
     fail "--print-script: $(cat "$dir/script.txt")"
+  # The token reaches the workers through the environment sbatch passes, never the script.
+  grep -q jobqueue-test-token "$dir/script.txt" && fail "the job script shows the token"
   "$jobqueue" "${args[@]}" --jobs 2 --scheduler-file "$dir/s.json" >"$dir/jobqueue.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 600); do
@@ -79,7 +83,8 @@ if [ "$mode" = jobqueue ]; then
   grep -q 'JobState=COMPLETED .*ExitCode=0:0' <<<"$s" || fail "job $first after SIGTERM to its script: $s"
   # taskwire-jobqueue asks squeue every 5 s (status_interval): the replacement comes by then.
   for _ in $(seq 1 200); do [ "$(grep -c 'submitted job' "$dir/jobqueue.log")" -ge 3 ] && break; sleep 0.1; done
-  timeout 60 "$daemon_client" compute "$dir/s.json" || fail "the client"
+  TASKWIRE_AUTH_TOKEN=jobqueue-test-token timeout 60 "$daemon_client" compute "$dir/s.json" ||
+    fail "the client"
   # The client's shutdown() ends the workers, their jobs and taskwire-jobqueue itself.
   timeout 30 tail --pid="$pid" -f /dev/null || fail "taskwire-jobqueue still running 30 s after shutdown()"
   wait "$pid" || { cat "$dir/jobqueue.log"; fail "taskwire-jobqueue exited $?"; }
