@@ -6,6 +6,7 @@
 #include <taskwire/comm/backends.hpp>
 #include <taskwire/comm/core/connect.hpp>
 #include <taskwire/graph/execute.hpp>
+#include <taskwire/launch/slurm/slurm_cluster.hpp>
 #include <taskwire/runtime/context.hpp>
 #include <taskwire/runtime/force_exit.hpp>
 #include <taskwire/runtime/function_registry.hpp>

@@ -37,6 +37,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace taskwire {
@@ -101,6 +102,11 @@ class Client {
   /// context's event loop if it has one thread and enable_driving().
   Client(comm::Registry& registry, const std::string& address, const ClientOptions& options = {})
       : core_(client::ClientCore::connect(registry, address, options)) {}
+  /// Connects to a cluster object's scheduler (`Client client{cluster}`): anything with a
+  /// scheduler_address(), such as taskwire::SlurmCluster, which must outlive the client.
+  template <class Cluster, class = decltype(std::declval<const Cluster&>().scheduler_address())>
+  explicit Client(const Cluster& cluster, ClientOptions options = {})
+      : Client(cluster.scheduler_address(), std::move(options)) {}
   /// Reads the scheduler's address from a scheduler file written by taskwire-scheduler,
   /// waiting up to options.connect_timeout for the file to appear (then as long again for
   /// the connect); throws std::runtime_error naming the file when it does not.

@@ -10,6 +10,7 @@ set(TASKWIRE_PUBLIC_ENTRY_HEADERS
   client/client.hpp client/future.hpp client/task_error.hpp client/as_completed.hpp
   client/progress.hpp client/scheduler_info.hpp
   client/mpi/launch.hpp             # initialize / initialize_pool / run_cluster
+  launch/slurm/slurm_cluster.hpp    # SlurmCluster: workers as Slurm jobs
   graph/graph.hpp graph/execute.hpp
   runtime/function_registry.hpp runtime/serialize.hpp runtime/serialize_std.hpp
   runtime/context.hpp runtime/log.hpp
@@ -31,6 +32,8 @@ set(TASKWIRE_PUBLIC_INCLUDED_HEADERS
   scheduler/dashboard_options.hpp scheduler/events.hpp scheduler/instructions.hpp scheduler/ptr_set.hpp  # scheduler_server.hpp
   scheduler/records.hpp scheduler/scheduler_server_inspect.hpp scheduler/scheduler_state.hpp
   scheduler/task_spec.hpp scheduler/task_status.hpp
+  launch/adaptive.hpp launch/batch_system.hpp launch/job_cluster.hpp  # slurm_cluster.hpp
+  launch/slurm/slurm_batch.hpp
   worker/data_store.hpp worker/memory_limits.hpp)   # worker_server.hpp, launch.hpp
 
 set(TASKWIRE_PUBLIC_HEADERS ${TASKWIRE_PUBLIC_ENTRY_HEADERS} ${TASKWIRE_PUBLIC_INCLUDED_HEADERS})

@@ -1,5 +1,7 @@
 #include <taskwire/runtime/log.hpp>
 
+#include <taskwire/runtime/launch_env.hpp>
+
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
@@ -19,11 +21,7 @@ void replace_all(std::string& s, const std::string& what, const std::string& wit
 
 }  // namespace
 
-int launcher_rank() {
-  for (const char* var : {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK"})
-    if (const char* v = std::getenv(var)) return std::atoi(v);
-  return 0;
-}
+int launcher_rank() { return launch_position().rank; }
 
 void init_logging(const LogOptions& options) {
   auto level = spdlog::level::from_str(options.level);

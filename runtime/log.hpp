@@ -10,7 +10,7 @@ struct LogOptions {
   /// Optional log file; "{rank}" is replaced by the MPI rank (or "0" outside mpiexec) and
   /// "{pid}" by the process id, so `--log-file 'rank{rank}.log'` gives one file per rank.
   std::string file;
-  int rank = -1;  ///< -1: read it from PMI_RANK / PMIX_RANK / OMPI_COMM_WORLD_RANK
+  int rank = -1;  ///< -1: the launcher's (runtime/launch_env.hpp: PMI_RANK first, SLURM_PROCID last)
   /// Append to the file instead of starting it afresh (a worker under a nanny shares the
   /// nanny's file, and a restarted worker must not erase its predecessor's last words).
   bool append = false;
@@ -25,7 +25,8 @@ inline constexpr std::chrono::seconds kLogFlushInterval{1};
 /// std::invalid_argument for an unknown level, std::runtime_error if the file cannot be opened.
 void init_logging(const LogOptions& options);
 
-/// The rank of this process in its MPI launch, from the launcher's environment; 0 outside one.
+/// The rank of this process in its launch, from the launcher's environment (launch_env.hpp);
+/// 0 outside one.
 int launcher_rank();
 
 }  // namespace taskwire::runtime

@@ -3,29 +3,16 @@
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <string_view>
 
 namespace taskwire::runtime {
 
-namespace {
-long number_in(const EnvLookup& env, const char* name) {
-  const char* text = env(name);
-  if (!text) return -1;
-  long value = -1;
-  const std::string_view s(text);
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  return ec == std::errc() && end == s.data() + s.size() ? value : -1;
-}
-}  // namespace
-
 bool launched_on_several_nodes(const EnvLookup& env) {
-  const long local = number_in(env, "MPI_LOCALNRANKS"), size = number_in(env, "PMI_SIZE");
-  if (local > 0 && size > 0 && local < size) return true;
-  return number_in(env, "SLURM_STEP_NUM_NODES") > 1;
+  const long local = env_number(env, "MPI_LOCALNRANKS");
+  if (local > 0 && local < launch_position(env).size) return true;
+  return env_number(env, "SLURM_STEP_NUM_NODES") > 1;
 }
 
 std::string default_rndv_threshold(const EnvLookup& env, bool rdma_devices) {

@@ -2,16 +2,15 @@
 // The UCX settings taskwire makes before it initialises MPI, when the user has not made them.
 // docs/mpi-poll-policy.md ("Eager up to 64 KiB") and docs/multi-host.md ("Rendezvous over
 // TCP between hosts") have the measurements behind each value.
-#include <functional>
+#include <taskwire/runtime/launch_env.hpp>
+
 #include <string>
 
 namespace taskwire::runtime {
 
-/// Looks an environment variable up (nullptr when unset).
-using EnvLookup = std::function<const char*(const char*)>;
-
 /// Whether the launcher placed the job's ranks on more than one node: hydra's
-/// MPI_LOCALNRANKS below PMI_SIZE, or Slurm's SLURM_STEP_NUM_NODES above 1.
+/// MPI_LOCALNRANKS below the launch's size (launch_env.hpp: PMI's first), or Slurm's
+/// SLURM_STEP_NUM_NODES above 1.
 bool launched_on_several_nodes(const EnvLookup& env);
 
 /// The UCX_RNDV_THRESH taskwire sets when the user has not: 4 MiB for a job across nodes

@@ -15,6 +15,7 @@ PACKAGES=(
   nlohmann-json3-dev
   prometheus curl chromium
   clang libclang-rt-14-dev
+  slurm-wlm munge   # tests/slurm: a one-node Slurm the tests start and stop themselves
 )
 
 missing=()

@@ -2,9 +2,9 @@
 # docs/configuration.md lists every setting: each TASKWIRE_* variable the code reads, each flag
 # of the daemons' --help, each field of the public options structs. Fails naming what is
 # missing, so a new knob cannot land undocumented.
-# usage: configuration_test.sh SOURCE_DIR SCHEDULER WORKER TASKWIRE_MPI
+# usage: configuration_test.sh SOURCE_DIR SCHEDULER WORKER TASKWIRE_MPI TASKWIRE_JOBQUEUE
 set -euo pipefail
-src=$1 scheduler=$2 worker=$3 taskwire_mpi=$4
+src=$1 scheduler=$2 worker=$3 taskwire_mpi=$4 jobqueue=$5
 doc="$src/docs/configuration.md"
 [ -f "$doc" ] || { echo "FAIL: $doc is missing"; exit 1; }
 missing=0
@@ -17,10 +17,10 @@ section() {
 
 # 1. Environment variables: every "TASKWIRE_..." string literal in the library and daemons,
 # except the names of macros (TASKWIRE_REGISTER appears in messages).
-macros=$(grep -rhoE '#define TASKWIRE_[A-Z0-9_]+' "$src"/{runtime,comm,client,worker,scheduler,graph} \
+macros=$(grep -rhoE '#define TASKWIRE_[A-Z0-9_]+' "$src"/{runtime,comm,client,worker,scheduler,graph,launch} \
   | awk '{print $2}' | sort -u)
 vars=$(grep -rhoE '"TASKWIRE_[A-Z0-9_]+"' --include='*.cpp' --include='*.hpp' \
-  "$src"/{runtime,comm,client,worker,scheduler,graph} | tr -d '"' | sort -u)
+  "$src"/{runtime,comm,client,worker,scheduler,graph,launch} | tr -d '"' | sort -u)
 env_section=$(section "## Environment variables")
 [ -n "$vars" ] || miss "found no TASKWIRE_* variable in the sources (is SOURCE_DIR right?)"
 for v in $vars; do
@@ -43,6 +43,7 @@ check_flags() {  # program heading
 check_flags "$scheduler" "## taskwire-scheduler"
 check_flags "$worker" "## taskwire-worker"
 check_flags "$taskwire_mpi" "## taskwire-mpi"
+check_flags "$jobqueue" "## taskwire-jobqueue"
 
 # 3. Fields of the public options structs: header, struct name.
 fields_of() {  # header struct -> field names, one per line
@@ -75,6 +76,9 @@ structs=(
   "graph/options.hpp ProgressOptions"
   "client/progress.hpp ProgressReportOptions"
   "graph/graph.hpp ReduceOptions"
+  "launch/job_cluster.hpp JobClusterOptions"
+  "launch/adaptive.hpp AdaptOptions"
+  "launch/slurm/slurm_batch.hpp SlurmCommands"
 )
 for entry in "${structs[@]}"; do
   read -r header name <<<"$entry"

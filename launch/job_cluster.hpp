@@ -1,0 +1,116 @@
+#pragma once
+// taskwire::launch::JobCluster: workers as batch jobs, after dask-jobqueue's JobQueueCluster.
+// It runs a scheduler in this process and submits jobs whose script starts taskwire-worker
+// processes that connect to it; scale() and adapt() decide how many jobs there are, and every
+// job it started is cancelled when it ends. The batch system is a launch::BatchSystem
+// (launch/slurm/slurm_cluster.hpp: taskwire::SlurmCluster).
+//
+//   taskwire::SlurmCluster cluster({.cores = 4, .memory = "16GiB", .walltime = 1h,
+//                                   .worker_extra_args = {"--preload", "./libmytasks.so"}});
+//   cluster.scale(8);                  // workers (jobs: 8 / processes, rounded up)
+//   taskwire::Client client{cluster};  // or Client{cluster.scheduler_address()}
+//   cluster.adapt({.minimum = 0, .maximum = 32});
+//
+// Workers leave by themselves when the scheduler is gone: at once when their connection to
+// it closes, and after `death_timeout` when it never answered (a job that started after this
+// process died), so no job outlives the cluster for long even when it is killed.
+// Thread-safety: every member may be called from any thread.
+#include <taskwire/client/scheduler_info.hpp>
+#include <taskwire/launch/adaptive.hpp>
+#include <taskwire/launch/batch_system.hpp>
+#include <taskwire/runtime/config.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace taskwire::launch {
+
+/// Designated-initializer friendly; the names are dask-jobqueue's where it has one.
+struct JobClusterOptions {
+  unsigned cores = 1;        ///< CPUs per job, shared by its workers' threads
+  std::string memory = {};  ///< memory per job ("16GiB", "4GB", bytes); "": no request
+  unsigned processes = 1;   ///< workers per job, each with cores / processes threads
+  std::chrono::seconds walltime{1800};  ///< each job's time limit; 0: the queue's default
+  std::string queue = {};    ///< Slurm's partition (#SBATCH -p); "": the default one
+  std::string account = {};  ///< #SBATCH -A; "": the user's default
+  std::vector<std::string> job_extra_directives = {};  ///< e.g. "--gres=gpu:1", "--exclusive"
+  std::vector<std::string> job_script_prologue = {};   ///< shell lines before the workers start
+  std::string log_directory = {};  ///< where each job's output goes; "": the submit directory
+  std::string job_name = "taskwire-worker";  ///< the jobs' name and the workers' name prefix
+  /// The worker program as the job finds it: on the compute nodes' PATH, or a full path.
+  std::string worker_executable = "taskwire-worker";
+  /// More flags for each worker, e.g. {"--preload", "/path/libtasks.so"}.
+  std::vector<std::string> worker_extra_args = {};
+  /// A worker that cannot reach the scheduler this long exits (its --connect-timeout).
+  std::chrono::seconds death_timeout{60};
+  /// How often the batch system is asked which jobs are still there (squeue), to replace
+  /// the ones that ended; its controller is shared by every user, so not often (the
+  /// scheduler, this process's own, is asked every 500 ms).
+  std::chrono::milliseconds status_interval{5000};
+  /// Where this process's scheduler listens; a wildcard listens on every interface.
+  std::string listen = "tcp://0.0.0.0:0";
+  /// The address the workers are told; "": `interface`'s, else what the host name resolves to
+  /// (127.0.0.1, with a warning, when that is only loopback).
+  std::string host = {};
+  std::string interface = {};  ///< e.g. "ib0": advertise that interface's address
+  /// The settings of the scheduler and of the cluster's own client in this process (auth
+  /// token, TLS files, ...). The jobs do not see it: they get this process's environment
+  /// (sbatch passes it on), so a token belongs in TASKWIRE_AUTH_TOKEN there.
+  runtime::Config config = runtime::Config::from_env();
+};
+
+struct JobStatus {
+  std::string id = {};
+  JobState state = JobState::pending;
+  std::size_t workers = 0;  ///< of its workers, those connected to the scheduler now
+};
+
+class JobCluster {
+ public:
+  /// Starts the scheduler (no job yet). Throws std::invalid_argument for bad options,
+  /// comm::CommError when the scheduler cannot listen.
+  JobCluster(std::unique_ptr<BatchSystem> batch, JobClusterOptions options);
+  /// close().
+  ~JobCluster();
+  JobCluster(const JobCluster&) = delete;
+  JobCluster& operator=(const JobCluster&) = delete;
+
+  /// Where clients and workers reach the scheduler, e.g. "tcp://10.0.0.5:41234".
+  std::string scheduler_address() const;
+  /// The script each job runs (what scale() submits).
+  std::string job_script() const;
+
+  /// Holds `workers` workers: jobs = workers / processes, rounded up. Submits or cancels at
+  /// once (pending jobs first, then those whose workers are idle), then keeps the count:
+  /// a job that ends by itself (walltime, node failure) is replaced, unless jobs keep
+  /// ending before any worker of theirs connected (three in a row: logged, not replaced).
+  /// Stops adapt(). Throws BatchError when the batch system refuses, std::logic_error once
+  /// shut_down().
+  void scale(std::size_t workers);
+  /// The same in jobs.
+  void scale_jobs(std::size_t jobs);
+  /// From now on the scheduler's load decides the number of workers (launch/adaptive.hpp),
+  /// checked every options.interval, until scale() or close().
+  void adapt(AdaptOptions options = {});
+
+  /// Waits until at least `n` workers are connected; false after `timeout`.
+  bool wait_for_workers(std::size_t n, std::chrono::milliseconds timeout);
+  /// The jobs started and not known to have ended, as of the last check.
+  std::vector<JobStatus> jobs() const;
+  /// Jobs submitted since the start (to see that adapting does not thrash).
+  std::size_t submitted_jobs() const;
+  /// True once a client's shutdown() stopped the scheduler (its workers close, their jobs
+  /// end and none is submitted again; scale() then throws std::logic_error), or close().
+  bool shut_down() const;
+  /// Cancels every job this cluster started and stops the scheduler. Idempotent.
+  void close();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace taskwire::launch

@@ -1,0 +1,174 @@
+// launch/: the parts of SlurmCluster that need no Slurm. The job script and Slurm's formats,
+// the adaptive policy on a made-up clock, running a command, and JobCluster's bookkeeping
+// over a fake batch system whose jobs the test starts and ends.
+#include <taskwire/launch/adaptive.hpp>
+#include <taskwire/launch/command.hpp>
+#include <taskwire/launch/job_cluster.hpp>
+#include <taskwire/launch/job_plan.hpp>
+#include <taskwire/launch/slurm/slurm_batch.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <mutex>
+#include <thread>
+
+using namespace taskwire::launch;
+using namespace std::chrono_literals;
+
+TEST_CASE("launch: the Slurm job script asks for what the options say", "[launch]") {
+  JobClusterOptions o{.cores = 8, .memory = "16GiB", .processes = 2, .walltime = 90min,
+                      .queue = "compute", .account = "proj42",
+                      .job_extra_directives = {"--gres=gpu:1"},
+                      .job_script_prologue = {"module load mpich"},
+                      .log_directory = "/scratch/logs",
+                      .worker_extra_args = {"--preload", "/home/me/lib tasks.so"},
+                      .death_timeout = 30s};
+  const std::uint64_t worker_memory = (16ull << 30) / 2;
+  const auto script = SlurmBatch().job_script(
+      job_spec(o, worker_command(o, "tcp://10.0.0.5:8786", "SLURM_JOB_ID", worker_memory),
+               2 * worker_memory));
+  for (const char* line :
+       {"#!/usr/bin/env bash\n", "#SBATCH -J taskwire-worker\n", "#SBATCH -n 1\n",
+        "#SBATCH --cpus-per-task=8\n", "#SBATCH --mem=16384M\n", "#SBATCH -t 01:30:00\n",
+        "#SBATCH -p compute\n", "#SBATCH -A proj42\n", "#SBATCH -o /scratch/logs/%x-%j.out\n",
+        "#SBATCH --gres=gpu:1\n", "module load mpich\n",
+        "trap 'kill $(jobs -p) 2>/dev/null; wait; exit 0' TERM\nfor i in $(seq 0 1); do\n",
+        "taskwire-worker tcp://10.0.0.5:8786 --nthreads 4 --memory-limit 8589934592 "
+        "--connect-timeout 30s --preload '/home/me/lib tasks.so' "
+        "--name \"taskwire-worker-${SLURM_JOB_ID}-$i\" &\n",
+        "done\nwait\n"})
+    CHECK_THAT(script, Catch::Contains(line));
+  // The prologue runs before the workers.
+  CHECK(script.find("module load") < script.find("taskwire-worker tcp://"));
+  // One worker per job: exec'ed, so Slurm's SIGTERM reaches its nanny.
+  JobClusterOptions one;
+  CHECK(worker_command(one, "tcp://h:1", "SLURM_JOB_ID", 0) ==
+        "exec taskwire-worker tcp://h:1 --nthreads 1 --connect-timeout 60s "
+        "--name \"taskwire-worker-${SLURM_JOB_ID}-0\"");
+}
+
+TEST_CASE("launch: times and job states in Slurm's words", "[launch]") {
+  CHECK(slurm_time(45s) == "00:45");
+  CHECK(slurm_time(30min) == "30:00");
+  CHECK(slurm_time(2h + 5s) == "02:00:05");
+  CHECK(slurm_time(50h) == "2-02:00:00");
+  CHECK(slurm_job_state("PENDING") == JobState::pending);
+  CHECK(slurm_job_state("CONFIGURING") == JobState::pending);
+  CHECK(slurm_job_state("RUNNING") == JobState::running);
+  CHECK(slurm_job_state("COMPLETING") == JobState::finished);
+  CHECK(slurm_job_state("TIMEOUT") == JobState::finished);
+}
+
+TEST_CASE("adapt: up at once, down only after a sustained idle, never with work pending",
+          "[launch]") {
+  AdaptivePolicy p({.minimum = 1, .maximum = 8, .release_after = 10s}, 0);
+  const auto t0 = AdaptivePolicy::Clock::time_point{};
+  CHECK(p.target({}, t0) == 1);  // the minimum, at once
+  CHECK(p.target({.runnable = 100, .threads_per_worker = 4}, t0 + 1s) == 8);  // the maximum
+  CHECK(p.target({.runnable = 6, .threads_per_worker = 4}, t0 + 2s) == 8);  // work pending
+  CHECK(p.target({.waiting = 3}, t0 + 3s) == 8);  // still pending
+  CHECK(p.target({}, t0 + 4s) == 8);       // idle from here...
+  CHECK(p.target({}, t0 + 13s) == 8);      // ...9 s: kept
+  CHECK(p.target({.runnable = 1}, t0 + 13500ms) == 8);  // a task: the idle count restarts
+  CHECK(p.target({}, t0 + 14s) == 8);
+  CHECK(p.target({}, t0 + 23s) == 8);
+  CHECK(p.target({}, t0 + 24s) == 1);      // 10 s idle: down to the minimum
+  CHECK(p.wanted({.runnable = 9, .threads_per_worker = 4}) == 3);
+  CHECK(p.wanted({.waiting = 2}) == 1);
+}
+
+TEST_CASE("launch: run_command feeds stdin, collects output, kills at the deadline",
+          "[launch]") {
+  const auto cat = run_command({"cat"}, "a script\n", 10s);
+  CHECK(cat.status == 0);
+  CHECK(cat.output == "a script\n");
+  const auto both = run_command({"sh", "-c", "echo out; echo err >&2; exit 3"}, "", 10s);
+  CHECK(both.status == 3);
+  CHECK_THAT(both.output, Catch::Contains("out") && Catch::Contains("err"));
+  const auto slow = run_command({"sleep", "30"}, "", 200ms);
+  CHECK(slow.status == 128 + 9);
+  CHECK_THAT(slow.output, Catch::Contains("killed after 200 ms"));
+  // A command that exits without reading its input: no SIGPIPE for this program.
+  CHECK(run_command({"true"}, std::string(1 << 20, 'x'), 10s).status == 0);
+  CHECK_THROWS_WITH(run_command({"/nonexistent/sbatch"}, "", 1s), Catch::Contains("cannot run"));
+}
+
+namespace {
+
+// A batch system whose jobs run when the test says: submit() queues them pending.
+struct FakeBatch final : BatchSystem {
+  std::mutex mu;
+  std::map<std::string, JobState> jobs;
+  std::vector<std::string> cancelled;
+  int next = 100;
+  std::string name() const override { return "fake"; }
+  std::string job_id_variable() const override { return "FAKE_JOB_ID"; }
+  std::string job_script(const JobSpec& job) const override { return job.command; }
+  std::string submit(const std::string&) override {
+    std::lock_guard lock(mu);
+    const auto id = std::to_string(next++);
+    jobs[id] = JobState::pending;
+    return id;
+  }
+  void cancel(const std::vector<std::string>& ids) override {
+    std::lock_guard lock(mu);
+    for (const auto& id : ids) jobs[id] = JobState::finished, cancelled.push_back(id);
+  }
+  std::map<std::string, JobState> states(const std::vector<std::string>& ids) override {
+    std::lock_guard lock(mu);
+    std::map<std::string, JobState> out;
+    for (const auto& id : ids) out[id] = jobs.count(id) ? jobs[id] : JobState::finished;
+    return out;
+  }
+  void set(const std::string& id, JobState s) {
+    std::lock_guard lock(mu);
+    jobs[id] = s;
+  }
+  std::size_t count() {
+    std::lock_guard lock(mu);
+    return jobs.size();
+  }
+};
+
+bool until(const std::function<bool()>& ok) {
+  for (int i = 0; i < 200 && !ok(); ++i) std::this_thread::sleep_for(25ms);
+  return ok();
+}
+
+}  // namespace
+
+TEST_CASE("job cluster: scale submits and cancels, replaces a job that ended, gives up on "
+          "jobs that never start, cancels everything at the end", "[launch]") {
+  auto owned = std::make_unique<FakeBatch>();
+  FakeBatch& batch = *owned;
+  JobCluster cluster(std::move(owned), {.processes = 1, .status_interval = 100ms,
+                                        .listen = "tcp://127.0.0.1:0"});
+  CHECK_THAT(cluster.scheduler_address(), Catch::StartsWith("tcp://127.0.0.1:"));
+  CHECK_THAT(cluster.job_script(), Catch::Contains("${FAKE_JOB_ID}"));
+  cluster.scale(3);
+  CHECK(cluster.submitted_jobs() == 3);
+  CHECK(cluster.jobs().size() == 3);
+  batch.set("100", JobState::running);
+  cluster.scale(1);  // the two pending ones go, newest first; the running one stays
+  CHECK(batch.cancelled == std::vector<std::string>{"102", "101"});
+  REQUIRE(cluster.jobs().size() == 1);
+  CHECK(cluster.jobs().front().id == "100");
+  // A job that ends by itself (its walltime) is replaced: scale(1) holds. It never had a
+  // worker (no real worker here), so it counts as a failed start, as do the next two.
+  batch.set("100", JobState::finished);
+  CHECK(until([&] { return cluster.submitted_jobs() == 4; }));
+  batch.set("103", JobState::finished);
+  CHECK(until([&] { return cluster.submitted_jobs() == 5; }));
+  batch.set("104", JobState::finished);
+  CHECK(until([&] { return cluster.jobs().empty(); }));
+  std::this_thread::sleep_for(1500ms);  // three ticks at least
+  CHECK(cluster.submitted_jobs() == 5);  // three failed starts in a row: no more
+  cluster.scale(2);  // an explicit scale tries again
+  CHECK(cluster.submitted_jobs() == 7);
+  cluster.close();
+  CHECK(batch.cancelled.size() == 4);  // 102, 101, then both of the last two
+  cluster.close();  // idempotent
+  CHECK(cluster.shut_down());
+  CHECK_THROWS_AS(cluster.scale(1), std::logic_error);  // no job submitted after close()
+  CHECK(batch.count() == 7);
+}
