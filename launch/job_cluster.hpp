@@ -44,7 +44,8 @@ struct JobClusterOptions {
   std::string worker_executable = "taskwire-worker";
   /// More flags for each worker, e.g. {"--preload", "/path/libtasks.so"}.
   std::vector<std::string> worker_extra_args = {};
-  /// A worker that cannot reach the scheduler this long exits (its --connect-timeout).
+  /// A worker that cannot reach the scheduler this long, at start or after losing it, exits
+  /// (its --connect-timeout and --death-timeout).
   std::chrono::seconds death_timeout{60};
   /// How often the batch system is asked which jobs are still there (squeue), to replace
   /// the ones that ended; its controller is shared by every user, so not often (the

@@ -11,8 +11,8 @@ std::string worker_command(const JobClusterOptions& o, const std::string& schedu
   std::vector<std::string> args{o.worker_executable, scheduler, "--nthreads",
                                 std::to_string(std::max(1u, o.cores / o.processes))};
   if (worker_memory > 0) args.insert(args.end(), {"--memory-limit", std::to_string(worker_memory)});
-  args.insert(args.end(),
-              {"--connect-timeout", fmt::format("{}s", o.death_timeout.count())});
+  const auto death = fmt::format("{}s", o.death_timeout.count());
+  args.insert(args.end(), {"--connect-timeout", death, "--death-timeout", death});
   args.insert(args.end(), o.worker_extra_args.begin(), o.worker_extra_args.end());
   const auto line = command_line(args);
   const auto name = [&](const std::string& i) {

@@ -34,7 +34,7 @@ TEST_CASE("launch: the Slurm job script asks for what the options say", "[launch
         "#SBATCH --gres=gpu:1\n", "module load mpich\n",
         "trap 'kill $(jobs -p) 2>/dev/null; wait; exit 0' TERM\nfor i in $(seq 0 1); do\n",
         "taskwire-worker tcp://10.0.0.5:8786 --nthreads 4 --memory-limit 8589934592 "
-        "--connect-timeout 30s --preload '/home/me/lib tasks.so' "
+        "--connect-timeout 30s --death-timeout 30s --preload '/home/me/lib tasks.so' "
         "--name \"taskwire-worker-${SLURM_JOB_ID}-$i\" &\n",
         "done\nwait\n"})
     CHECK_THAT(script, Catch::Contains(line));
@@ -43,7 +43,7 @@ TEST_CASE("launch: the Slurm job script asks for what the options say", "[launch
   // One worker per job: exec'ed, so Slurm's SIGTERM reaches its nanny.
   JobClusterOptions one;
   CHECK(worker_command(one, "tcp://h:1", "SLURM_JOB_ID", 0) ==
-        "exec taskwire-worker tcp://h:1 --nthreads 1 --connect-timeout 60s "
+        "exec taskwire-worker tcp://h:1 --nthreads 1 --connect-timeout 60s --death-timeout 60s "
         "--name \"taskwire-worker-${SLURM_JOB_ID}-0\"");
 }
 

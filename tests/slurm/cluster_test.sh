@@ -61,7 +61,7 @@ if [ "$mode" = jobqueue ]; then
     --cores 2 --processes 2 --walltime 5m --death-timeout 10s --listen tcp://127.0.0.1:0
     --auth-token jobqueue-test-token)
   "$jobqueue" "${args[@]}" --print-script >"$dir/script.txt" || fail "--print-script"
-  grep -q -- "--connect-timeout 10s --preload $lib --no-dashboard" "$dir/script.txt" ||
+  grep -q -- "--connect-timeout 10s --death-timeout 10s --preload $lib --no-dashboard" "$dir/script.txt" ||
     fail "--print-script: $(cat "$dir/script.txt")"
   # The token reaches the workers through the environment sbatch passes, never the script.
   grep -q jobqueue-test-token "$dir/script.txt" && fail "the job script shows the token"
