@@ -64,10 +64,6 @@ struct TaskState {
   std::vector<TaskState*> dependencies;  ///< unique, in spec order
   PtrSet<TaskState> dependents;
   PtrSet<TaskState> waiting_on;  ///< dependencies not in memory (waiting and assigned)
-  /// Workers told to drop it while it ran there (moved, released, erred elsewhere): a late
-  /// task-finished from one of them crossed that free_keys and is no replica. Compared,
-  /// never dereferenced (a removed worker's entry only costs a replica not counted).
-  PtrSet<WorkerState> freed_on;
   PtrSet<TaskState> waiters;     ///< dependents that still need this result
   std::vector<WorkerState*> who_has;          ///< replicas (memory only)
   WorkerState* processing_on = nullptr;       ///< processing and assigned only

@@ -259,8 +259,9 @@ class SchedulerState {
   void add_to_memory(TaskState* ts, WorkerState* ws);
   void add_replica(TaskState* ts, WorkerState* ws);
   /// `ts` was freed on `ws` while it ran (or had run) there: ws's late report of it is not
-  /// a replica (TaskState::freed_on).
+  /// a replica (freed_on_).
   void note_freed(TaskState* ts, WorkerState* ws);
+  bool was_freed_on(const TaskState* ts, const WorkerState* ws) const;
   void remove_replica(TaskState* ts, WorkerState* ws);
   void log_transition(const TaskState* ts, TaskStatus start);
   void count_transition(const TaskState* ts, TaskStatus start);
@@ -380,6 +381,11 @@ class SchedulerState {
     std::string reason;
   };
   std::vector<DyingWorker> dying_;
+  /// Per task, the workers told to drop it while it ran there (moved, released, erred
+  /// elsewhere): a late task-finished from one of them crossed that free_keys and is no
+  /// replica. Beside the records, not in them: almost every task has none (the map holds
+  /// the few that do, until they are forgotten). Compared, never dereferenced.
+  std::unordered_map<const TaskState*, std::vector<const WorkerState*>> freed_on_;
   double last_heartbeat_check_ = -1;  ///< the previous CheckHeartbeats' now; -1: none yet
   double looking_since_ = 0;  ///< since when the checks have run unbroken (CheckHeartbeats)
   double no_workers_since_ = -1;  ///< when the last worker left with tasks waiting; -1: not

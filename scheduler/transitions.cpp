@@ -466,11 +466,21 @@ void SchedulerState::to_forgotten(TaskState* ts) {
   }
   ts->who_wants.clear();
   drop_spec(ts);
+  freed_on_.erase(ts);
   auto node = tasks_.extract(ts->key);
   forgotten_.push_back(std::move(node.mapped()));  // freed at the end of handle()
 }
 
-void SchedulerState::note_freed(TaskState* ts, WorkerState* ws) { ts->freed_on.insert(ws); }
+void SchedulerState::note_freed(TaskState* ts, WorkerState* ws) {
+  auto& workers = freed_on_[ts];
+  if (std::find(workers.begin(), workers.end(), ws) == workers.end()) workers.push_back(ws);
+}
+
+bool SchedulerState::was_freed_on(const TaskState* ts, const WorkerState* ws) const {
+  auto it = freed_on_.find(ts);
+  return it != freed_on_.end() &&
+         std::find(it->second.begin(), it->second.end(), ws) != it->second.end();
+}
 
 void SchedulerState::add_replica(TaskState* ts, WorkerState* ws) {
   if (std::find(ts->who_has.begin(), ts->who_has.end(), ws) != ts->who_has.end()) return;

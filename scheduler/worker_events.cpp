@@ -250,14 +250,14 @@ void SchedulerState::on(const TaskFinished& e) {
   if (ts && ts->state == S::memory) {
     // A report that crossed the free_keys of an earlier run there: the worker has dropped
     // that result (or will), so it is no replica to count.
-    if (ts->freed_on.erase(ws)) return free_keys(ws, e.key);
+    if (was_freed_on(ts, ws)) return free_keys(ws, e.key);
     return add_replica(ts, ws);
   }
   // An assigned task reported before its inputs: its worker held the result already (a
   // copy fetched earlier, say), so the inputs are not needed for it any more. Unless the
   // report is of an earlier run there, freed since: then the worker runs it again.
   const bool early = ts && ts->state == S::assigned && ts->processing_on == ws &&
-                     !ts->freed_on.contains(ws);
+                     !was_freed_on(ts, ws);
   if (ts && ts->state == S::assigned && ts->processing_on == ws && !early) return;
   if (!ts || (ts->state != S::processing && !early) || ts->processing_on != ws) {
     // Released, cancelled or moved meanwhile: the worker must not keep the result.
