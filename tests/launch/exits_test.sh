@@ -131,8 +131,11 @@ case $scenario in
     expect nonzero "taskwire: rank $leaver $worker $died [0-9]+ was killed by SIGKILL" "rank '$leaver', SIGKILL" ;;
   sigkill) expect nonzero "taskwire: rank 2 $worker $died $victim was killed by SIGKILL" "rank 2, SIGKILL" ;;
   sigterm)
-    # Every rank ends as after a Ctrl-C (143), none killed; rank 2 says so, and the others.
-    expect 143 "rank 2 \(worker\): SIGTERM \(Terminated\) received, ending the job" "rank 2 itself"
+    # Every rank ends as after a Ctrl-C (143), none killed; the others name rank 2 and its
+    # signal. Rank 2's own line may not make it out: under load the job can end before its
+    # output is forwarded (1 run in ~12 with ctest -j 2), so it is not required.
+    expect 143 "rank 2 \(worker[^)]*\)(: SIGTERM \(Terminated\) received| received SIGTERM)" \
+      "rank 2 and its SIGTERM"
     said "rank [013]: rank 2 $worker received SIGTERM \(Terminated\): ending the job" ||
       fail "no other rank named rank 2 and its SIGTERM"
     said "BAD TERMINATION" && fail "a rank was killed" ;;
