@@ -19,9 +19,12 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
 
-namespace {
+// Named, not in an anonymous namespace: Shared (a member of an exported class) holds
+// pointers to it, which -Wsubobject-linkage refuses in a unity build.
+namespace server_detail {
 class Connection;
-}  // namespace
+}  // namespace server_detail
+using server_detail::Connection;
 
 struct HttpServer::Shared {
   Shared(asio::any_io_executor ex, HttpServerOptions o, HttpHandler h)
@@ -58,11 +61,9 @@ struct HttpServer::Shared {
   bool warned = false;                 // mu: the first shed warns
 };
 
-namespace {
-
 // One connection, on its own strand; every handler holds `self`, so it lives as long as an
 // operation (or the request handler's answer) is pending.
-class Connection : public std::enable_shared_from_this<Connection> {
+class server_detail::Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(tcp::socket&& socket, std::shared_ptr<HttpServer::Shared> shared)
       : stream_(std::move(socket)), shared_(std::move(shared)) {}
@@ -138,6 +139,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bhttp::response<bhttp::string_body> response_;
   std::shared_ptr<HttpServer::Shared> shared_;
 };
+
+namespace {
 
 void accept_next(const std::shared_ptr<HttpServer::Shared>& shared) {
   shared->acceptor.async_accept(
