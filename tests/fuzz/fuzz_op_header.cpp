@@ -23,7 +23,7 @@ constexpr bool has_one_encoding =
     !std::is_same_v<T, protocol::RegisterWorker> && !std::is_same_v<T, protocol::ComputeTask> &&
     !std::is_same_v<T, protocol::SchedulerInfo> && !std::is_same_v<T, protocol::CancelKeys> &&
     !std::is_same_v<T, protocol::StealResponse> && !std::is_same_v<T, protocol::UpdateGraph> &&
-    !std::is_same_v<T, protocol::WorkerStatus>;
+    !std::is_same_v<T, protocol::WorkerStatus> && !std::is_same_v<T, protocol::CloseWorker>;
 
 template <class T>
 void fuzz_body(const char* data, std::size_t n) {
