@@ -158,6 +158,7 @@ class WorkerState {
   void finished_running(TaskState& ts);
   void lost_own_data(const Key& key);
   void drop_dependents(const Key& key);
+  void drop_with_dependents(const Key& key);  ///< and `key` itself, unassigned
   void lost_holder(const Key& key, const std::string& from);
   void release(const Key& key);
   void forget(const Key& key);

@@ -71,7 +71,7 @@ void WorkerState::lost_holder(const Key& key, const std::string& from) {
   ts.status = TaskStatus::fetch;
   ts.coming_from.clear();
   if (!ts.assigned && ts.dependents.empty() && !ts.resume) {
-    forget(key);  // nobody here needs it any more: no second fetch (sim bug B)
+    forget(key);  // nobody here needs it any more: no second fetch
     return;
   }
   if (!ts.who_has.empty()) {
@@ -111,11 +111,7 @@ void WorkerState::lost_own_data(const Key& key) {
     if (!dt || dt->status == TaskStatus::executing || dt->status == TaskStatus::cancelled)
       continue;
     emit(SendMissingData{d, key, options_.address, stimulus_});
-    drop_dependents(d);
-    if ((dt = find(d))) {
-      dt->assigned = false;
-      release(d);
-    }
+    drop_with_dependents(d);
   }
   if (TaskState* ts = find(key)) {
     ts->assigned = false;
@@ -201,12 +197,14 @@ void WorkerState::drop_dependents(const Key& key) {
   TaskState* ts = find(key);
   if (!ts) return;
   const std::vector<Key> dependents(ts->dependents.begin(), ts->dependents.end());
-  for (const auto& d : dependents) {
-    drop_dependents(d);
-    if (TaskState* dt = find(d)) {
-      dt->assigned = false;
-      release(d);
-    }
+  for (const auto& d : dependents) drop_with_dependents(d);
+}
+
+void WorkerState::drop_with_dependents(const Key& key) {
+  drop_dependents(key);
+  if (TaskState* ts = find(key)) {
+    ts->assigned = false;
+    release(key);
   }
 }
 
@@ -276,13 +274,7 @@ void WorkerState::forget(const Key& key) {
     }
   }
   // Assigned ahead of `key`: the scheduler places them again once it learns why `key` went.
-  for (const auto& d : stranded) {
-    drop_dependents(d);
-    if (TaskState* dt = find(d)) {
-      dt->assigned = false;
-      release(d);
-    }
-  }
+  for (const auto& d : stranded) drop_with_dependents(d);
 }
 
 }  // namespace taskwire::worker

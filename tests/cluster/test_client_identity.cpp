@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <latch>
 #include <thread>
 #include <vector>
 
@@ -41,15 +42,13 @@ TEST_CASE("cluster: twenty threads each with a client at once: every result righ
   REQUIRE(cl.wait_workers(2));
   constexpr int kThreads = 20;
   std::atomic<int> right{0};
-  std::atomic<int> opened{0};
+  std::latch opened(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
       Client client(cl.fx.registry(), cl.address);
       // A gate: every client is connected before any submits, so their keys are live at once.
-      ++opened;
-      for (int spins = 0; opened.load() < kThreads && spins < 10'000; ++spins)
-        std::this_thread::sleep_for(1ms);
+      opened.arrive_and_wait();
       auto f = client.submit(cluster_fns::inc, 1000 * t);
       auto g = client.submit(cluster_fns::add, f, t);
       if (f.get() == 1000 * t + 1 && g.get() == 1001 * t + 1) ++right;

@@ -66,8 +66,8 @@ void run(sch::SchedulerState& s, const sch::Event& e) {
 // dropped. A variant: when the lost key is itself wanted, it errs (released_to_erred) but keeps
 // its waiters, one of which errs too ("waiter ... is erred"). Simulation seeds 780, 2141
 // (released with waiters) and 528 (erred waiter), all --graphs 5.
-TEST_CASE("sim bug A (fixed): a lost key whose dependency errs in the same removal errs its "
-          "waiters", "[sim]") {
+TEST_CASE("sim: a lost key whose dependency errs in the same removal errs its waiters",
+          "[sim]") {
   sch::SchedulerOptions o;
   o.allowed_failures = 1;
   o.work_stealing = false;
@@ -96,8 +96,8 @@ TEST_CASE("sim bug A (fixed): a lost key whose dependency errs in the same remov
 // validate() catches it while the fetch cannot start (paused, or no gather slot free).
 // Found by simulation seeds 223 and 2663 (--graphs 5) of the harness as of commit 5f07175; the
 // current harness draws differently and has not hit it again in its seed ranges yet.
-TEST_CASE("sim bug B (fixed): a failed transfer of a dependency nobody needs any more is not "
-          "fetched again", "[sim]") {
+TEST_CASE("sim: a failed transfer of a dependency nobody needs any more is not fetched again",
+          "[sim]") {
   wk::WorkerState ws(worker_options());
   ws.handle(compute("a", "f", "x", {"inproc://p1", "inproc://p2"}));
   REQUIRE(ws.status("x") == wk::TaskStatus::flight);
@@ -118,7 +118,7 @@ TEST_CASE("sim bug B (fixed): a failed transfer of a dependency nobody needs any
 // dependent tries). Simulation seeds 4638, 4889 (--graphs 5): "held by ... per the scheduler,
 // not there" at quiescence. Fixed while the task's record lives (TaskState::freed_on); still
 // open when the record was forgotten and the key submitted again, as here: that needs an
-// epoch per assignment, echoed by the worker (issue 36).
+// epoch per assignment, echoed by the worker.
 TEST_CASE("known bug: a task-finished that crossed its free-keys adds a phantom replica",
           "[.known-bug]") {
   sch::SchedulerOptions o;
@@ -138,7 +138,8 @@ TEST_CASE("known bug: a task-finished that crossed its free-keys adds a phantom 
   CHECK(s.who_has("x") == std::vector<std::string>{"w2"});
 }
 
-TEST_CASE("sim: the seeds that found bugs A, A', B and C run right", "[sim]") {
+TEST_CASE("sim: the seeds that found a lost key's hanging waiters, a needless fetch and "
+          "phantom replicas run right", "[sim]") {
   struct Seed {
     std::uint64_t seed;
     int graphs;  ///< 0: graphs until max_events (a long run)
