@@ -157,7 +157,8 @@ void SchedulerState::add_to_processing(TaskState* ts, WorkerState* ws) {
   ts->state = TaskStatus::processing;
   classify_for_stealing(ws);
   emit_to_worker(ws, std::move(msg));
-  for (TaskState* d : ts->dependents) recommend_assign_ahead(d);
+  if (options_.assign_ahead > 0)  // off: no walk over the dependents on every placement
+    for (TaskState* d : ts->dependents) recommend_assign_ahead(d);
 }
 
 WorkerState* SchedulerState::exit_processing(TaskState* ts) {
