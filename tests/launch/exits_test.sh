@@ -122,9 +122,9 @@ leaver=$(sed -n 's/^exits-test: rank \([0-9]\) ends by.*/\1/p' "$dir/out" | head
 worker="\(worker on host [^)]*\)"
 died="died without shutting down: pid"
 # lost R HOW: a line naming rank R's pid and how it ended (e.g. "was killed by SIGKILL").
-# The rank that ends the job and the rank that read the status may differ (the status is readable only while the dead rank
-# is a zombie, and its launcher may reap it before the ending rank looks), and Hydra may kill
-# the job before any rank ends it.
+# The rank that ends the job and the rank that read the status may differ (the status is
+# readable only while the dead rank is a zombie, and its launcher may reap it before the
+# ending rank looks), and Hydra may kill the job before any rank ends it.
 lost() {
   echo "(taskwire: rank $1 $worker $died [0-9]+|rank [0-9]+: rank $1 died without saying GOODBYE: pid [0-9]+) $2"
 }
