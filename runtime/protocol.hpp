@@ -192,9 +192,12 @@ struct TaskFinished {
   double transfer_s = 0;
   double transfer_end_ago_s = 0;
   std::uint64_t transfer_bytes = 0;
+  /// The compute_task's `attempt` this result answers (since protocol version 11).
+  std::uint64_t attempt = 0;
   template <class Ar>
   void serialize(Ar& ar, unsigned) {
-    ar & key & nbytes & duration_s & thread & transfer_s & transfer_end_ago_s & transfer_bytes;
+    ar & key & nbytes & duration_s & thread & transfer_s & transfer_end_ago_s & transfer_bytes &
+        attempt;
   }
 };
 struct TaskErred {
@@ -203,8 +206,9 @@ struct TaskErred {
   /// Demangled type of what the task threw (since protocol version 4); empty when it threw
   /// nothing (its function is unknown, a local dependency failed).
   std::string exception_type;
+  std::uint64_t attempt = 0;  ///< as in TaskFinished (since protocol version 11)
   template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & key & message & exception_type; }
+  void serialize(Ar& ar, unsigned) { ar & key & message & exception_type & attempt; }
 };
 /// The scheduler will not take this worker (since protocol version 4), e.g. its name is
 /// already taken by a live worker; the worker closes and reports `reason`.
@@ -244,11 +248,15 @@ struct StealResponse {
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & key & stolen; }
 };
+/// `attempt` (since protocol version 11) names this assignment of the task, unique in the
+/// scheduler's life: the worker echoes it in task_finished or task_erred, so that a report
+/// of an earlier assignment (one freed or moved since) is never taken for this one's.
 struct ComputeTask {
   TaskSpec spec;
   WhoHas who_has;  ///< where each dependency can be fetched
+  std::uint64_t attempt = 0;
   template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & spec & who_has; }
+  void serialize(Ar& ar, unsigned) { ar & spec & who_has & attempt; }
 };
 struct GetData {
   std::uint64_t request_id = 0;

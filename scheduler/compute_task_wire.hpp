@@ -24,6 +24,7 @@ struct ComputeTaskWire {
   std::int32_t user_priority;
   const std::map<std::string, double>& resources;  ///< the worker's own accounting needs them
   const std::vector<DependencyLocation>& locations;  ///< sent as ComputeTask::who_has
+  std::uint64_t attempt;
   template <class Ar>
   void serialize(Ar& ar, unsigned) {
     // protocol::TaskSpec::serialize's order, then the who_has map: a count, then pairs.
@@ -34,6 +35,7 @@ struct ComputeTaskWire {
     ar & resources & kNoWorkers & kStrict;
     ar & static_cast<std::uint64_t>(locations.size());
     for (const auto& d : locations) ar & d.key & d.who_has;
+    ar & attempt;
   }
 };
 

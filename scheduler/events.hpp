@@ -137,6 +137,8 @@ struct CheckHeartbeats {
   double interval = 0;
 };
 
+/// `attempt` is the one its ComputeTask carried: a report of another attempt (the task was
+/// freed or moved since, or assigned again to the same worker) is stale. Attempts start at 1.
 struct TaskFinished {
   static constexpr std::string_view kind = "task-finished";
   std::string worker;
@@ -144,6 +146,7 @@ struct TaskFinished {
   std::int64_t nbytes = 0;  ///< size of the result held by the worker
   double duration = -1;     ///< seconds spent executing; < 0 if unknown
   std::string stimulus_id;
+  std::uint64_t attempt = 0;
 };
 
 struct TaskErred {
@@ -153,6 +156,7 @@ struct TaskErred {
   std::string message;
   std::string exception_type;  ///< demangled type of what the task threw; empty if it threw nothing
   std::string stimulus_id;
+  std::uint64_t attempt = 0;  ///< as in TaskFinished
 };
 
 /// `worker` could not get `key` from `errant_worker`, which the scheduler listed as holding

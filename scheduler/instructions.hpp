@@ -33,6 +33,7 @@ struct ComputeTask {
   std::string stimulus_id;
   /// What it consumes there (SubmitOptions::resources): the worker keeps its own account.
   runtime::Resources resources = {};
+  std::uint64_t attempt = 0;  ///< this assignment's (protocol::ComputeTask::attempt)
 };
 
 /// Drop these keys: their data, or their execution if still pending or running.

@@ -135,6 +135,7 @@ WorkerState* SchedulerState::decide_worker_among(const TaskState* ts, bool honou
 void SchedulerState::add_to_processing(TaskState* ts, WorkerState* ws) {
   ComputeTask msg{ws->address, ts->key, ts->function, ts->spec, {}, ts->priority, stimulus_id_};
   if (ts->restrictions) msg.resources = ts->restrictions->resources;
+  ts->attempt = msg.attempt = ++attempts_;
   msg.dependencies.reserve(ts->dependencies.size());
   std::int64_t fetch = 0;
   for (const TaskState* dep : ts->dependencies) {

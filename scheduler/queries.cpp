@@ -44,6 +44,11 @@ std::optional<std::string> SchedulerState::processing_on(std::string_view key) c
   return ts->processing_on->address;
 }
 
+std::uint64_t SchedulerState::attempt(std::string_view key) const {
+  const TaskState* ts = find_task(key);
+  return ts ? ts->attempt : 0;
+}
+
 std::optional<std::int64_t> SchedulerState::nbytes(std::string_view key) const {
   const TaskState* ts = find_task(key);
   if (!ts || ts->nbytes < 0) return std::nullopt;
@@ -215,6 +220,8 @@ std::string SchedulerState::validate_task(TaskState* ts) const {
   if ((ts->state == S::memory) == ts->who_has.empty()) return "who_has mismatch";
   if ((ts->state == S::processing || ts->state == S::assigned) != (ts->processing_on != nullptr))
     return "processing_on mismatch";
+  if (ts->processing_on && (ts->attempt == 0 || ts->attempt > attempts_))
+    return "processing without an attempt of its own";
   if ((ts->state == S::queued) != (queued_.count(ts) > 0)) return "queue membership mismatch";
   if ((ts->state == S::no_worker) != (unrunnable_.count(ts) > 0))
     return "no-worker membership mismatch";

@@ -67,6 +67,8 @@ struct TaskState {
   PtrSet<TaskState> waiters;     ///< dependents that still need this result
   std::vector<WorkerState*> who_has;          ///< replicas (memory only)
   WorkerState* processing_on = nullptr;       ///< processing and assigned only
+  /// Its latest assignment (ComputeTask::attempt); reports of others are stale.
+  std::uint64_t attempt = 0;
   std::int64_t fetch_bytes = 0;               ///< dependency bytes its worker must fetch
   std::vector<ClientState*> who_wants;
 

@@ -148,7 +148,8 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     const StoredSpec& s = it->second;
     out->add(Op::compute_task,
              ComputeTaskWire{ct.key, ct.function, s.args, s.dependencies, ct.priority.order,
-                             s.retries, ct.priority.user, ct.resources, ct.dependencies},
+                             s.retries, ct.priority.user, ct.resources, ct.dependencies,
+                             ct.attempt},
              s.frames);
   }
   void emit(FreeKeys& f) {
@@ -401,7 +402,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
       spdlog::debug("scheduler: task '{}' finished on {} in {:.3f} ms, {} bytes", b.key, worker,
                     b.duration_s * 1e3, b.nbytes);
     handle(TaskFinished{std::move(worker), std::move(b.key), static_cast<std::int64_t>(b.nbytes),
-                        b.duration_s, ""});
+                        b.duration_s, "", b.attempt});
     inline_result.reset();
   }
 
@@ -414,7 +415,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
       recorder->task_erred(worker, state.nthreads_of(worker), b.key, state.function_of(b.key),
                            b.message, now());
     handle(TaskErred{std::move(worker), std::move(b.key), std::move(b.message),
-                     std::move(b.exception_type), ""});
+                     std::move(b.exception_type), "", b.attempt});
   }
 
   void on_update_graph(const PeerPtr& p, protocol::UpdateGraph g, std::span<const runtime::Frame> frames) {

@@ -146,6 +146,8 @@ class SchedulerState {
   std::optional<TaskStatus> task_state(std::string_view key) const;
   std::vector<std::string> who_has(std::string_view key) const;  ///< sorted addresses
   std::optional<std::string> processing_on(std::string_view key) const;
+  /// The attempt of its latest assignment (ComputeTask::attempt); 0 if never assigned.
+  std::uint64_t attempt(std::string_view key) const;
   std::optional<std::int64_t> nbytes(std::string_view key) const;
   std::optional<TaskFailure> failure(std::string_view key) const;
   /// Keys processing on / held by a worker, sorted by priority.
@@ -247,6 +249,7 @@ class SchedulerState {
   void assign_ahead(TaskState* ts);
   void assigned_to_processing(TaskState* ts);
   void unassign_dependents(TaskState* ts);
+  void assigned_to_waiting(TaskState* ts);
   void processing_to_memory(TaskState* ts, WorkerState* ws, std::int64_t nbytes);
   void processing_to_erred(TaskState* ts, const std::string& worker,
                            std::shared_ptr<const TaskFailure> failure);
@@ -258,10 +261,6 @@ class SchedulerState {
   void propagate_erred(TaskState* ts);
   void add_to_memory(TaskState* ts, WorkerState* ws);
   void add_replica(TaskState* ts, WorkerState* ws);
-  /// `ts` was freed on `ws` while it ran (or had run) there: ws's late report of it is not
-  /// a replica (freed_on_).
-  void note_freed(TaskState* ts, WorkerState* ws);
-  bool was_freed_on(const TaskState* ts, const WorkerState* ws) const;
   void remove_replica(TaskState* ts, WorkerState* ws);
   void log_transition(const TaskState* ts, TaskStatus start);
   void count_transition(const TaskState* ts, TaskStatus start);
@@ -381,11 +380,7 @@ class SchedulerState {
     std::string reason;
   };
   std::vector<DyingWorker> dying_;
-  /// Per task, the workers told to drop it while it ran there (moved, released, erred
-  /// elsewhere): a late task-finished from one of them crossed that free_keys and is no
-  /// replica. Beside the records, not in them: almost every task has none (the map holds
-  /// the few that do, until they are forgotten). Compared, never dereferenced.
-  std::unordered_map<const TaskState*, std::vector<const WorkerState*>> freed_on_;
+  std::uint64_t attempts_ = 0;  ///< assignments made (TaskState::attempt)
   double last_heartbeat_check_ = -1;  ///< the previous CheckHeartbeats' now; -1: none yet
   double looking_since_ = 0;  ///< since when the checks have run unbroken (CheckHeartbeats)
   double no_workers_since_ = -1;  ///< when the last worker left with tasks waiting; -1: not

@@ -105,14 +105,12 @@ bool SchedulerState::transition_step(TaskState* ts, TaskStatus finish) {
       return true;
     case S::assigned:
       if (finish == S::processing) return assigned_to_processing(ts), true;
+      if (finish == S::waiting) return assigned_to_waiting(ts), true;
       [[fallthrough]];
     case S::processing:
       if (finish == S::released) return processing_to_released(ts), true;
       if (finish == S::erred) {  // blamed on a dependency; the worker may still be running it
-        if (WorkerState* ws = exit_processing(ts)) {
-          note_freed(ts, ws);
-          free_keys(ws, ts->key);
-        }
+        if (WorkerState* ws = exit_processing(ts)) free_keys(ws, ts->key);
         propagate_erred(ts);
         return true;
       }
@@ -220,7 +218,6 @@ void SchedulerState::dispatch_ready(TaskState* ts) {
 void SchedulerState::processing_to_released(TaskState* ts) {
   unassign_dependents(ts);
   if (WorkerState* ws = exit_processing(ts)) {
-    note_freed(ts, ws);
     free_keys(ws, ts->key, release_may_leave_running_);
     // It may be running there and go on running: assume so until the worker answers
     // (ThreadsBusy).
@@ -296,6 +293,34 @@ void SchedulerState::assigned_to_processing(TaskState* ts) {
   ts->state = S::processing;
   classify_for_stealing(ws);
   for (TaskState* d : ts->dependents) recommend_assign_ahead(d);
+}
+
+// Back to waiting (an input left its worker, or could not be fetched), not through released:
+// releasing it would take it from its inputs' waiters, and an input only it waited for would
+// be released and computed again, and this task assigned behind it again, for ever. A task
+// nobody needs any more is released instead, and one with a failed input goes through
+// released to err (released_to_waiting).
+void SchedulerState::assigned_to_waiting(TaskState* ts) {
+  const bool input_erred = std::any_of(ts->dependencies.begin(), ts->dependencies.end(),
+                                       [](const TaskState* d) { return d->state == S::erred; });
+  if ((ts->waiters.empty() && ts->who_wants.empty()) || input_erred)
+    return processing_to_released(ts);
+  unassign_dependents(ts);
+  if (WorkerState* ws = exit_processing(ts)) free_keys(ws, ts->key);
+  ts->state = S::waiting;
+  for (TaskState* dep : ts->dependencies) {
+    if (dep->who_has.empty()) ts->waiting_on.insert(dep);
+    if (dep->state != S::released) {
+      dep->waiters.insert(ts);  // its waiters may have been counted again while ts was away
+    } else if (!dep->recommended) {
+      recommend(dep, S::waiting);  // its released->waiting counts ts among its waiters
+    }
+  }
+  if (ts->waiting_on.empty()) {
+    recommend(ts, S::processing);
+  } else {
+    recommend_assign_ahead(ts);
+  }
 }
 
 // `ts` leaves its worker without finishing: the tasks assigned ahead behind it there cannot
@@ -466,20 +491,8 @@ void SchedulerState::to_forgotten(TaskState* ts) {
   }
   ts->who_wants.clear();
   drop_spec(ts);
-  freed_on_.erase(ts);
   auto node = tasks_.extract(ts->key);
   forgotten_.push_back(std::move(node.mapped()));  // freed at the end of handle()
-}
-
-void SchedulerState::note_freed(TaskState* ts, WorkerState* ws) {
-  auto& workers = freed_on_[ts];
-  if (std::find(workers.begin(), workers.end(), ws) == workers.end()) workers.push_back(ws);
-}
-
-bool SchedulerState::was_freed_on(const TaskState* ts, const WorkerState* ws) const {
-  auto it = freed_on_.find(ts);
-  return it != freed_on_.end() &&
-         std::find(it->second.begin(), it->second.end(), ws) != it->second.end();
 }
 
 void SchedulerState::add_replica(TaskState* ts, WorkerState* ws) {

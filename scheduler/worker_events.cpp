@@ -158,7 +158,8 @@ void SchedulerState::release_processing_of(WorkerState* ws, bool expected,
 
 void SchedulerState::drop_replicas_of(WorkerState* ws) {
   std::vector<std::string> lost;
-  for (TaskState* ts : by_priority(ws->has_what)) {
+  const std::vector<TaskState*> held = by_priority(ws->has_what);
+  for (TaskState* ts : held) {
     remove_replica(ts, ws);
     if (!ts->who_has.empty()) continue;
     lost.push_back(ts->key);
@@ -247,23 +248,24 @@ void SchedulerState::on(const TaskFinished& e) {
     return log(LogLevel::debug, fmt::format("'{}' finished on unknown worker {}", e.key, e.worker));
   }
   TaskState* ts = find_task(e.key);
-  if (ts && ts->state == S::memory) {
-    // A report that crossed the free_keys of an earlier run there: the worker has dropped
-    // that result (or will), so it is no replica to count.
-    if (was_freed_on(ts, ws)) return free_keys(ws, e.key);
-    return add_replica(ts, ws);
+  const bool on_ws = ts && (ts->state == S::processing || ts->state == S::assigned) &&
+                     ts->processing_on == ws;
+  if (on_ws && e.attempt != ts->attempt) {
+    // An earlier attempt there, freed before this one was sent (its worker got both in that
+    // order): the worker runs this one now, so nothing of it is to be freed.
+    return log(LogLevel::debug, fmt::format("stale result for '{}' from {} (attempt {}, not {})",
+                                            e.key, e.worker, e.attempt, ts->attempt));
   }
-  // An assigned task reported before its inputs: its worker held the result already (a
-  // copy fetched earlier, say), so the inputs are not needed for it any more. Unless the
-  // report is of an earlier run there, freed since: then the worker runs it again.
-  const bool early = ts && ts->state == S::assigned && ts->processing_on == ws &&
-                     !was_freed_on(ts, ws);
-  if (ts && ts->state == S::assigned && ts->processing_on == ws && !early) return;
-  if (!ts || (ts->state != S::processing && !early) || ts->processing_on != ws) {
-    // Released, cancelled or moved meanwhile: the worker must not keep the result.
-    if (ts) note_freed(ts, ws);
+  if (!on_ws) {
+    if (ts && ts->state == S::memory &&
+        std::find(ts->who_has.begin(), ts->who_has.end(), ws) != ts->who_has.end())
+      return;
+    // Released, cancelled, moved or computed elsewhere meanwhile: whatever the worker kept of
+    // that attempt, the scheduler does not count it (a worker keeps a key its own tasks need).
     return free_keys(ws, e.key);
   }
+  // An assigned task may be reported before its inputs: its worker held the result already
+  // (a copy fetched earlier, say), so the inputs are not needed for it any more.
   record_duration(ts->function, e.duration);
   metrics_of(ts).durations.observe(e.duration);
   const TaskStatus start = ts->state;
@@ -276,8 +278,9 @@ void SchedulerState::on(const TaskErred& e) {
   // An assigned task errs before it runs when its worker cannot take it (an unknown
   // function, resources it lacks).
   if (!ts || (ts->state != S::processing && ts->state != S::assigned) ||
-      ts->processing_on->address != e.worker) {
-    return log(LogLevel::debug, fmt::format("stale error for '{}' from {}", e.key, e.worker));
+      ts->processing_on->address != e.worker || e.attempt != ts->attempt) {
+    return log(LogLevel::debug, fmt::format("stale error for '{}' from {} (attempt {})", e.key,
+                                            e.worker, e.attempt));
   }
   const TaskStatus start = ts->state;
   if (ts->retries > 0) {

@@ -28,6 +28,7 @@ struct ComputeTaskEvent {
   protocol::WhoHas who_has;
   std::vector<Frame> frames;
   std::string stimulus_id;
+  std::uint64_t attempt = 0;  ///< echoed in what reports the task (protocol::ComputeTask)
 };
 
 /// The scheduler no longer needs these keys here: drop their data, or their execution if it

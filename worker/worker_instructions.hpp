@@ -44,6 +44,7 @@ struct SendTaskFinished {
   double duration_s = 0;
   std::string stimulus_id;
   TaskRun run{};
+  std::uint64_t attempt = 0;  ///< the compute_task's this answers (protocol::ComputeTask)
 };
 
 struct SendTaskErred {
@@ -51,6 +52,7 @@ struct SendTaskErred {
   std::string message;
   std::string exception_type;  ///< see protocol::TaskErred
   std::string stimulus_id;
+  std::uint64_t attempt = 0;  ///< as in SendTaskFinished
 };
 
 /// Task `key` cannot run here: no holder had its dependency `missing` (`from` is the last

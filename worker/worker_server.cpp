@@ -377,6 +377,7 @@ void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message)
           e.spec = std::move(body.spec);
           e.who_has = std::move(body.who_has);
           e.frames.assign(r.frames().begin(), r.frames().end());
+          e.attempt = body.attempt;
           events.emplace_back(std::move(e));
           break;
         }
@@ -512,7 +513,7 @@ void Worker::Impl::run(Instructions instructions) {
             },
             [this](SendTaskErred& i) {
               to_scheduler(Op::task_erred,
-                           protocol::TaskErred{i.key, i.message, i.exception_type});
+                           protocol::TaskErred{i.key, i.message, i.exception_type, i.attempt});
             },
             [this](SendMissingData& i) {
               to_scheduler(Op::missing_data, protocol::MissingData{i.key, i.missing, i.from});
@@ -528,6 +529,7 @@ void Worker::Impl::run(Instructions instructions) {
 protocol::TaskFinished Worker::Impl::task_finished_message(const SendTaskFinished& i) {
   protocol::TaskFinished m{i.key, i.nbytes, i.duration_s};
   m.thread = i.run.thread;
+  m.attempt = i.attempt;
   if (i.run.transfer_bytes > 0 || i.run.transfer_stop > 0) {
     m.transfer_s = i.run.transfer_stop - i.run.transfer_start;
     m.transfer_end_ago_s = std::max(0.0, steady_seconds() - i.run.transfer_stop);

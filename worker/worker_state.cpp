@@ -148,12 +148,14 @@ void WorkerState::apply(ComputeTaskEvent& e) {
   const Key key = e.spec.key;
   if (key.empty()) return;  // nothing to report it against
   TaskState* existing = find(key);
+  if (existing) existing->attempt = e.attempt;
   if (existing && reassigned(*existing, e)) return;
 
   std::vector<Key> deps = dependencies_of(e.spec);
   if (auto problem = invalid_spec(e, deps)) {
     TaskState& ts = existing ? *existing : tasks_[key];
     ts.key = key;
+    ts.attempt = e.attempt;
     dequeue(ts);
     ts.assigned = true;
     fail_task(ts, std::move(*problem));
@@ -165,6 +167,7 @@ void WorkerState::apply(ComputeTaskEvent& e) {
   TaskState& ts = existing ? *existing : tasks_[key];
   dequeue(ts);
   ts.key = key;
+  ts.attempt = e.attempt;
   ts.status = TaskStatus::waiting;
   ts.assigned = true;
   ts.function = std::move(e.spec.function);
@@ -187,7 +190,7 @@ bool WorkerState::reassigned(TaskState& existing, ComputeTaskEvent& e) {
       // Already here (computed before, or fetched for a local dependent): report it.
       existing.assigned = true;
       emit(SendTaskFinished{existing.key, existing.nbytes, existing.duration_s, stimulus_,
-                            existing.run});
+                            existing.run, existing.attempt});
       return true;
     case TaskStatus::waiting:
     case TaskStatus::ready:

@@ -52,6 +52,7 @@ struct TaskState {
   /// The scheduler assigned this task here (compute_task) and has not freed it: its result
   /// is reported and kept until free_keys.
   bool assigned = false;
+  std::uint64_t attempt = 0;  ///< of the latest compute_task for it, echoed in its report
   // How to run it (assigned tasks).
   std::string function;
   std::vector<protocol::ArgSpec> args;

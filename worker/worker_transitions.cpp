@@ -168,7 +168,8 @@ void WorkerState::transition_to_memory(TaskState& ts, Frame data, bool report) {
   ts.nbytes = data.size();
   ts.who_has.clear();
   data_->put(ts.key, std::move(data));
-  if (report) emit(SendTaskFinished{ts.key, ts.nbytes, ts.duration_s, stimulus_, ts.run});
+  if (report)
+    emit(SendTaskFinished{ts.key, ts.nbytes, ts.duration_s, stimulus_, ts.run, ts.attempt});
   for (const auto& d : ts.dependents) {
     TaskState* dt = find(d);
     if (!dt) continue;
@@ -186,7 +187,7 @@ void WorkerState::fail_task(TaskState& ts, std::string message, std::string exce
   ts.status = TaskStatus::error;
   ts.error = std::move(message);
   ts.error_type = std::move(exception_type);
-  if (ts.assigned) emit(SendTaskErred{key, ts.error, ts.error_type, stimulus_});
+  if (ts.assigned) emit(SendTaskErred{key, ts.error, ts.error_type, stimulus_, ts.attempt});
   drop_dependents(key);
   if (TaskState* again = find(key); again && !again->assigned) maybe_release(key);
 }

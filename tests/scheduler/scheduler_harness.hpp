@@ -98,7 +98,7 @@ struct Harness {
     const auto worker = s.processing_on(key);
     INFO("finishing " << key);
     REQUIRE(worker);
-    return handle(TaskFinished{*worker, key, nbytes, duration, ""});
+    return handle(TaskFinished{*worker, key, nbytes, duration, "", s.attempt(key)});
   }
 
   const Instructions& fail(const std::string& key, const std::string& message = "boom",
@@ -106,7 +106,7 @@ struct Harness {
     const auto worker = s.processing_on(key);
     INFO("failing " << key);
     REQUIRE(worker);
-    return handle(TaskErred{*worker, key, message, exception_type, ""});
+    return handle(TaskErred{*worker, key, message, exception_type, "", s.attempt(key)});
   }
 
   const Instructions& release(std::vector<std::string> keys, const std::string& client = "c1") {
@@ -126,7 +126,7 @@ struct Harness {
       for (auto& [worker, key] : round) {
         // One assigned ahead starts only once its inputs have finished.
         if (s.task_state(key) != TaskStatus::processing) continue;
-        last = s.handle(TaskFinished{worker, key, nbytes, 0.01, ""});
+        last = s.handle(TaskFinished{worker, key, nbytes, 0.01, "", s.attempt(key)});
         order.push_back(key);
       }
     }

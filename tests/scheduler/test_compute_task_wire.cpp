@@ -18,12 +18,13 @@ TEST_CASE("ComputeTaskWire: the bytes of the ComputeTask it stands for", "[sched
   full.spec = spec;
   full.spec.priority = -9;
   for (const auto& d : deps) full.who_has[d.key] = d.who_has;
+  full.attempt = 7;
 
   runtime::BatchWriter a, b;
   a.add(protocol::Op::compute_task, scheduler::ComputeTaskWire{spec.key, spec.function, spec.args,
                                                                spec.dependencies, -9,
                                                                spec.retries, 4, spec.resources,
-                                                               deps});
+                                                               deps, 7});
   b.add(protocol::Op::compute_task, full);
   const auto wire = a.take(), expected = b.take();
   // Same length; and read back, the same task (the pairs' order differs, the map does not).
@@ -45,6 +46,7 @@ TEST_CASE("ComputeTaskWire: the bytes of the ComputeTask it stands for", "[sched
     CHECK(got.spec.workers.empty());  // the scheduler's business only
     CHECK_FALSE(got.spec.allow_other_workers);
     CHECK(got.who_has == full.who_has);
+    CHECK(got.attempt == 7);
   });
   // With the dependencies in key order the bytes are identical.
   const std::vector<scheduler::DependencyLocation> sorted{deps[1], deps[0]};
@@ -52,6 +54,6 @@ TEST_CASE("ComputeTaskWire: the bytes of the ComputeTask it stands for", "[sched
   c.add(protocol::Op::compute_task, scheduler::ComputeTaskWire{spec.key, spec.function, spec.args,
                                                                spec.dependencies, -9,
                                                                spec.retries, 4, spec.resources,
-                                                               sorted});
+                                                               sorted, 7});
   CHECK(c.take().frames[0].view() == expected.frames[0].view());
 }

@@ -105,9 +105,9 @@ TEST_CASE("assign ahead: a task assigned ahead that errs on its worker is retrie
   h.submit({task("x"), retried(task("y", {"x"}), 1)}, {"y"});
   REQUIRE(h.s.task_state("y") == S::assigned);
   // The worker refused y at once (an unknown function, say): it waits for x, to try again.
-  h.handle(TaskErred{"tcp://a:1", "y", "no such function", "", ""});
+  h.handle(TaskErred{"tcp://a:1", "y", "no such function", "", "", h.s.attempt("y")});
   CHECK(h.s.task_state("y") == S::assigned);  // placed ahead again, at once
-  h.handle(TaskErred{"tcp://a:1", "y", "no such function", "", ""});
+  h.handle(TaskErred{"tcp://a:1", "y", "no such function", "", "", h.s.attempt("y")});
   CHECK(h.s.task_state("y") == S::erred);
 }
 
@@ -125,6 +125,42 @@ TEST_CASE("assign ahead: a dead worker's assigned tasks are placed again with th
   h.finish("x");
   h.finish("y");
   CHECK(h.s.task_state("y") == S::memory);
+}
+
+TEST_CASE("assign ahead: an assigned task whose input dies with its worker for good errs",
+          "[scheduler][assign]") {
+  SchedulerOptions o = ahead();
+  o.allowed_failures = 1;
+  Harness h(o);
+  h.add_worker("tcp://a:1");
+  h.submit({task("x"), task("y", {"x"})}, {"y"});
+  REQUIRE(h.s.task_state("y") == S::assigned);
+  h.add_worker("tcp://b:1");
+  // x killed the one worker it may kill: it errs, and y, sent back to wait, errs with it.
+  const auto& out = h.handle(RemoveWorker{"tcp://a:1", "killed", false, "", 1.0});
+  CHECK(h.s.task_state("y") == S::erred);
+  CHECK(keys_of(only<ReportTaskErred>(out)) == std::vector<std::string>{"y"});
+}
+
+TEST_CASE("assign ahead: a task sent back to wait stays among its running input's waiters",
+          "[scheduler][assign]") {
+  SchedulerOptions o = ahead();
+  o.assign_ahead = 2;
+  Harness h(o);
+  h.add_worker("tcp://a:1");
+  h.submit({task("w"), retried(task("x", {"w"}), 1), task("y", {"x"}), task("z", {"y"})},
+           {"z"});
+  REQUIRE(h.s.task_state("x") == S::assigned);
+  REQUIRE(h.s.task_state("y") == S::assigned);
+  h.finish("w");
+  // x fails once and is retried: y and z, assigned behind it, wait again and follow it.
+  h.fail("x");
+  CHECK(h.s.task_state("x") == S::processing);
+  CHECK(h.s.task_state("y") == S::assigned);
+  h.finish("x");
+  h.finish("y");
+  h.finish("z");
+  CHECK(h.s.task_state("z") == S::memory);
 }
 
 TEST_CASE("assign ahead: assigned tasks are never stolen, nor counted as a backlog",

@@ -295,10 +295,10 @@ TEST_CASE("scheduler: occupancy follows the durations reported per function", "[
   CHECK(h.s.expected_duration("inc") == Approx(0.5));
   h.submit({task("x")});
   CHECK(h.s.worker("tcp://a:1")->occupancy == Approx(0.5));
-  h.handle(TaskFinished{"tcp://a:1", "x", 8, 0.1, ""});
+  h.finish("x", 8, 0.1);
   CHECK(h.s.expected_duration("inc") == Approx(0.1));
   h.submit({task("y")});
-  h.handle(TaskFinished{"tcp://a:1", "y", 8, 0.3, ""});
+  h.finish("y", 8, 0.3);
   CHECK(h.s.expected_duration("inc") == Approx(0.2));
   h.submit({task("z1"), task("z2")});
   CHECK(h.s.worker("tcp://a:1")->occupancy == Approx(0.4));
@@ -323,20 +323,49 @@ TEST_CASE("scheduler: released keys are forgotten and freed where they are held"
   CHECK(h.s.worker("tcp://a:1")->nbytes == 0);
 }
 
-TEST_CASE("scheduler: releasing a key frees every replica", "[scheduler]") {
+TEST_CASE("scheduler: a result from a worker that was not running it is freed there, and "
+          "releasing a key frees its holder", "[scheduler]") {
   Harness h;
   h.add_worker("tcp://a:1");
   h.add_worker("tcp://b:1");
   h.submit({task("x")});
+  const std::string ran = *h.s.processing_on("x");
+  const std::string other = ran == "tcp://a:1" ? "tcp://b:1" : "tcp://a:1";
+  const auto attempt = h.s.attempt("x");
   h.finish("x");
-  h.handle(TaskFinished{"tcp://b:1", "x", 8, 0.01, ""});  // b reports it too: a replica
-  CHECK(h.s.who_has("x") == std::vector<std::string>{"tcp://a:1", "tcp://b:1"});
+  // A report from the other worker (an earlier run of the key there, say) is no replica.
+  h.handle(TaskFinished{other, "x", 8, 0.01, "", attempt});
+  CHECK(freed_on(h.last, other) == std::vector<std::string>{"x"});
+  CHECK(h.s.who_has("x") == std::vector<std::string>{ran});
   h.release({"x"});
-  CHECK(freed_on(h.last, "tcp://a:1") == std::vector<std::string>{"x"});
-  CHECK(freed_on(h.last, "tcp://b:1") == std::vector<std::string>{"x"});
+  CHECK(freed_on(h.last, ran) == std::vector<std::string>{"x"});
   // A result reported for a key nobody holds any more is freed at once.
-  h.handle(TaskFinished{"tcp://b:1", "x", 8, 0.01, ""});
-  CHECK(freed_on(h.last, "tcp://b:1") == std::vector<std::string>{"x"});
+  h.handle(TaskFinished{other, "x", 8, 0.01, "", attempt});
+  CHECK(freed_on(h.last, other) == std::vector<std::string>{"x"});
+}
+
+TEST_CASE("scheduler: a report of an earlier attempt on the same worker is not taken for the "
+          "current one", "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  h.submit({task("x")});
+  const auto first = h.s.attempt("x");
+  // The client lets go while x runs (free-keys to a), then wants it again: a runs it again.
+  h.release({"x"});
+  h.handle(ThreadsBusy{"tcp://a:1", 0, ""});  // its answer: that run had ended
+  h.submit({task("x")});
+  REQUIRE(h.s.processing_on("x") == "tcp://a:1");
+  const auto second = h.s.attempt("x");
+  CHECK(second != first);
+  // a finished the first run before its free-keys came, and dropped that result then.
+  h.handle(TaskFinished{"tcp://a:1", "x", 8, 0.01, "", first});
+  CHECK(h.s.task_state("x") == S::processing);  // not in memory: a holds nothing yet
+  CHECK(freed_on(h.last, "tcp://a:1").empty());  // nor freed: that would drop the second run
+  h.handle(TaskErred{"tcp://a:1", "x", "an error of the first run", "", "", first});
+  CHECK(h.s.task_state("x") == S::processing);
+  h.handle(TaskFinished{"tcp://a:1", "x", 8, 0.01, "", second});
+  CHECK(h.s.task_state("x") == S::memory);
+  CHECK(h.s.who_has("x") == std::vector<std::string>{"tcp://a:1"});
 }
 
 TEST_CASE("scheduler: a released key still needed by a waiting dependent is kept", "[scheduler]") {
@@ -360,7 +389,7 @@ TEST_CASE("scheduler: releasing a running key frees it on its worker", "[schedul
   CHECK(freed_on(h.last, "tcp://a:1") == std::vector<std::string>{"x"});
   CHECK(h.s.task_count() == 0);
   // The worker finishes it anyway: it is told again to drop the result.
-  h.handle(TaskFinished{"tcp://a:1", "x", 8, 0.1, ""});
+  h.handle(TaskFinished{"tcp://a:1", "x", 8, 0.1, "", 1});
   CHECK(freed_on(h.last, "tcp://a:1") == std::vector<std::string>{"x"});
   CHECK(h.s.task_count() == 0);
 }

@@ -10,7 +10,7 @@ namespace taskwire::sim {
 
 namespace {
 /// Per-seed scheduler options: queuing on or off, stealing mostly on, a short death report
-/// window, a transition log short enough for long runs.
+/// window, a transition log short enough for long runs, assign ahead mostly on.
 scheduler::SchedulerOptions scheduler_options(Rng& rng) {
   scheduler::SchedulerOptions o;
   o.worker_saturation = rng.chance(0.3) ? INFINITY : rng.uniform(1.0, 2.0);
@@ -19,6 +19,7 @@ scheduler::SchedulerOptions scheduler_options(Rng& rng) {
   o.death_report_seconds = rng.uniform(0.2, 1.5);
   o.default_task_duration = rng.uniform(0.01, 0.5);
   o.transition_log_length = 2000;
+  o.assign_ahead = rng.chance(0.25) ? 0 : rng.between(1, 4);
   return o;
 }
 

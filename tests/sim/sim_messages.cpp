@@ -23,7 +23,7 @@ std::string describe(const Payload& p) {
             std::vector<std::string> deps;
             for (const auto& [k, holders] : x.event.who_has)
               deps.push_back(fmt::format("{}@{}", k, holders));
-            return fmt::format("compute-task '{}' {}", x.event.spec.key, deps);
+            return fmt::format("compute-task '{}' #{} {}", x.event.spec.key, x.event.attempt, deps);
           },
           [](const OpFreeKeys& x) {
             return fmt::format("{} {}", x.processing ? "free-processing" : "free-keys", x.keys);
@@ -36,8 +36,12 @@ std::string describe(const Payload& p) {
                                x.nanny ? ", nanny" : "");
           },
           [](const OpHeartbeat&) { return std::string("heartbeat"); },
-          [](const OpTaskFinished& x) { return fmt::format("task-finished '{}'", x.key); },
-          [](const OpTaskErred& x) { return fmt::format("task-erred '{}': {}", x.key, x.message); },
+          [](const OpTaskFinished& x) {
+            return fmt::format("task-finished '{}' #{}", x.key, x.attempt);
+          },
+          [](const OpTaskErred& x) {
+            return fmt::format("task-erred '{}' #{}: {}", x.key, x.attempt, x.message);
+          },
           [](const OpMissingData& x) {
             return fmt::format("missing-data '{}' needs '{}' (asked {})", x.key, x.missing, x.from);
           },

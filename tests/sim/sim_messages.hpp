@@ -48,9 +48,11 @@ struct OpTaskFinished {
   std::uint64_t nbytes = 0;
   double duration = 0;
   std::optional<Frame> result;  ///< sent inline (small results), forwarded to the client
+  std::uint64_t attempt = 0;
 };
 struct OpTaskErred {
   std::string key, message, exception_type;
+  std::uint64_t attempt = 0;
 };
 struct OpMissingData {
   std::string key, missing, from;

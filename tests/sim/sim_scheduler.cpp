@@ -55,10 +55,11 @@ bool SimScheduler::on_worker_op(const std::string& from, const Payload& op) {
     handle(sch::Heartbeat{from, now, ""});
   } else if (const auto* f = std::get_if<OpTaskFinished>(&op)) {
     if (f->result) inline_result_.emplace(f->key, *f->result);
-    handle(sch::TaskFinished{from, f->key, static_cast<std::int64_t>(f->nbytes), f->duration, ""});
+    handle(sch::TaskFinished{from, f->key, static_cast<std::int64_t>(f->nbytes), f->duration, "",
+                             f->attempt});
     inline_result_.reset();
   } else if (const auto* x = std::get_if<OpTaskErred>(&op)) {
-    handle(sch::TaskErred{from, x->key, x->message, x->exception_type, ""});
+    handle(sch::TaskErred{from, x->key, x->message, x->exception_type, "", x->attempt});
   } else if (const auto* m = std::get_if<OpMissingData>(&op)) {
     handle(sch::MissingData{from, m->missing, m->from, m->key, ""});
   } else if (const auto* b = std::get_if<OpThreadsBusy>(&op)) {
@@ -184,6 +185,7 @@ void SimScheduler::emit_compute(const sch::ComputeTask& ct) {
   e.spec.resources = ct.resources;
   for (const auto& d : ct.dependencies) e.who_has[d.key] = d.who_has;
   e.frames = s.frames;
+  e.attempt = ct.attempt;
   to_peer(ct.worker, std::move(op));
 }
 

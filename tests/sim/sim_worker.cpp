@@ -148,10 +148,11 @@ void SimWorker::run(worker::Instructions& instructions) {
             [this](worker::Execute& x) { execute(x); },
             [this](worker::GatherDep& g) { gather(g); },
             [this](worker::SendTaskFinished& x) {
-              to_scheduler(OpTaskFinished{x.key, x.nbytes, x.duration_s, state_.data().get(x.key)});
+              to_scheduler(OpTaskFinished{x.key, x.nbytes, x.duration_s, state_.data().get(x.key),
+                                          x.attempt});
             },
             [this](worker::SendTaskErred& x) {
-              to_scheduler(OpTaskErred{x.key, x.message, x.exception_type});
+              to_scheduler(OpTaskErred{x.key, x.message, x.exception_type, x.attempt});
             },
             [this](worker::SendMissingData& x) {
               ++cluster_.stats().missing_data;

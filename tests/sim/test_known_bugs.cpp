@@ -79,8 +79,9 @@ TEST_CASE("sim: a lost key whose dependency errs in the same removal errs its wa
   run(s, sch::UpdateGraph{"c", {spec("d", {}, "w1", 0), spec("y", {}, "w2", 1),
                                 spec("l", {"d"}, "w1", 2), spec("w", {"l", "y"}, "w1", 3)},
                           {"w"}, ""});
-  run(s, sch::TaskFinished{"w1", "d", 8, 0.01, ""});
-  run(s, sch::TaskFinished{"w1", "l", 8, 0.01, ""});  // d is released: nothing waits for it
+  run(s, sch::TaskFinished{"w1", "d", 8, 0.01, "", s.attempt("d")});
+  // d is released: nothing waits for it.
+  run(s, sch::TaskFinished{"w1", "l", 8, 0.01, "", s.attempt("l")});
   REQUIRE(s.task_state("d") == sch::TaskStatus::released);
   // Another graph needs d again: it runs on w1 while l is in memory there.
   run(s, sch::UpdateGraph{"c", {spec("n", {"d"}, "w1", 4)}, {"n"}, ""});
@@ -116,11 +117,9 @@ TEST_CASE("sim: a failed transfer of a dependency nobody needs any more is not f
 // (compute-task) to fetch from a worker without the data; if the real holder dies, the key is
 // believed in memory while no copy exists (the MissingData path repairs it only once a
 // dependent tries). Simulation seeds 4638, 4889 (--graphs 5): "held by ... per the scheduler,
-// not there" at quiescence. Fixed while the task's record lives (TaskState::freed_on); still
-// open when the record was forgotten and the key submitted again, as here: that needs an
-// epoch per assignment, echoed by the worker.
-TEST_CASE("known bug: a task-finished that crossed its free-keys adds a phantom replica",
-          "[.known-bug]") {
+// not there" at quiescence, also when the record was forgotten and the key submitted again,
+// as here. Fixed by an attempt id per assignment, echoed by the worker.
+TEST_CASE("sim: a task-finished that crossed its free-keys adds no phantom replica", "[sim]") {
   sch::SchedulerOptions o;
   o.work_stealing = false;
   o.worker_saturation = INFINITY;
@@ -129,17 +128,22 @@ TEST_CASE("known bug: a task-finished that crossed its free-keys adds a phantom 
   run(s, sch::AddWorker{"w2", 1, "", 0, ""});
   run(s, sch::UpdateGraph{"c", {spec("x", {}, "w1", 0)}, {"x"}, ""});
   REQUIRE(s.processing_on("x") == "w1");
+  const auto first = s.attempt("x");
   // The client lets go while it runs (free-keys to w1), then wants it again; it runs on w2.
   run(s, sch::ClientReleasesKeys{"c", {"x"}, ""});
   run(s, sch::UpdateGraph{"c", {spec("x", {}, "w2", 1)}, {"x"}, ""});
-  run(s, sch::TaskFinished{"w2", "x", 8, 0.01, ""});
+  run(s, sch::TaskFinished{"w2", "x", 8, 0.01, "", s.attempt("x")});
   // w1 had finished x before its free-keys came, and dropped it then; its report arrives now.
-  run(s, sch::TaskFinished{"w1", "x", 8, 0.01, ""});
+  run(s, sch::TaskFinished{"w1", "x", 8, 0.01, "", first});
   CHECK(s.who_has("x") == std::vector<std::string>{"w2"});
 }
 
-TEST_CASE("sim: the seeds that found a lost key's hanging waiters, a needless fetch and "
-          "phantom replicas run right", "[sim]") {
+// Seeds 305 and 5678 (--graphs 5, assign ahead drawn on): an assigned task sent back to wait
+// through released revived itself when nobody needed it any more, and released the input it
+// alone waited for, which was computed again, and so on for ever (5678); and one sent back to
+// wait behind an input that erred waited for ever (305, an intermediate fix).
+TEST_CASE("sim: the seeds that found a lost key's hanging waiters, a needless fetch, "
+          "phantom replicas and an assign-ahead livelock run right", "[sim]") {
   struct Seed {
     std::uint64_t seed;
     int graphs;  ///< 0: graphs until max_events (a long run)
@@ -147,7 +151,7 @@ TEST_CASE("sim: the seeds that found a lost key's hanging waiters, a needless fe
   };
   for (const Seed& s : {Seed{528, 5, 20'000}, Seed{780, 5, 20'000}, Seed{2141, 5, 20'000},
                         Seed{3818, 5, 20'000}, Seed{4638, 5, 20'000}, Seed{4829, 5, 20'000},
-                        Seed{4889, 5, 20'000}}) {
+                        Seed{4889, 5, 20'000}, Seed{305, 5, 20'000}, Seed{5678, 5, 20'000}}) {
     taskwire::sim::SimConfig config;
     config.seed = s.seed;
     config.graphs = s.graphs;
