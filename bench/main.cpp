@@ -141,7 +141,7 @@ int tasks_main(const std::vector<std::string>& args) {
       "assign-ahead",
       po::value(&o.scheduler.assign_ahead)->default_value(o.scheduler.assign_ahead),
       "alone: SchedulerOptions::assign_ahead, tasks per worker thread sent ahead of their "
-      "inputs (0: off, the default)")(
+      "inputs (0: off)")(
       "dashboard", po::value(&o.dashboard)->default_value(o.dashboard),
       "alone: off, on (HTTP dashboards, /metrics scraped and the page polled every second) or "
       "compare (fresh clusters without and with them, alternating, medians and ratio)")(

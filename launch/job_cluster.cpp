@@ -80,6 +80,7 @@ struct JobCluster::Impl {
   std::map<std::string, Job> jobs;
   std::size_t target_jobs = 0;
   std::size_t submitted = 0;
+  std::size_t checks = 0;  ///< ticks done (status_checks())
   std::size_t failed_starts = 0;  ///< jobs in a row that ended before any worker connected
   std::optional<AdaptivePolicy> adaptive;
   Clock::time_point next_status{};  ///< when the batch system may be asked again
@@ -243,6 +244,7 @@ struct JobCluster::Impl {
     } catch (const BatchError& e) {
       spdlog::warn("SlurmCluster: {}", e.what());
     }
+    ++checks;
     cv.notify_all();
   }
 
@@ -335,6 +337,11 @@ std::vector<JobStatus> JobCluster::jobs() const {
 std::size_t JobCluster::submitted_jobs() const {
   std::lock_guard lock(impl_->mu);
   return impl_->submitted;
+}
+
+std::size_t JobCluster::status_checks() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->checks;
 }
 
 bool JobCluster::shut_down() const {

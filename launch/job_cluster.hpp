@@ -103,6 +103,9 @@ class JobCluster {
   std::vector<JobStatus> jobs() const;
   /// Jobs submitted since the start (to see that adapting does not thrash).
   std::size_t submitted_jobs() const;
+  /// Checks of the scheduler and the jobs done so far (one a tick: 500 ms, or the adaptive
+  /// interval): what came of one can be seen once the count has moved past it.
+  std::size_t status_checks() const;
   /// True once a client's shutdown() stopped the scheduler (its workers close, their jobs
   /// end and none is submitted again; scale() then throws std::logic_error), or close().
   bool shut_down() const;

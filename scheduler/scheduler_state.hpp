@@ -51,10 +51,8 @@ struct SchedulerOptions {
   /// Tasks per worker thread that may be assigned ahead: sent to the worker that runs all
   /// their unfinished dependencies before those finish, so that they start there with no
   /// scheduler round trip (Charm++'s and PaRSEC's producer -> consumer release). 0: off.
-  /// Off by default: the simulated cluster (tests/sim) finds stale task-finished reports
-  /// that a worker's early start makes ambiguous without an epoch per assignment
-  /// (docs/scheduling.md, "Assign ahead").
-  int assign_ahead = 0;
+  /// The default's figures: docs/scheduling.md, "Assign ahead".
+  int assign_ahead = 4;
   /// Move tasks not yet started from saturated workers to idle ones, the victim confirming
   /// (Dask's distributed.scheduler.work-stealing).
   bool work_stealing = true;

@@ -371,10 +371,18 @@ int ClusterRank::serve_scheduler() {
   return 0;
 }
 
+// Whether the scheduler's rank has left (its GOODBYE): a worker that never reached it (a
+// client outside the job came, worked and shut the cluster down before this rank connected)
+// would otherwise wait for it until its connect timeout.
+bool ClusterRank::scheduler_left() {
+  env_.take_goodbyes();
+  return env_.said_goodbye(layout_.scheduler_rank);
+}
+
 int ClusterRank::serve_worker() {
   bool stop_requested = false;
   while (!worker_->wait_closed(50ms)) {
-    if (!stop_requested && (signal_received() || program_left_)) {
+    if (!stop_requested && (signal_received() || program_left_ || scheduler_left())) {
       worker_->request_stop();
       stop_requested = true;
     }

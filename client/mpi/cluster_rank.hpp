@@ -68,6 +68,7 @@ class ClusterRank {
   void on_farewell(int rank, runtime::Farewell why);
   [[noreturn]] void end_job(const std::string& why);
   bool program_left();
+  bool scheduler_left();
   void on_signal(int signo);
   [[noreturn]] void end_client_rank_for_signal(int signo);
   std::string role_of(int rank) const;

@@ -161,7 +161,8 @@ TEST_CASE("job cluster: scale submits and cancels, replaces a job that ended, gi
   CHECK(until([&] { return cluster.submitted_jobs() == 5; }));
   batch.set("104", JobState::finished);
   CHECK(until([&] { return cluster.jobs().empty(); }));
-  std::this_thread::sleep_for(1500ms);  // three ticks at least
+  const std::size_t checked = cluster.status_checks();
+  REQUIRE(until([&] { return cluster.status_checks() >= checked + 3; }));
   CHECK(cluster.submitted_jobs() == 5);  // three failed starts in a row: no more
   cluster.scale(2);  // an explicit scale tries again
   CHECK(cluster.submitted_jobs() == 7);
