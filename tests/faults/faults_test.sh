@@ -95,6 +95,8 @@ case $mode in
   frozen | scheduler-frozen) client_args=(serves "$dir/s.json" after) ;;
   chaos) client_args+=("${CHAOS_ROUNDS:-10}") ;;  # a longer run: docs/faults.md
 esac
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+rss_before=$(rss_kib "${daemons[0]}")
 timeout "${CHAOS_TIMEOUT:-240}" "$client" "${client_args[@]}" >>"$dir/client.log" 2>&1 &
 client_pid=$!
 if [ "$mode" = chaos ]; then
@@ -107,10 +109,18 @@ if [ "$mode" = chaos ]; then
     [ -n "$child" ] && kill -KILL "$child" 2>/dev/null && kills=$((kills + 1))
   done
   echo "chaos: SIGKILLed $kills worker processes"
+  # The scheduler's memory across the rounds (docs/faults.md: a leak grows with CHAOS_ROUNDS).
+  wait "$client_pid"
+  rc=$?
+  client_done=1
+  echo "chaos: scheduler RSS $((rss_before / 1024)) MiB before the rounds," \
+    "$(($(rss_kib "${daemons[0]}") / 1024)) MiB after ${CHAOS_ROUNDS:-10}"
   [ "$kills" -ge 5 ] || fail "only $kills workers were killed: the test did not test"
 fi
-wait "$client_pid"
-rc=$?
+if [ -z "${client_done:-}" ]; then
+  wait "$client_pid"
+  rc=$?
+fi
 cat "$dir/client.log"
 [ $rc -eq 0 ] || fail "client exited $rc"
 case $mode in poison | chaos)
@@ -119,14 +129,17 @@ esac
 # Its first heartbeat check after waking came before the tasks above ran.
 [ "$mode" = scheduler-frozen ] && grep "closing worker" "$dir/scheduler.log" &&
   fail "the scheduler dropped a worker after its own pause"
-for w in $(seq 1 $nworkers); do  # every restarted worker is back (not starting while we stop)
-  for _ in $(seq 1 300); do
-    started=$(grep -c "nanny: started worker process" "$dir/worker$w.out")
-    joined=$(grep -c "^taskwire-worker w$w at" "$dir/worker$w.out")
-    [ "$joined" -ge "$started" ] && break  # a worker that joined again counts twice
-    sleep 0.1
-  done
-  [ "$joined" -ge "$started" ] || fail "worker w$w: $started processes started, $joined joined"
+# Every worker's current process has joined (not starting while we stop): its line comes
+# after the nanny's last start. (Counting starts and joins fails on a process that joined
+# and died before its line was out, or died before it joined.)
+current_joined() {
+  awk -v w="w$1" '/nanny: started worker process/ { joined = 0 }
+                 index($0, "taskwire-worker " w " at") == 1 { joined = 1 }
+                 END { exit !joined }' "$dir/worker$1.out"
+}
+for w in $(seq 1 $nworkers); do
+  for _ in $(seq 1 300); do current_joined "$w" && break; sleep 0.1; done
+  current_joined "$w" || fail "worker w$w: its last process did not join within 30 s"
 done
 timeout 60 "$client" shutdown "$dir/s.json" || fail "shutdown"
 if [ "$mode" = hung ]; then  # every daemon gone within 10 s of the shutdown, together
