@@ -28,6 +28,7 @@ set(TASKWIRE_PUBLIC_INCLUDED_HEADERS
   runtime/asio.hpp runtime/batch.hpp runtime/byte_buffers.hpp runtime/config.hpp
   runtime/frame.hpp runtime/histogram.hpp runtime/resources.hpp runtime/mpi_wake.hpp runtime/mpi_hosts.hpp runtime/mpi_exits.hpp runtime/protocol.hpp runtime/raw_codec.hpp
   runtime/sendable.hpp                              # serialize.hpp
+  runtime/value.hpp runtime/value_size.hpp          # function_registry.hpp
   runtime/wire_codec.hpp
   scheduler/dashboard_options.hpp scheduler/events.hpp scheduler/instructions.hpp scheduler/ptr_set.hpp  # scheduler_server.hpp
   scheduler/records.hpp scheduler/scheduler_server_inspect.hpp scheduler/scheduler_state.hpp
