@@ -13,6 +13,7 @@ set(TASKWIRE_PUBLIC_ENTRY_HEADERS
   launch/slurm/slurm_cluster.hpp    # SlurmCluster: workers as Slurm jobs
   graph/graph.hpp graph/execute.hpp
   runtime/function_registry.hpp runtime/serialize.hpp runtime/serialize_std.hpp
+  runtime/large_buffer.hpp          # BufferAllocator for tasks' big arrays
   runtime/context.hpp runtime/log.hpp
   runtime/mpi_environment.hpp runtime/force_exit.hpp
   comm/backends.hpp comm/core/connect.hpp

@@ -42,6 +42,11 @@ std::string ValueCell::held_key() const {
   return key_;
 }
 
+std::string ValueCell::key_if_both_forms() const {
+  std::lock_guard lock(mu_);
+  return object_ && has_bytes_ ? key_ : std::string();
+}
+
 bool ValueCell::drop_bytes_if_live() {
   Frame dropped;  // freed outside the lock
   std::lock_guard lock(mu_);

@@ -65,6 +65,7 @@ class ValueCell {
   std::uint64_t serialized_bytes() const;
   void mark_held(std::string key);
   std::string held_key() const;
+  std::string key_if_both_forms() const;
   bool drop_bytes_if_live();
 
  private:
@@ -131,6 +132,11 @@ class Value {
   }
   /// The key given to mark_held (the last one, if several); empty if none.
   std::string held_key() const { return cell_ ? cell_->held_key() : std::string(); }
+  /// held_key() while both forms are held (a reader decoded the bytes), else empty: one
+  /// lock, for the check after every task.
+  std::string key_if_both_forms() const {
+    return cell_ ? cell_->key_if_both_forms() : std::string();
+  }
   /// Once a reader decoded it, the bytes it came as are no longer needed: drops them; true
   /// if it did (the caller accounts for the freed memory).
   bool drop_bytes_if_live() const { return cell_ && cell_->drop_bytes_if_live(); }

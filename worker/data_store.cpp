@@ -135,7 +135,7 @@ std::optional<Frame> DataStore::get(const std::string& key) const {
 }
 
 void DataStore::settle(const Value& value) {
-  const auto key = value.held_key();
+  const auto key = value.key_if_both_forms();  // most arguments: empty, and no store lock
   if (key.empty()) return;
   std::lock_guard lock(mu_);
   auto it = data_.find(key);

@@ -4,12 +4,11 @@
 #include <taskwire/runtime/function_registry.hpp>
 #include <taskwire/worker/data_store.hpp>
 
+#include "temp_dir.hpp"
+
 #include <catch2/catch.hpp>
 
-#include <stdlib.h>
-
 #include <atomic>
-#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -83,22 +82,12 @@ void reset_counts() {
   live_fns::copies = 0;
 }
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "taskwire-live-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
-
 }  // namespace live_fns
 
 using live_fns::fn;
 using live_fns::read_element;
 using live_fns::reset_counts;
-using live_fns::TempDir;
+using test::TempDir;
 
 TEST_CASE("live values: a task's result is held as it was returned and read in place",
           "[worker][live]") {
