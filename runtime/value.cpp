@@ -37,11 +37,6 @@ void ValueCell::mark_held(std::string key) {
   key_ = std::move(key);
 }
 
-std::string ValueCell::held_key() const {
-  std::lock_guard lock(mu_);
-  return key_;
-}
-
 std::string ValueCell::key_if_both_forms() const {
   std::lock_guard lock(mu_);
   return object_ && has_bytes_ ? key_ : std::string();

@@ -64,7 +64,6 @@ class ValueCell {
   std::uint64_t live_bytes() const;
   std::uint64_t serialized_bytes() const;
   void mark_held(std::string key);
-  std::string held_key() const;
   std::string key_if_both_forms() const;
   bool drop_bytes_if_live();
 
@@ -105,7 +104,6 @@ class Value {
   /// Memory held now in each form (both are non-zero while a decode has not been settled).
   std::uint64_t live_bytes() const { return cell_ ? cell_->live_bytes() : 0; }
   std::uint64_t serialized_bytes() const { return cell_ ? cell_->serialized_bytes() : 0; }
-  bool is_live() const { return live_bytes() != 0; }
 
   /// The serialized form, for sending or spilling: the bytes held, or the live object
   /// serialized now (not kept: the caller sends or writes it and lets it go).
@@ -130,10 +128,8 @@ class Value {
   void mark_held(std::string key) const {
     if (cell_) cell_->mark_held(std::move(key));
   }
-  /// The key given to mark_held (the last one, if several); empty if none.
-  std::string held_key() const { return cell_ ? cell_->held_key() : std::string(); }
-  /// held_key() while both forms are held (a reader decoded the bytes), else empty: one
-  /// lock, for the check after every task.
+  /// The key given to mark_held (the last one, if several) while both forms are held (a
+  /// reader decoded the bytes), else empty: one lock, for the check after every task.
   std::string key_if_both_forms() const {
     return cell_ ? cell_->key_if_both_forms() : std::string();
   }
