@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
+#include <utility>
 #include <stdexcept>
 
 namespace taskwire::bench {
@@ -37,54 +39,70 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The median submit-get round trip of `count` calls of `call(i)`, which returns the element
-// it read (checked against i).
-template <class Call>
-double median_roundtrip(int count, std::size_t n, Call call) {
-  std::vector<double> rts;
-  rts.reserve(static_cast<std::size_t>(count));
+constexpr const char* kCases[] = {"noop", "read (task result)", "read (scattered)",
+                                   "read by value (a copy)"};
+
+struct Runs {
+  /// Per case, each measurement's median round trip and its median excess over the no-op
+  /// round trip made just before it (pairs cancel most of the machine's drift), seconds.
+  std::map<std::string, std::vector<double>> roundtrip, over_noop;
+};
+
+// One measurement: `count` rounds of a no-op round trip, then one of each call; a call
+// returns the element it read (checked against i).
+using Call = std::pair<std::string, std::function<double(std::size_t)>>;
+void measure_once(int count, std::size_t n, Client& client, const std::vector<Call>& calls,
+                  Runs& runs) {
+  std::map<std::string, std::vector<double>> rts, excess;
   for (int k = 0; k < count; ++k) {
     const std::size_t i = (static_cast<std::size_t>(k) * 7919) % n;
-    const auto t0 = Clock::now();
-    const double got = call(i);
-    rts.push_back(seconds_since(t0));
-    if (got != static_cast<double>(i))
-      throw std::runtime_error(fmt::format("read element {} as {}", i, got));
+    auto t0 = Clock::now();
+    client.submit(held_noop, static_cast<int>(k)).get();
+    const double noop = seconds_since(t0);
+    rts["noop"].push_back(noop);
+    for (const auto& [name, call] : calls) {
+      t0 = Clock::now();
+      const double got = call(i);
+      const double rt = seconds_since(t0);
+      if (got != static_cast<double>(i))
+        throw std::runtime_error(fmt::format("{}: read element {} as {}", name, i, got));
+      rts[name].push_back(rt);
+      excess[name].push_back(rt - noop);
+    }
   }
-  return median(rts);
+  for (auto& [name, v] : rts) runs.roundtrip[name].push_back(median(v));
+  for (auto& [name, v] : excess) runs.over_noop[name].push_back(median(v));
 }
 
-// Each case's per-measurement medians, in seconds.
-std::map<std::string, std::vector<double>> measure(Client& client, const HeldOptions& o) {
+Runs measure(Client& client, const HeldOptions& o) {
   const std::size_t n = std::max<std::size_t>(1, o.bytes / sizeof(double));
   auto made = client.submit(held_vector, n);
   auto scattered = client.scatter(held_vector(n));
   client.submit(held_element, made, std::size_t{0}).get();  // warm up, and the one decode
   client.submit(held_element, scattered, std::size_t{0}).get();
-  std::map<std::string, std::vector<double>> runs;
+  Runs runs;
   for (int r = 0; r < o.repeats; ++r) {
-    runs["noop"].push_back(median_roundtrip(o.reads, n, [&](std::size_t i) {
-      return static_cast<double>(client.submit(held_noop, static_cast<int>(i)).get());
-    }));
-    runs["read (task result)"].push_back(median_roundtrip(o.reads, n, [&](std::size_t i) {
-      return client.submit(held_element, made, i).get();
-    }));
-    runs["read (scattered)"].push_back(median_roundtrip(o.reads, n, [&](std::size_t i) {
-      return client.submit(held_element, scattered, i).get();
-    }));
-    runs["read by value (a copy)"].push_back(median_roundtrip(o.copies, n, [&](std::size_t i) {
-      return client.submit(held_element_copy, made, i).get();
-    }));
+    measure_once(o.reads, n, client,
+                 {{kCases[1],
+                   [&](std::size_t i) { return client.submit(held_element, made, i).get(); }},
+                  {kCases[2],
+                   [&](std::size_t i) { return client.submit(held_element, scattered, i).get(); }}},
+                 runs);
+    Runs copies;  // its no-op round trips are not the main measurement's
+    measure_once(o.copies, n, client,
+                 {{kCases[3],
+                   [&](std::size_t i) { return client.submit(held_element_copy, made, i).get(); }}},
+                 copies);
+    runs.roundtrip[kCases[3]].push_back(copies.roundtrip[kCases[3]].back());
+    runs.over_noop[kCases[3]].push_back(copies.over_noop[kCases[3]].back());
   }
   return runs;
 }
 
-void report(const std::string& backend, const HeldOptions& o,
-            const std::map<std::string, std::vector<double>>& runs, CsvWriter& csv) {
-  const double noop = median(runs.at("noop"));
-  for (const char* name : {"noop", "read (task result)", "read (scattered)", "read by value (a copy)"}) {
-    const double us = median(runs.at(name)) * 1e6;
-    const double over = us - noop * 1e6;
+void report(const std::string& backend, const HeldOptions& o, const Runs& runs, CsvWriter& csv) {
+  for (const char* name : kCases) {
+    const double us = median(runs.roundtrip.at(name)) * 1e6;
+    const double over = runs.over_noop.count(name) ? median(runs.over_noop.at(name)) * 1e6 : 0;
     fmt::print("{:<8} {:<24} {:>10} {:>14.1f} {:>14.1f}\n", backend, name, human_bytes(o.bytes), us,
                over);
     csv.row(fmt::format("{},{},{},{:.2f},{:.2f}", backend, name, o.bytes, us, over));
@@ -121,7 +139,8 @@ int run_on_ranks(const HeldOptions& o) {
 }  // namespace
 
 int run_held(const HeldOptions& o) {
-  const bool mpi_wanted = std::find(o.backends.begin(), o.backends.end(), "mpi") != o.backends.end();
+  const bool mpi_wanted =
+      std::find(o.backends.begin(), o.backends.end(), "mpi") != o.backends.end();
   if (mpi_wanted || launched_on_several_ranks()) return run_on_ranks(o);
   CsvWriter csv(o.csv, kCsvHeader);
   print_header();

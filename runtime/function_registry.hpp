@@ -107,7 +107,8 @@ template <class P>
 class ArgSlot {
  public:
   using T = arg_t<P>;
-  static constexpr bool kInPlace = std::is_lvalue_reference_v<P> && std::is_const_v<std::remove_reference_t<P>>;
+  static constexpr bool kInPlace =
+      std::is_lvalue_reference_v<P> && std::is_const_v<std::remove_reference_t<P>>;
 
   void load(const Value& value) {
     if (auto live = value.shared_as<T>()) {

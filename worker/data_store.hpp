@@ -5,12 +5,12 @@
 // by the first task that reads them: settle() then drops the bytes); it is serialized only to
 // be sent (get, get_many) or spilled. Memory counts both forms (docs/worker-data.md).
 //
-// Spilling (after Dask's SpillBuffer): with a spill directory and a target, once the frames
+// Spilling (after Dask's SpillBuffer): with a spill directory and a target, once the values
 // held in memory pass the target, the least recently used ones are serialized and written to
 // files there and dropped from memory; a spilled key stays held (contains, keys, size, nbytes
-// count it) and comes back into memory as bytes, transparently, the next time it is read. A file that cannot be
-// written (no permission, full disk) leaves its value in memory: data is never lost for want
-// of disk, and the error is logged with the path.
+// count it) and comes back into memory as bytes, transparently, the next time it is read. A
+// file that cannot be written (no permission, full disk) leaves its value in memory: data is
+// never lost for want of disk, and the error is logged with the path.
 //
 // A spilled value carries a CRC-32 of its bytes, kept in memory. A file that is gone, cut
 // short or whose bytes no longer match is a lost value, never a wrong one: the key stays

@@ -148,8 +148,8 @@ Session launch(int& argc, char**& argv, const LaunchOptions& options, Layout lay
         "{} needs at least {} MPI ranks (got {}): launch with `mpiexec.mpich -n N PROGRAM`, "
         "N >= {}",
         who, min_ranks, env->size(), min_ranks));
-  runtime::init_logging({options.log_level.empty() ? std::string(kDefaultLogLevel) : options.log_level,
-                         options.log_file, env->rank()});
+  const auto level = options.log_level.empty() ? std::string(kDefaultLogLevel) : options.log_level;
+  runtime::init_logging({level, options.log_file, env->rank()});
   for (const auto& lib : options.preload) runtime::preload_library(lib);
 
   auto rank = std::make_unique<detail::ClusterRank>(*env, options, layout, signals.get());

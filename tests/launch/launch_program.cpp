@@ -218,7 +218,8 @@ int run(int argc, char** argv) {
     if (env.rank() == 1) fmt::print("rank 1: done, {} failures\n", failures);
     return rc || failures ? 1 : 0;
   }
-  if (mode == "run-options") return run_cluster_options(argc, argv, transport, argc > 3 ? argv[3] : "");
+  if (mode == "run-options")
+    return run_cluster_options(argc, argv, transport, argc > 3 ? argv[3] : "");
   if (mode == "crash" || mode == "kill") {
     auto session = mpi::initialize(argc, argv, options_for(transport));
     auto& client = session.client();
