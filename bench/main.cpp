@@ -4,6 +4,7 @@
 #include "bench/bandwidth.hpp"
 #include "bench/cluster_ranks.hpp"
 #include "bench/dag.hpp"
+#include "bench/held.hpp"
 #include "bench/backpressure.hpp"
 #include "bench/idle.hpp"
 #include "bench/latency.hpp"
@@ -264,6 +265,28 @@ int dag_main(const std::vector<std::string>& args) {
   return bench::run_dag(o);
 }
 
+int held_main(const std::vector<std::string>& args) {
+  bench::HeldOptions o;
+  std::string backends = "tcp", bytes = "8M", level = "warn";
+  po::options_description desc(
+      "taskwire-bench held: a task reading one element of a vector its worker holds (as a task\n"
+      "there returned it, and as scattered bytes), against a no-op task's round trip in the same\n"
+      "run, on one single-thread worker. Alone (tcp, inproc) or under mpiexec.mpich -n 3 (mpi,\n"
+      "tcp: rank 0 scheduler, rank 1 client, rank 2 the worker).\n\nOptions");
+  desc.add_options()("help,h", "show this help")(
+      "backend,b", po::value(&backends)->default_value(backends), "comma-separated: tcp, inproc, mpi")(
+      "bytes", po::value(&bytes)->default_value(bytes), "size of the held vector (K, M: binary)")(
+      "reads", po::value(&o.reads)->default_value(o.reads), "round trips per measurement")(
+      "copies", po::value(&o.copies)->default_value(o.copies), "by-value round trips per measurement")(
+      "repeats", po::value(&o.repeats)->default_value(o.repeats), "measurements (median reported)")(
+      "csv", po::value(&o.csv), "append rows backend,case,bytes,us_per_roundtrip,us_over_noop to FILE")(
+      "log-level", po::value(&level)->default_value(level), "trace .. off");
+  if (!parse_options(args, desc, level)) return 0;
+  o.backends = split(backends);
+  o.bytes = parse_bytes(bytes);
+  return bench::run_held(o);
+}
+
 int bandwidth_main(const std::vector<std::string>& args) {
   bench::BandwidthOptions o;
   std::string backends = "mpi,raw-mpi,tcp,raw-tcp", sizes, level = "warn";
@@ -359,6 +382,7 @@ void usage() {
       "  uneven     lognormal task durations on 4 workers: makespan vs max(work/threads, longest)\n"
       "  array      sum((X + X^T)^T) of a blocked random matrix over MPI and TCP (mpiexec -n 5)\n"
       "  dag        task graphs that move data (stencil, matmul, tree, shuffle), MPI vs TCP (-n 4)\n"
+      "  held       a task reading one element of an 8 MiB vector its worker holds, vs a no-op\n"
       "  idle       CPU per rank while a cluster is up and idle, MPI and TCP (mpiexec -n 4)\n"
       "  relay      the host's floor under a round trip: 4 processes relaying a byte, no work\n"
       "  backpressure  a writer 100x faster than its reader: its RSS vs the queue bound (-n 2)\n\n"
@@ -380,6 +404,7 @@ int main(int argc, char* argv[]) {
     if (sub == "uneven") return uneven_main(args);
     if (sub == "array") return array_main(args);
     if (sub == "dag") return dag_main(args);
+    if (sub == "held") return held_main(args);
     if (sub == "bandwidth") return bandwidth_main(args);
     if (sub == "idle") return idle_main(args);
     if (sub == "relay") return relay_main(args);

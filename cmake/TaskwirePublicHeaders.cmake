@@ -13,6 +13,7 @@ set(TASKWIRE_PUBLIC_ENTRY_HEADERS
   launch/slurm/slurm_cluster.hpp    # SlurmCluster: workers as Slurm jobs
   graph/graph.hpp graph/execute.hpp
   runtime/function_registry.hpp runtime/serialize.hpp runtime/serialize_std.hpp
+  runtime/large_buffer.hpp          # BufferAllocator for tasks' big arrays
   runtime/context.hpp runtime/log.hpp
   runtime/mpi_environment.hpp runtime/force_exit.hpp
   comm/backends.hpp comm/core/connect.hpp
@@ -28,6 +29,7 @@ set(TASKWIRE_PUBLIC_INCLUDED_HEADERS
   runtime/asio.hpp runtime/batch.hpp runtime/byte_buffers.hpp runtime/config.hpp
   runtime/frame.hpp runtime/histogram.hpp runtime/resources.hpp runtime/mpi_wake.hpp runtime/mpi_hosts.hpp runtime/mpi_exits.hpp runtime/protocol.hpp runtime/raw_codec.hpp
   runtime/sendable.hpp                              # serialize.hpp
+  runtime/value.hpp runtime/value_size.hpp          # function_registry.hpp
   runtime/wire_codec.hpp
   scheduler/dashboard_options.hpp scheduler/events.hpp scheduler/instructions.hpp scheduler/ptr_set.hpp  # scheduler_server.hpp
   scheduler/records.hpp scheduler/scheduler_server_inspect.hpp scheduler/scheduler_state.hpp

@@ -9,11 +9,12 @@ int identity_tag;  // its address stands for the built-in identity function
 FunctionRegistry& FunctionRegistry::global() {
   static FunctionRegistry r;
   static const bool builtins = [] {
-    // Built in: returns its one argument frame unchanged (Client::scatter uses it).
-    r.add("taskwire::identity", &identity_tag, 1, [](const std::vector<Frame>& args) -> Frame {
-      if (args.size() != 1) throw std::invalid_argument("expects 1 argument");
-      return args[0];
-    });
+    // Built in: returns its one argument unchanged (Client::scatter uses it): the bytes
+    // scattered stay bytes until a task here reads them.
+    r.add("taskwire::identity", &identity_tag, 1, Invoker([](const std::vector<Value>& args) {
+            if (args.size() != 1) throw std::invalid_argument("expects 1 argument");
+            return args[0];
+          }));
     return true;
   }();
   (void)builtins;
@@ -38,6 +39,16 @@ void FunctionRegistry::add(std::string name, const void* address, std::size_t ar
   by_address_.emplace(address, name);
   by_name_.emplace(name, RegisteredFunction{name, arity, std::move(invoke), std::move(each),
                                             std::move(gathered)});
+}
+
+void FunctionRegistry::add(std::string name, const void* address, std::size_t arity,
+                           FrameInvoker invoke) {
+  add(std::move(name), address, arity, Invoker([invoke = std::move(invoke)](const std::vector<Value>& args) {
+        std::vector<Frame> frames;
+        frames.reserve(args.size());
+        for (const auto& a : args) frames.push_back(a.bytes());
+        return Value(invoke(frames));
+      }));
 }
 
 const RegisteredFunction* FunctionRegistry::find(const std::string& name) const {

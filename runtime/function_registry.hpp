@@ -1,14 +1,16 @@
 #pragma once
 // Functions by name. TASKWIRE_REGISTER(fn) makes `fn` callable by name in every process that
-// links (or --preload's) the file holding the macro. Arguments and the result travel as one
-// Boost.Serialization frame each, so a dependency's result frame can stand in for an
-// argument of the same type without being re-encoded.
+// links (or --preload's) the file holding the macro. Arguments and the result are Values
+// (value.hpp): a live object a task on this worker returned is read in place by `const T&`
+// (a by-value parameter gets one copy of it), bytes from the wire are decoded, once for a
+// value a data store holds. On the wire each travels as one Boost.Serialization frame.
 //
 // This registry is the one deliberate piece of global mutable state in taskwire (see
 // STYLE.md): registration happens from static initialisers, possibly of shared libraries
 // loaded at run time, before any Context exists. It is guarded by a mutex.
 #include <taskwire/runtime/frame.hpp>
 #include <taskwire/runtime/serialize.hpp>
+#include <taskwire/runtime/value.hpp>
 
 #include <boost/serialization/vector.hpp>
 
@@ -16,6 +18,7 @@
 #include <functional>
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -27,10 +30,13 @@
 
 namespace taskwire::runtime {
 
-/// Calls a registered function on serialized arguments; returns the serialized result.
+/// Calls a registered function on its arguments; returns its result as a live Value.
 /// Throws std::invalid_argument for a wrong argument count or an undecodable argument, and
 /// lets the function's own exception through.
-using Invoker = std::function<Frame(const std::vector<Frame>& args)>;
+using Invoker = std::function<Value(const std::vector<Value>& args)>;
+/// A function over serialized arguments, returning its serialized result (the built-in
+/// graph runners, which pass batches of bytes on to EachInvoker and GatherInvoker).
+using FrameInvoker = std::function<Frame(const std::vector<Frame>& args)>;
 
 /// Runs a one-parameter function over a batch (graph/ chunks): a serialized std::vector of its
 /// parameter type in, the serialized std::vector of its results out, in order. `at` holds the
@@ -61,6 +67,8 @@ class FunctionRegistry {
   /// the same function (a library loaded twice), and throws std::logic_error otherwise.
   void add(std::string name, const void* address, std::size_t arity, Invoker invoke,
            EachInvoker each = {}, GatherInvoker gathered = {});
+  /// Registers a function over serialized arguments (each argument's bytes in, bytes out).
+  void add(std::string name, const void* address, std::size_t arity, FrameInvoker invoke);
   /// nullptr when unknown.
   const RegisteredFunction* find(const std::string& name) const;
   /// The name `fn` was registered under; throws std::invalid_argument naming the fix.
@@ -90,28 +98,75 @@ void decode_args(std::tuple<A...>& args, const std::vector<Frame>& frames,
   }
 }
 
+/// One argument of a call, for a parameter declared `P`. A `const T&` parameter reads the
+/// value in place: the live T, or the one decode a held value keeps. Any other parameter
+/// gets an object of its own: decoded straight into it when no store holds the value (an
+/// inline argument: moved into a by-value parameter, never copied), else one copy of the
+/// shared live T (the function may change or keep it; the held value must not change).
+template <class P>
+class ArgSlot {
+ public:
+  using T = arg_t<P>;
+  static constexpr bool kInPlace =
+      std::is_lvalue_reference_v<P> && std::is_const_v<std::remove_reference_t<P>>;
+
+  void load(const Value& value) {
+    if (auto live = value.shared_as<T>()) {
+      if constexpr (kInPlace) {
+        view_ = live.get();
+        shared_ = std::move(live);
+      } else {
+        own_.emplace(*live);
+      }
+      return;
+    }
+    own_.emplace();
+    value.decode_into(*own_);
+    view_ = &*own_;
+  }
+  decltype(auto) get() {
+    if constexpr (kInPlace) return static_cast<const T&>(*view_);
+    else if constexpr (!std::is_reference_v<P>) return std::move(*own_);
+    else return std::forward<P>(*own_);
+  }
+
+ private:
+  std::shared_ptr<const T> shared_;
+  std::optional<T> own_;
+  const T* view_ = nullptr;
+};
+
+template <class... P, std::size_t... I>
+void load_args(std::tuple<ArgSlot<P>...>& slots, const std::vector<Value>& values,
+               std::index_sequence<I...>) {
+  std::size_t at = 0;
+  try {
+    ((at = I, std::get<I>(slots).load(values[I])), ...);
+  } catch (const SerializationError& e) {
+    throw std::invalid_argument("argument " + std::to_string(at) + " cannot be decoded as the " +
+                                "function's parameter type: " + e.what());
+  }
+}
+
 template <class R, class... A, std::size_t... I>
-Frame invoke_with(R (*fn)(A...), const std::vector<Frame>& frames, std::index_sequence<I...> seq) {
-  std::tuple<arg_t<A>...> args;
-  decode_args(args, frames, seq);
-  // Decoded arguments are the call's own: moved into by-value parameters (copying a 50 MB
-  // block here was 12 % of a worker's time in `taskwire-bench array`, and as much again for
-  // the fresh pages of the copy), bound to reference ones.
+Value invoke_with(R (*fn)(A...), const std::vector<Value>& values, std::index_sequence<I...> seq) {
+  std::tuple<ArgSlot<A>...> slots;
+  load_args(slots, values, seq);
   if constexpr (std::is_void_v<R>) {
-    fn(std::forward<A>(std::get<I>(args))...);
-    return to_frame(true);
+    fn(std::get<I>(slots).get()...);
+    return Value::of(true);
   } else {
-    return to_frame(fn(std::forward<A>(std::get<I>(args))...));
+    return Value::of(fn(std::get<I>(slots).get()...));
   }
 }
 
 template <class R, class... A>
 Invoker make_invoker(R (*fn)(A...)) {
-  return [fn](const std::vector<Frame>& frames) -> Frame {
-    if (frames.size() != sizeof...(A))
+  return [fn](const std::vector<Value>& values) -> Value {
+    if (values.size() != sizeof...(A))
       throw std::invalid_argument("expects " + std::to_string(sizeof...(A)) + " argument(s), got " +
-                                  std::to_string(frames.size()));
-    return invoke_with(fn, frames, std::index_sequence_for<A...>{});
+                                  std::to_string(values.size()));
+    return invoke_with(fn, values, std::index_sequence_for<A...>{});
   };
 }
 

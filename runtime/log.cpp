@@ -23,12 +23,20 @@ void replace_all(std::string& s, const std::string& what, const std::string& wit
 
 int launcher_rank() { return launch_position().rank; }
 
+std::string log_pattern(int rank) {
+  if (rank < 0) return "[%Y-%m-%d %H:%M:%S.%e] [%^%l%$] %v";
+  return fmt::format("[%Y-%m-%d %H:%M:%S.%e] [rank {}] [%^%l%$] %v", rank);
+}
+
 void init_logging(const LogOptions& options) {
   auto level = spdlog::level::from_str(options.level);
   if (level == spdlog::level::off && options.level != "off")
     throw std::invalid_argument("unknown log level '" + options.level +
                                 "' (use trace, debug, info, warn, error, critical or off)");
-  const int rank = options.rank >= 0 ? options.rank : launcher_rank();
+  const auto position = launch_position();
+  const int rank = options.rank >= 0 ? options.rank : position.rank;
+  // A process no launcher started (a daemon run by hand) has no rank worth showing.
+  const int shown_rank = options.rank >= 0 || position.launched ? rank : -1;
   std::vector<spdlog::sink_ptr> sinks{std::make_shared<spdlog::sinks::stderr_color_sink_mt>()};
   if (!options.file.empty()) {
     std::string path = options.file;
@@ -42,7 +50,7 @@ void init_logging(const LogOptions& options) {
   }
   auto logger = std::make_shared<spdlog::logger>("taskwire", sinks.begin(), sinks.end());
   logger->set_level(level);
-  logger->set_pattern(fmt::format("[%Y-%m-%d %H:%M:%S.%e] [rank {}] [%^%l%$] %v", rank));
+  logger->set_pattern(log_pattern(shown_rank));
   // A crashed or killed process keeps what it logged: warnings and errors reach the file at
   // once, everything else within a second (the file sink buffers; an unflushed buffer dies
   // with the process).

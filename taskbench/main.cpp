@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   taskbench::DriverOptions options;
   try {
     options = taskbench::parse_driver_options(argc, argv);
-    // run_cluster leaves logging as it finds it (LaunchOptions::log_level is initialize()'s).
+    // run_cluster leaves logging as it finds it (LaunchOptions::log_level is left empty).
     if (!options.help) runtime::init_logging({options.log_level, "", -1});
   } catch (const std::exception& e) {
     if (first_rank())

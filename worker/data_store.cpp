@@ -76,27 +76,77 @@ DataStore::~DataStore() {
     if (!e.file.empty()) ::unlink(e.file.c_str());
 }
 
-void DataStore::put(const std::string& key, Frame frame) {
+void DataStore::account_locked(const Entry& e, int sign) const {
+  if (sign > 0) {
+    counts_.live_bytes += e.live;
+    counts_.serialized_bytes += e.serialized;
+    counts_.memory_bytes += e.live + e.serialized;
+  } else {
+    counts_.live_bytes -= e.live;
+    counts_.serialized_bytes -= e.serialized;
+    counts_.memory_bytes -= e.live + e.serialized;
+  }
+}
+
+// The entry's value becomes `value`, in memory, most recently used; the counts follow.
+void DataStore::hold_locked(Entry& e, const std::string& key, Value value) const {
+  value.mark_held(key);
+  e.live = value.live_bytes();
+  e.serialized = value.serialized_bytes();
+  e.value = std::move(value);
+  e.in_memory = true;
+  e.lru = lru_.insert(lru_.end(), key);
+  account_locked(e, +1);
+}
+
+void DataStore::put(const std::string& key, Value value) {
   std::lock_guard lock(mu_);
   if (auto it = data_.find(key); it != data_.end()) drop_locked(it);
   Entry& e = data_[key];
-  e.nbytes = frame.size();
-  e.frame = std::move(frame);
+  e.nbytes = value.size();
   nbytes_ += e.nbytes;
-  counts_.memory_bytes += e.nbytes;
-  e.lru = lru_.insert(lru_.end(), key);
+  hold_locked(e, key, std::move(value));
   spill_to_target_locked();
 }
 
-std::optional<Frame> DataStore::get(const std::string& key) const {
-  std::lock_guard lock(mu_);
+std::optional<Value> DataStore::value_locked(const std::string& key) const {
   auto it = data_.find(key);
   if (it == data_.end()) return std::nullopt;
   if (!it->second.in_memory && !unspill_locked(it->second, key)) return std::nullopt;
-  Frame out = it->second.frame;
+  Value out = it->second.value;
   touch_locked(it->second);
   spill_to_target_locked();
   return out;
+}
+
+std::optional<Value> DataStore::value(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  return value_locked(key);
+}
+
+std::optional<Frame> DataStore::get(const std::string& key) const {
+  std::optional<Value> v;
+  {
+    std::lock_guard lock(mu_);
+    v = value_locked(key);
+  }
+  if (!v) return std::nullopt;
+  return v->bytes();  // serialized outside the lock: an 8 MiB encode is milliseconds
+}
+
+void DataStore::settle(const Value& value) {
+  const auto key = value.key_if_both_forms();  // most arguments: empty, and no store lock
+  if (key.empty()) return;
+  std::lock_guard lock(mu_);
+  auto it = data_.find(key);
+  if (it == data_.end() || !it->second.in_memory || !it->second.value.same_as(value)) return;
+  Entry& e = it->second;
+  if (!value.drop_bytes_if_live()) return;
+  account_locked(e, -1);
+  e.live = value.live_bytes();
+  e.serialized = 0;
+  account_locked(e, +1);
+  spill_to_target_locked();
 }
 
 bool DataStore::contains(const std::string& key) const {
@@ -128,11 +178,11 @@ void DataStore::drop_locked(std::unordered_map<std::string, Entry>::iterator it)
   Entry& e = it->second;
   nbytes_ -= e.nbytes;
   if (e.in_memory) {
-    counts_.memory_bytes -= e.nbytes;
+    account_locked(e, -1);
     lru_.erase(e.lru);
   } else {
     --counts_.spilled_keys;
-    counts_.spilled_bytes -= e.nbytes;
+    counts_.spilled_bytes -= e.file_bytes;
   }
   if (!e.file.empty()) ::unlink(e.file.c_str());
   data_.erase(it);
@@ -142,22 +192,27 @@ void DataStore::touch_locked(Entry& e) const { lru_.splice(lru_.end(), lru_, e.l
 
 DataStore::Lookup DataStore::get_many(const std::vector<std::string>& keys) const {
   Lookup out;
-  std::lock_guard lock(mu_);
-  for (const auto& key : keys) {
-    auto it = data_.find(key);
-    if (it == data_.end()) {
-      out.missing.push_back(key);
-    } else if (it->second.in_memory) {
-      touch_locked(it->second);
-      out.found.emplace_back(key, it->second.frame);
-    } else if (auto frame = read_spilled_locked(it->second, key)) {
-      // Read for a peer or a client, not brought back: it would push out data this worker's
-      // own tasks use, for a copy that lives only until the reply is sent.
-      out.found.emplace_back(key, std::move(*frame));
-    } else {
-      out.missing.push_back(key);
+  std::vector<std::pair<std::size_t, Value>> to_serialize;  // (index in found, value)
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& key : keys) {
+      auto it = data_.find(key);
+      if (it == data_.end()) {
+        out.missing.push_back(key);
+      } else if (it->second.in_memory) {
+        touch_locked(it->second);
+        to_serialize.emplace_back(out.found.size(), it->second.value);
+        out.found.emplace_back(key, Frame());
+      } else if (auto frame = read_spilled_locked(it->second, key)) {
+        // Read for a peer or a client, not brought back: it would push out data this
+        // worker's own tasks use, for a copy that lives only until the reply is sent.
+        out.found.emplace_back(key, std::move(*frame));
+      } else {
+        out.missing.push_back(key);
+      }
     }
   }
+  for (auto& [at, value] : to_serialize) out.found[at].second = value.bytes();
   return out;
 }
 
@@ -165,8 +220,10 @@ bool DataStore::spill_locked(Entry& e, const std::string& key) const {
   if (e.file.empty()) {
     auto path = spill_.directory / fmt::format("spill-{}", next_file_++);
     try {
-      write_file(path, e.frame);
-      e.checksum = crc32_of(e.frame);
+      const Frame bytes = e.value.bytes();  // a live value is serialized here, and only here
+      write_file(path, bytes);
+      e.checksum = crc32_of(bytes);
+      e.file_bytes = bytes.size();
     } catch (const std::exception& ex) {
       ++counts_.spill_failures_total;
       // Once per run of failures: a full disk would otherwise log every put.
@@ -180,21 +237,23 @@ bool DataStore::spill_locked(Entry& e, const std::string& key) const {
     failing_ = false;
     e.file = std::move(path);
     ++counts_.spills_total;
-    counts_.spilled_bytes_total += e.nbytes;
+    counts_.spilled_bytes_total += e.file_bytes;
   }
-  e.frame = Frame();
+  // Tasks that were handed the value keep it alive until they finish; the store lets go.
+  e.value = Value();
   e.in_memory = false;
   lru_.erase(e.lru);
-  counts_.memory_bytes -= e.nbytes;
+  account_locked(e, -1);
+  e.live = e.serialized = 0;
   ++counts_.spilled_keys;
-  counts_.spilled_bytes += e.nbytes;
+  counts_.spilled_bytes += e.file_bytes;
   return true;
 }
 
 std::optional<Frame> DataStore::read_spilled_locked(Entry& e, const std::string& key) const {
   if (e.lost) return std::nullopt;
   try {
-    Frame frame = read_file(e.file, e.nbytes);
+    Frame frame = read_file(e.file, e.file_bytes);
     if (crc32_of(frame) != e.checksum)
       throw std::runtime_error(fmt::format("spill file {} does not hold the bytes written "
                                            "(CRC-32 mismatch)", e.file.string()));
@@ -211,12 +270,10 @@ std::optional<Frame> DataStore::read_spilled_locked(Entry& e, const std::string&
 bool DataStore::unspill_locked(Entry& e, const std::string& key) const {
   auto frame = read_spilled_locked(e, key);
   if (!frame) return false;
-  e.frame = std::move(*frame);
-  e.in_memory = true;
-  e.lru = lru_.insert(lru_.end(), key);
-  counts_.memory_bytes += e.nbytes;
+  // Back as bytes: decoded once, by the first task that reads it.
+  hold_locked(e, key, Value(std::move(*frame)));
   --counts_.spilled_keys;
-  counts_.spilled_bytes -= e.nbytes;
+  counts_.spilled_bytes -= e.file_bytes;
   ++counts_.unspills_total;
   return true;
 }
@@ -241,8 +298,9 @@ std::uint64_t DataStore::spill_to(std::uint64_t memory_bytes) {
   while (counts_.memory_bytes > memory_bytes && !lru_.empty()) {
     const std::string key = lru_.front();
     Entry& e = data_.at(key);
+    const std::uint64_t held = e.live + e.serialized;
     if (!spill_locked(e, key)) break;
-    spilled += e.nbytes;
+    spilled += held;
   }
   return spilled;
 }
@@ -252,7 +310,8 @@ std::uint64_t DataStore::spill_oldest() {
   if (spill_.directory.empty() || lru_.empty()) return 0;
   const std::string key = lru_.front();
   Entry& e = data_.at(key);
-  return spill_locked(e, key) ? e.nbytes : 0;
+  const std::uint64_t held = e.live + e.serialized;
+  return spill_locked(e, key) ? held : 0;
 }
 
 DataStoreCounts DataStore::counts() const {

@@ -51,8 +51,8 @@ Event Worker::Impl::run_task(Execute& task) {
   } else {
     const crash::RunningTask running(task.key, task.function);  // for a crash's last words
     try {
-      auto frame = fn->invoke(task.args);
-      result = ExecuteSuccess{task.key, std::move(frame), elapsed(), ""};
+      auto value = fn->invoke(task.args);
+      result = ExecuteSuccess{task.key, std::move(value), elapsed(), ""};
     } catch (const std::exception& e) {
       result = ExecuteFailure{task.key, e.what(), elapsed(), current_exception_type(), ""};
     } catch (...) {
@@ -61,7 +61,9 @@ Event Worker::Impl::run_task(Execute& task) {
                               elapsed(), current_exception_type(), ""};
     }
   }
-  task.args.clear();  // release argument frames on the thread that ran the task
+  // An argument the task decoded is now held live: the bytes it came as can go.
+  for (const auto& arg : task.args) data_->settle(arg);
+  task.args.clear();  // release the arguments on the thread that ran the task
   TaskRun run = task.run;
   run.thread = Executor::current_thread();
   std::visit([&run](auto& r) {

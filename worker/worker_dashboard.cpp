@@ -109,6 +109,13 @@ void write_memory(http::PrometheusText& p, const WorkerFacts& f) {
   gauge("taskwire_worker_managed_memory_bytes",
         "Bytes of results and dependencies held in memory (spilled ones not counted).",
         static_cast<double>(s.memory_bytes));
+  gauge("taskwire_worker_live_bytes",
+        "Of the managed memory, results held as the objects tasks returned or decoded.",
+        static_cast<double>(s.live_bytes));
+  gauge("taskwire_worker_serialized_bytes",
+        "Of the managed memory, results held as bytes (received or read back from disk, not "
+        "read by a task here yet).",
+        static_cast<double>(s.serialized_bytes));
   gauge("taskwire_worker_spilled_bytes", "Bytes of results spilled to disk now.",
         static_cast<double>(s.spilled_bytes));
   gauge("taskwire_worker_spilled_keys", "Results spilled to disk now.",
@@ -165,6 +172,8 @@ nlohmann::json to_json(const WorkerFacts& f) {
                          {"memory_bytes", f.memory_bytes}, {"running", f.executing},
                          {"queued", queued},       {"keys", f.keys},
                          {"managed_bytes", f.store.memory_bytes},
+                         {"live_bytes", f.store.live_bytes},
+                         {"serialized_bytes", f.store.serialized_bytes},
                          {"spilled_bytes", f.store.spilled_bytes},
                          {"memory_limit", f.memory_limit}, {"rss", f.process_bytes},
                          {"paused", f.paused}};

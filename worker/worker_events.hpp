@@ -6,6 +6,7 @@
 // "<kind>-<counter>".
 #include <taskwire/runtime/frame.hpp>
 #include <taskwire/runtime/protocol.hpp>
+#include <taskwire/runtime/value.hpp>
 
 #include <chrono>
 #include <string>
@@ -86,7 +87,7 @@ inline double steady_seconds() noexcept {
 struct ExecuteSuccess {
   static constexpr std::string_view kind = "execute-success";
   Key key;
-  Frame result;
+  runtime::Value result;  ///< as the task returned it (live)
   double duration_s = 0;
   std::string stimulus_id;
   TaskRun run{};

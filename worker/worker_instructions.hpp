@@ -19,12 +19,12 @@ namespace taskwire::worker {
 using protocol::Key;
 using runtime::Frame;
 
-/// Run `function` on `args` (already resolved: inline frames and dependency results, in
-/// argument order) on the thread pool, then report ExecuteSuccess or ExecuteFailure.
+/// Run `function` on `args` (already resolved: inline frames and dependency results as
+/// held, in argument order) on the thread pool, then report ExecuteSuccess or ExecuteFailure.
 struct Execute {
   Key key;
   std::string function;
-  std::vector<Frame> args;
+  std::vector<runtime::Value> args;
   RunOrder priority;
   std::string stimulus_id;
   TaskRun run{};  ///< its dependencies' transfers; the executor adds the thread

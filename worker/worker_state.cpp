@@ -352,13 +352,13 @@ void WorkerState::ensure_computing() {
 
 void WorkerState::start_executing(TaskState& ts) {
   const Key key = ts.key;
-  std::vector<Frame> args;
+  std::vector<Value> args;
   args.reserve(ts.args.size());
   std::optional<Key> lost;
   for (const auto& a : ts.args) {
     if (a.kind == protocol::ArgSpec::frame) {
       args.push_back(ts.frames[a.frame_index]);
-    } else if (auto f = data_->get(a.key)) {
+    } else if (auto f = data_->value(a.key)) {
       args.push_back(std::move(*f));
     } else {
       lost = a.key;

@@ -155,7 +155,7 @@ class WorkerState {
       const ComputeTaskEvent& e, const std::vector<Key>& deps);
   void add_dependency(TaskState& ts, const Key& dep, const std::vector<std::string>& holders);
   void fail_task(TaskState& ts, std::string message, std::string exception_type = {});
-  void transition_to_memory(TaskState& ts, Frame data, bool report);
+  void transition_to_memory(TaskState& ts, Value data, bool report);
   void finished_running(TaskState& ts);
   void lost_own_data(const Key& key);
   void drop_dependents(const Key& key);

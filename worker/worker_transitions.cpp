@@ -163,7 +163,7 @@ void WorkerState::finished_running(TaskState& ts) {
   }
 }
 
-void WorkerState::transition_to_memory(TaskState& ts, Frame data, bool report) {
+void WorkerState::transition_to_memory(TaskState& ts, Value data, bool report) {
   ts.status = TaskStatus::memory;
   ts.nbytes = data.size();
   ts.who_has.clear();

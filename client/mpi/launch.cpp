@@ -14,6 +14,11 @@
 
 namespace taskwire::mpi {
 
+namespace {
+/// initialize()'s and initialize_pool()'s log level when LaunchOptions::log_level is empty.
+constexpr std::string_view kDefaultLogLevel = "warn";
+}  // namespace
+
 Transport parse_transport(std::string_view name) {
   if (name == "mpi") return Transport::mpi;
   if (name == "tcp") return Transport::tcp;
@@ -143,7 +148,8 @@ Session launch(int& argc, char**& argv, const LaunchOptions& options, Layout lay
         "{} needs at least {} MPI ranks (got {}): launch with `mpiexec.mpich -n N PROGRAM`, "
         "N >= {}",
         who, min_ranks, env->size(), min_ranks));
-  runtime::init_logging({options.log_level, options.log_file, env->rank()});
+  const auto level = options.log_level.empty() ? std::string(kDefaultLogLevel) : options.log_level;
+  runtime::init_logging({level, options.log_file, env->rank()});
   for (const auto& lib : options.preload) runtime::preload_library(lib);
 
   auto rank = std::make_unique<detail::ClusterRank>(*env, options, layout, signals.get());
@@ -182,6 +188,13 @@ Session initialize_pool(int& argc, char**& argv, LaunchOptions options) {
 
 int run_cluster(runtime::MpiEnvironment& env, const LaunchOptions& options, Layout layout,
                 const std::function<void(Client&)>& program) {
+  if (!options.log_level.empty() || !options.log_file.empty()) {
+    const auto level = options.log_level.empty()
+                           ? std::string(spdlog::level::to_string_view(spdlog::get_level()).data())
+                           : options.log_level;
+    runtime::init_logging({level, options.log_file, env.rank()});
+  }
+  for (const auto& lib : options.preload) runtime::preload_library(lib);
   std::unique_ptr<detail::JobSignals> signals;
   if (options.handle_signals)
     signals = std::make_unique<detail::JobSignals>(detail::kSignalGraceSeconds);

@@ -42,8 +42,10 @@ struct LaunchOptions {
   Transport transport = Transport::mpi;
   /// Threads running tasks on each worker rank.
   unsigned nthreads = 1;
-  /// Log level of every rank (trace, debug, info, warn, error, off).
-  std::string log_level = "warn";
+  /// Log level of every rank (trace, debug, info, warn, error, off). Empty: initialize() and
+  /// initialize_pool() log at warn; run_cluster() leaves logging as it finds it (a program
+  /// that set up its own keeps it).
+  std::string log_level;
   /// One log file per rank when set: "{rank}" is replaced, e.g. "taskwire-{rank}.log".
   std::string log_file;
   /// Host (interface address) the TCP transport listens on and advertises. Empty: 127.0.0.1
@@ -129,8 +131,11 @@ Session initialize(int& argc, char**& argv, LaunchOptions options = {});
 /// than 2 ranks.
 Session initialize_pool(int& argc, char**& argv, LaunchOptions options = {});
 
-/// Collective: every rank of `env` calls it with the same options and layout. The client
-/// rank runs `program` with a connected Client; when it returns, the cluster shuts down.
+/// Collective: every rank of `env` calls it with the same options and layout. It sets up
+/// logging when options.log_level or log_file is set, and loads options.preload (a library
+/// that cannot be loaded throws std::runtime_error, on every rank, before any role starts).
+/// The client rank runs `program` with a connected Client; when it returns, the cluster
+/// shuts down.
 /// Every rank returns the cluster's status for it: 0 after a clean shutdown, else non-zero
 /// (a worker that lost its scheduler, ...). Exceptions from `program` propagate on its rank
 /// after the cluster is shut down. MPI stays initialised.

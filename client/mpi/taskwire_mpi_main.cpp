@@ -7,8 +7,6 @@
 #include <taskwire/client/mpi/launch.hpp>
 #include <taskwire/http/http_server.hpp>
 #include <taskwire/runtime/daemon_bootstrap.hpp>
-#include <taskwire/runtime/log.hpp>
-#include <taskwire/runtime/preload.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -115,8 +113,7 @@ int run(int argc, char* argv[], const MainOptions& o) {
                  env.size());
     return runtime::kExitUsage;
   }
-  runtime::init_logging({o.launch.log_level, o.launch.log_file, env.rank()});
-  for (const auto& lib : o.launch.preload) runtime::preload_library(lib);
+  // run_cluster sets up logging and loads the --preload libraries.
   const int rc = mpi::run_cluster(env, o.launch, mpi::Layout{0, -1}, {});
   if (env.rank() == 0) spdlog::info("taskwire-mpi: stopped");
   return rc;

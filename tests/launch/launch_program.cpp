@@ -3,6 +3,8 @@
 //   initialize mpi|tcp   dask_mpi style: rank 0 scheduler, rank 1 this program, 2.. workers
 //   pool mpi|tcp         static pool: rank 0 program + scheduler, 1.. workers
 //   both                 one launch, two clusters in turn (run_cluster over mpi, then tcp)
+//   run-options mpi|tcp LIB  run_cluster applies LaunchOptions' log level, log file and
+//                        preload (LIB: a library of registered functions)
 //   crash|kill           a task aborts (SIGABRT) or SIGKILLs its worker rank mid-graph
 //   busy                 the program ends while tasks still run
 //   small                initialize with too few ranks (expects a clear error)
@@ -19,9 +21,12 @@
 
 #include <boost/serialization/vector.hpp>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <csignal>
 #include <cstdlib>
 #include <numeric>
@@ -140,6 +145,42 @@ mpi::LaunchOptions options_for(const std::string& transport) {
   return o;
 }
 
+// run_cluster with LaunchOptions' preload (a missing library first: every rank must refuse
+// it), log level and log file.
+int run_cluster_options(int argc, char** argv, const std::string& transport, const std::string& lib) {
+  runtime::MpiEnvironment env(argc, argv);
+  const int rank = env.rank();
+  auto o = options_for(transport);
+  o.preload = {"/nonexistent/libtaskwire-no-such-plugin.so"};
+  try {
+    mpi::run_cluster(env, o, mpi::Layout{0, 1}, [](Client&) {});
+    check(false, fmt::format("rank {}: run_cluster refuses a preload it cannot load", rank));
+  } catch (const std::exception& e) {
+    check(std::string(e.what()).find("cannot load") != std::string::npos,
+          fmt::format("rank {}: run_cluster refuses a preload it cannot load", rank));
+  }
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto pattern = fmt::format("taskwire-run-options-{}-{{rank}}.log", ::getppid());
+  o.preload = {lib};
+  o.log_level = "info";
+  o.log_file = (dir / pattern).string();
+  const int rc = mpi::run_cluster(env, o, mpi::Layout{0, 1}, [](Client& client) {
+    check(client.submit(launch_fns::inc, 1).get() == 2, "run-options: the cluster computes");
+  });
+  check(runtime::FunctionRegistry::global().find("cluster_fns::inc") != nullptr,
+        fmt::format("rank {}: run_cluster loaded LaunchOptions::preload", rank));
+  spdlog::default_logger()->flush();
+  const auto file = dir / fmt::format("taskwire-run-options-{}-{}.log", ::getppid(), rank);
+  std::ifstream in(file);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  check(text.find(fmt::format("[rank {}] [info]", rank)) != std::string::npos,
+        fmt::format("rank {}: run_cluster logged at info to LaunchOptions::log_file", rank));
+  runtime::init_logging({"warn", "", rank});
+  std::filesystem::remove(file);
+  if (rank == 1) fmt::print("rank 1: done, {} failures\n", failures);
+  return rc || failures ? 1 : 0;
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
@@ -177,6 +218,8 @@ int run(int argc, char** argv) {
     if (env.rank() == 1) fmt::print("rank 1: done, {} failures\n", failures);
     return rc || failures ? 1 : 0;
   }
+  if (mode == "run-options")
+    return run_cluster_options(argc, argv, transport, argc > 3 ? argv[3] : "");
   if (mode == "crash" || mode == "kill") {
     auto session = mpi::initialize(argc, argv, options_for(transport));
     auto& client = session.client();

@@ -55,10 +55,11 @@ TEST_CASE("registry: registered functions run by name on serialized arguments", 
   auto* add = reg.find("demo::add");
   REQUIRE(add);
   CHECK(add->arity == 2);
-  CHECK(from_frame<int>(add->invoke({to_frame(2), to_frame(40)})) == 42);
-  CHECK(from_frame<std::string>(reg.find("demo::shout")->invoke({to_frame(std::string("hi"))})) == "hi!");
+  CHECK(from_frame<int>(add->invoke({to_frame(2), to_frame(40)}).bytes()) == 42);
+  CHECK(from_frame<std::string>(
+            reg.find("demo::shout")->invoke({to_frame(std::string("hi"))}).bytes()) == "hi!");
   std::vector<double> v{1.5, 2.5};
-  CHECK(from_frame<double>(reg.find("demo::total")->invoke({to_frame(v)})) == 4.0);
+  CHECK(from_frame<double>(reg.find("demo::total")->invoke({to_frame(v)}).bytes()) == 4.0);
 }
 
 TEST_CASE("registry: decoded arguments are moved into by-value parameters, never copied", "[runtime]") {
@@ -67,8 +68,9 @@ TEST_CASE("registry: decoded arguments are moved into by-value parameters, never
   c.data.assign(1000, 7);
   const auto frame = to_frame(c);
   demo::copies = 0;
-  CHECK(from_frame<std::size_t>(reg.find("demo::by_value")->invoke({frame, frame})) == 2000);
-  CHECK(from_frame<std::size_t>(reg.find("demo::by_ref")->invoke({frame})) == 1000);
+  CHECK(from_frame<std::size_t>(reg.find("demo::by_value")->invoke({frame, frame}).bytes()) ==
+        2000);
+  CHECK(from_frame<std::size_t>(reg.find("demo::by_ref")->invoke({frame}).bytes()) == 1000);
   // Over a chunk (invoke_each) and over gathered results (invoke_gathered) too.
   const auto chunk = to_frame(std::vector<demo::Counted>{c, c});
   demo::copies = 0;

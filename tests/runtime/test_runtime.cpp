@@ -1,5 +1,6 @@
 #include <taskwire/runtime/config.hpp>
 #include <taskwire/runtime/context.hpp>
+#include <taskwire/runtime/launch_env.hpp>
 #include <taskwire/runtime/log.hpp>
 #include <taskwire/runtime/serialize.hpp>
 
@@ -143,4 +144,28 @@ TEST_CASE("runtime: a log file name may carry the rank", "[runtime]") {
   runtime::init_logging({});  // back to stderr only
   std::filesystem::remove_all(dir);
   CHECK_THROWS_WITH(runtime::init_logging({"loud", "", -1}), Catch::Contains("unknown log level"));
+}
+
+TEST_CASE("runtime: a process no launcher started logs without a rank", "[runtime]") {
+  // As a daemon started by hand; inside a launch (a CI job under Slurm) there is a rank.
+  if (runtime::launch_position().launched) {
+    WARN("run inside a launch: nothing to check");
+    return;
+  }
+  auto dir = std::filesystem::temp_directory_path() / ("taskwire-log-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  runtime::LogOptions o;
+  o.level = "info";
+  o.file = (dir / "daemon.log").string();
+  runtime::init_logging(o);
+  spdlog::info("a daemon's line");
+  spdlog::default_logger()->flush();
+  std::ifstream in(dir / "daemon.log");
+  std::string all((std::istreambuf_iterator<char>(in)), {});
+  runtime::init_logging({});  // back to stderr only
+  std::filesystem::remove_all(dir);
+  CHECK(all.find("a daemon's line") != std::string::npos);
+  CHECK(all.find("[rank") == std::string::npos);
+  CHECK(runtime::log_pattern(-1).find("rank") == std::string::npos);
+  CHECK(runtime::log_pattern(2).find("[rank 2]") != std::string::npos);
 }

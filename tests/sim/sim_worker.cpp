@@ -172,7 +172,7 @@ void SimWorker::execute(const worker::Execute& x) {
   ++cluster_.stats().executions;
   const double duration = cluster_.rng().uniform(0.001, 0.2);
   worker::Event result;
-  const SeedArg seed = x.args.empty() ? SeedArg{} : read_seed(x.args[0]);
+  const SeedArg seed = x.args.empty() ? SeedArg{} : read_seed(x.args[0].bytes());
   if (seed.always_fails || cluster_.rng().chance(cluster_.config().task_fail_rate)) {
     ++cluster_.stats().injected_failures;
     cluster_.note_injected_failure(x.key);
@@ -180,7 +180,7 @@ void SimWorker::execute(const worker::Execute& x) {
                                     duration, "sim::InjectedFailure", ""};
   } else {
     std::vector<std::uint64_t> inputs;
-    for (std::size_t i = 1; i < x.args.size(); ++i) inputs.push_back(read_value(x.args[i]));
+    for (std::size_t i = 1; i < x.args.size(); ++i) inputs.push_back(read_value(x.args[i].bytes()));
     result = worker::ExecuteSuccess{x.key, value_frame(task_value(seed.seed, inputs)), duration,
                                     ""};
   }

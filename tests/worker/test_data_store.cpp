@@ -2,6 +2,7 @@
 #include <taskwire/worker/data_store.hpp>
 
 #include "../cluster/log_capture.hpp"
+#include "temp_dir.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -66,20 +67,7 @@ TEST_CASE("data store: concurrent writers and readers keep a consistent count",
 
 namespace {
 
-// A fresh directory under the temporary directory, removed with everything in it at the end.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "taskwire-spill-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::size_t files() const {
-    return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(path),
-                                                  std::filesystem::directory_iterator()));
-  }
-};
+using test::TempDir;
 
 runtime::Frame bytes(char c, std::size_t n) { return runtime::Frame(std::string(n, c)); }
 

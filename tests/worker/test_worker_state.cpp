@@ -21,7 +21,7 @@ TEST_CASE("worker state: a task with inline arguments runs at once and is report
   CHECK(exec[0].key == "x");
   CHECK(exec[0].function == "inc");
   REQUIRE(exec[0].args.size() == 1);
-  CHECK(runtime::from_frame<int>(exec[0].args[0]) == 1);
+  CHECK(runtime::from_frame<int>(exec[0].args[0].bytes()) == 1);
   CHECK(ws.status("x") == TaskStatus::executing);
 
   out = step(ws, success("x", 2));
@@ -39,13 +39,13 @@ TEST_CASE("worker state: a dependency held here is used as is, without a fetch",
   WorkerState ws(options());
   step(ws, compute("a"));
   step(ws, success("a", 7));
-  const Frame held = *ws.data().get("a");
+  const runtime::Value held = *ws.data().value("a");
   auto out = step(ws, compute("b", 0, {{"a", {"inproc://me"}}}));
   CHECK(only<GatherDep>(out).empty());
   auto exec = only<Execute>(out);
   REQUIRE(exec.size() == 1);
   REQUIRE(exec[0].args.size() == 2);
-  CHECK(exec[0].args[1].data() == held.data());  // the stored frame itself, not a copy
+  CHECK(exec[0].args[1].same_as(held));  // the stored value itself, not a copy
 }
 
 TEST_CASE("worker state: missing dependencies are fetched, batched per peer",
@@ -70,8 +70,8 @@ TEST_CASE("worker state: missing dependencies are fetched, batched per peer",
   auto exec = only<Execute>(out);
   REQUIRE(exec.size() == 1);
   REQUIRE(exec[0].args.size() == 4);
-  CHECK(runtime::from_frame<std::string>(exec[0].args[1]) == "a");
-  CHECK(runtime::from_frame<std::string>(exec[0].args[3]) == "d");
+  CHECK(runtime::from_frame<std::string>(exec[0].args[1].bytes()) == "a");
+  CHECK(runtime::from_frame<std::string>(exec[0].args[3].bytes()) == "d");
   CHECK(only<SendTaskFinished>(out).empty());  // replicas are not reported
 
   step(ws, success("c"));

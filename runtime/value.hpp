@@ -1,0 +1,147 @@
+#pragma once
+// A task's data as a worker holds and hands it around: the live object a task returned, the
+// bytes that came from the wire or the spill disk, or, for a short while, both.
+//
+// A worker decodes a value at most once, however many of its tasks read it: a Value held in
+// a data store (mark_held()) keeps the object its first reader decoded, and every later reader
+// gets that same immutable object by `const T&`. Serialization happens only at the edges:
+// sending to a peer or a client, and spilling to disk (docs/worker-data.md).
+//
+// Thread-safety: a Value is a shared handle; every member may be called from any thread. The
+// live object is never changed once made: readers share it without locks.
+#include <taskwire/runtime/frame.hpp>
+#include <taskwire/runtime/serialize.hpp>
+#include <taskwire/runtime/value_size.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <typeinfo>
+#include <utility>
+
+namespace taskwire::runtime {
+
+namespace detail {
+
+/// How to send a live object of one type: its type, to match readers, and its serializer.
+struct LiveType {
+  const std::type_info* type;
+  Frame (*serialize)(const void* object);
+};
+
+template <class T>
+Frame serialize_live(const void* object) {
+  return to_frame(*static_cast<const T*>(object));
+}
+
+/// What a Value shares: the forms it is held in, under one lock.
+class ValueCell {
+ public:
+  explicit ValueCell(Frame bytes) : bytes_(std::move(bytes)), has_bytes_(true) {}
+  ValueCell(std::shared_ptr<const void> object, LiveType type, std::uint64_t nbytes)
+      : object_(std::move(object)), type_(type), live_nbytes_(nbytes) {}
+
+  /// The live object when it is a T; else, for a held value with bytes, the T decoded from
+  /// them (once: later readers get the same object; concurrent readers wait for the first);
+  /// else null. Throws SerializationError for bytes that are not a T.
+  template <class T>
+  std::shared_ptr<const T> shared_as() {
+    std::lock_guard lock(mu_);
+    if (object_ && *type_.type == typeid(T))
+      return std::shared_ptr<const T>(object_, static_cast<const T*>(object_.get()));
+    if (object_ || !held_ || !has_bytes_) return nullptr;
+    auto decoded = std::make_shared<T>();
+    from_frame(bytes_, *decoded);
+    live_nbytes_ = value_nbytes(*decoded);
+    type_ = LiveType{&typeid(T), &serialize_live<T>};
+    object_ = std::shared_ptr<const void>(decoded, decoded.get());
+    return decoded;
+  }
+
+  Frame bytes() const;
+  std::uint64_t size() const;
+  std::uint64_t live_bytes() const;
+  std::uint64_t serialized_bytes() const;
+  void mark_held(std::string key);
+  std::string key_if_both_forms() const;
+  bool drop_bytes_if_live();
+
+ private:
+  mutable std::mutex mu_;
+  Frame bytes_;
+  bool has_bytes_ = false;
+  std::shared_ptr<const void> object_;  ///< null: no live form yet
+  LiveType type_{nullptr, nullptr};
+  std::uint64_t live_nbytes_ = 0;
+  bool held_ = false;
+  std::string key_;  ///< held_: the key a data store holds it under
+};
+
+}  // namespace detail
+
+class Value {
+ public:
+  Value() = default;
+  /// A value in its serialized form (received from a peer, a client, or read from disk).
+  Value(Frame bytes) : cell_(std::make_shared<detail::ValueCell>(std::move(bytes))) {}  // NOLINT
+
+  /// A live value, as a task returned it; its size is measured once (value_nbytes).
+  template <class T>
+  static Value of(T&& value) {
+    using U = std::remove_cvref_t<T>;
+    auto object = std::make_shared<const U>(std::forward<T>(value));
+    const auto nbytes = value_nbytes(*object);
+    return Value(std::make_shared<detail::ValueCell>(
+        std::shared_ptr<const void>(object, object.get()),
+        detail::LiveType{&typeid(U), &detail::serialize_live<U>}, nbytes));
+  }
+
+  bool empty() const noexcept { return !cell_; }
+  /// Bytes it stands for: the live object's size when there is one (value_nbytes), else
+  /// the serialized size.
+  std::uint64_t size() const { return cell_ ? cell_->size() : 0; }
+  /// Memory held now in each form (both are non-zero while a decode has not been settled).
+  std::uint64_t live_bytes() const { return cell_ ? cell_->live_bytes() : 0; }
+  std::uint64_t serialized_bytes() const { return cell_ ? cell_->serialized_bytes() : 0; }
+
+  /// The serialized form, for sending or spilling: the bytes held, or the live object
+  /// serialized now (not kept: the caller sends or writes it and lets it go).
+  Frame bytes() const { return cell_ ? cell_->bytes() : Frame(); }
+
+  /// The live T to read in place, without a copy: see ValueCell::shared_as. Null when the
+  /// value is neither a live T nor held bytes: decode a private copy (decode_into).
+  template <class T>
+  std::shared_ptr<const T> shared_as() const {
+    return cell_ ? cell_->shared_as<T>() : nullptr;
+  }
+  /// Decodes a private T from the serialized form (the live object of another type is
+  /// serialized first, as a peer would receive it). Throws SerializationError.
+  template <class T>
+  void decode_into(T& out) const {
+    from_frame(bytes(), out);
+  }
+
+  /// Held by a data store under `key`: a decode is kept for the next reader (a value no
+  /// store holds, a task's inline argument, is read once and decoded straight into its
+  /// parameter).
+  void mark_held(std::string key) const {
+    if (cell_) cell_->mark_held(std::move(key));
+  }
+  /// The key given to mark_held (the last one, if several) while both forms are held (a
+  /// reader decoded the bytes), else empty: one lock, for the check after every task.
+  std::string key_if_both_forms() const {
+    return cell_ ? cell_->key_if_both_forms() : std::string();
+  }
+  /// Once a reader decoded it, the bytes it came as are no longer needed: drops them; true
+  /// if it did (the caller accounts for the freed memory).
+  bool drop_bytes_if_live() const { return cell_ && cell_->drop_bytes_if_live(); }
+  /// Whether both handles share one value (and so one decode).
+  bool same_as(const Value& other) const noexcept { return cell_ && cell_ == other.cell_; }
+
+ private:
+  explicit Value(std::shared_ptr<detail::ValueCell> cell) : cell_(std::move(cell)) {}
+  std::shared_ptr<detail::ValueCell> cell_;
+};
+
+}  // namespace taskwire::runtime
