@@ -340,6 +340,12 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   void on_register_worker(const PeerPtr& p, const protocol::RegisterWorker& b) {
     if (p->kind != Peer::unknown) throw std::runtime_error("register_worker sent twice");
     if (workers.count(b.address)) throw std::runtime_error("a worker at " + b.address + " is already registered");
+    if (stopping) {
+      // Its connection was open when the shutdown began: it gets what the others got, or it
+      // would wait to join again a scheduler that is gone (until its --death-timeout).
+      out_to(p)->add(Op::close_worker, protocol::CloseWorker{"the scheduler is shutting down", false});
+      return flush();
+    }
     p->kind = Peer::worker;
     p->id = b.address;
     p->other_addresses = b.other_addresses;
