@@ -1,7 +1,7 @@
 #pragma once
 // A scheduler and single-thread workers inside this process, each on its own Context (its own
 // io thread) as separate processes would be, for the map/reduce example and benchmark. A real
-// program connects its Client to a running scheduler instead (see README.md).
+// program connects its Client to a running scheduler instead (see docs/guide/running-a-cluster.md).
 #include <taskwire/client/client.hpp>
 #include <taskwire/comm/backends.hpp>
 #include <taskwire/scheduler/scheduler_server.hpp>

@@ -1,14 +1,35 @@
 // Context::Drive, Context::Awake and the own thread's parking (see context.hpp).
 #include <taskwire/runtime/context.hpp>
+#include <taskwire/runtime/park_clock.hpp>
 
 #include <algorithm>
+#include <atomic>
 
 namespace taskwire::runtime {
 namespace {
 constexpr std::chrono::milliseconds kLongestLook{100};
 constexpr std::chrono::milliseconds kLongestLingers{10};
 constexpr std::chrono::seconds kMostLinger{1};
+
+std::atomic<ParkClock*> g_park_clock{nullptr};  // null: steady_clock
+
+std::chrono::steady_clock::time_point park_now() {
+  ParkClock* clock = g_park_clock.load(std::memory_order_acquire);
+  return clock ? clock->now() : std::chrono::steady_clock::now();
+}
+
+void park_wait(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+               std::chrono::steady_clock::time_point until) {
+  if (ParkClock* clock = g_park_clock.load(std::memory_order_acquire))
+    return clock->wait_until(cv, lock, until);
+  if (until == std::chrono::steady_clock::time_point::max()) cv.wait(lock);
+  else cv.wait_until(lock, until);
+}
 }  // namespace
+
+void set_park_clock(ParkClock* clock) noexcept {
+  g_park_clock.store(clock, std::memory_order_release);
+}
 
 void Context::enable_driving(std::chrono::microseconds linger) noexcept {
   drivable_ = nthreads_ == 1;
@@ -22,13 +43,13 @@ void Context::enable_driving(std::chrono::microseconds linger) noexcept {
 void Context::park() {
   std::unique_lock lock(park_mu_);
   parked_ = true;
-  parked_since_ = Clock::now();
+  parked_since_ = park_now();
   park_cv_.notify_all();
   auto period = linger_;
   auto seen = drives_;
   for (;;) {
     if (!started_) break;
-    const auto now = Clock::now();
+    const auto now = park_now();
     if (!driven_) {
       if (now >= linger_until_) break;
       wakes_at_ = linger_until_;
@@ -42,8 +63,7 @@ void Context::park() {
       wakes_at_ = now + period;
       period = std::min<std::chrono::microseconds>(period * 2, kLongestLook);
     }
-    if (wakes_at_ == Clock::time_point::max()) park_cv_.wait(lock);
-    else park_cv_.wait_until(lock, wakes_at_);
+    park_wait(park_cv_, lock, wakes_at_);
   }
   wakes_at_ = Clock::time_point::max();
   parked_ = false;
@@ -84,7 +104,7 @@ Context::Drive::~Drive() {
   {
     std::lock_guard lock(ctx_->park_mu_);
     ctx_->driven_ = false;
-    const auto now = Clock::now();
+    const auto now = park_now();
     // Linger if no one waits for the own thread, it looks again soon enough, and lingers in
     // a row have not kept it parked for long (Drives that run nothing, a wait_for(0) loop,
     // must not keep the loop unserved).

@@ -11,20 +11,6 @@
 namespace taskwire::runtime {
 namespace {
 
-// Waits for `req` (started with result `rc`), sleeping with the idle backoff between tests.
-void wait_polled(MpiEnvironment& env, MPI_Request req, int rc, const char* what) {
-  MpiBackoff backoff(Config::from_env().mpi);
-  for (int done = 0; rc == MPI_SUCCESS && !done;) {
-    {
-      std::lock_guard lock(*env.mutex());
-      rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    }
-    if (!done) backoff.sleep();
-  }
-  if (rc != MPI_SUCCESS)
-    throw std::runtime_error(std::string(what) + " failed: " + MpiEnvironment::error_string(rc));
-}
-
 void polled_bcast(MpiEnvironment& env, void* data, int count, MPI_Datatype type, int root) {
   MPI_Request req = MPI_REQUEST_NULL;
   int rc;
@@ -32,7 +18,7 @@ void polled_bcast(MpiEnvironment& env, void* data, int count, MPI_Datatype type,
     std::lock_guard lock(*env.mutex());
     rc = MPI_Ibcast(data, count, type, root, env.comm(), &req);
   }
-  wait_polled(env, req, rc, "MPI_Ibcast");
+  env.wait_polled(req, rc, "MPI_Ibcast");
 }
 
 }  // namespace
@@ -60,7 +46,7 @@ bool all_on_one_host(MpiEnvironment& env) {
     std::lock_guard lock(*env.mutex());
     rc = MPI_Iallreduce(mine, most, 2, MPI_UINT64_T, MPI_MAX, env.comm(), &req);
   }
-  wait_polled(env, req, rc, "MPI_Iallreduce");
+  env.wait_polled(req, rc, "MPI_Iallreduce");
   return most[0] == ~most[1];
 }
 

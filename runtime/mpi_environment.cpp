@@ -125,15 +125,11 @@ void MpiEnvironment::init(int* argc, char*** argv) {
   }
   // MPI_Comm_dup is a blocking collective; the non-blocking form is polled like everything.
   MPI_Request req;
-  int rc = MPI_Comm_idup(MPI_COMM_WORLD, &comm_, &req);
-  MpiBackoff backoff(options_.poll);
-  for (int done = 0; rc == MPI_SUCCESS && !done;) {
-    rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (!done) backoff.sleep();
-  }
-  if (rc != MPI_SUCCESS) {
+  try {
+    wait_polled(req, MPI_Comm_idup(MPI_COMM_WORLD, &comm_, &req), "MPI_Comm_idup");
+  } catch (const std::runtime_error&) {
     if (owns_mpi_) MPI_Finalize();
-    throw std::runtime_error("MPI_Comm_idup failed: " + error_string(rc));
+    throw;
   }
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
@@ -184,13 +180,13 @@ template <class Record>
 std::vector<Record> MpiEnvironment::allgather(const Record& mine) {
   std::vector<Record> all(static_cast<std::size_t>(size_));
   MPI_Request req;
-  int rc = MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, comm_, &req);
-  MpiBackoff backoff(options_.poll);
-  for (int done = 0; rc == MPI_SUCCESS && !done;) {
-    rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (!done) backoff.sleep();
+  int rc;
+  {
+    std::lock_guard lock(*mutex_);
+    rc = MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, comm_,
+                        &req);
   }
-  if (rc != MPI_SUCCESS) throw std::runtime_error("MPI_Iallgather failed: " + error_string(rc));
+  wait_polled(req, rc, "MPI_Iallgather");
   return all;
 }
 
@@ -507,25 +503,29 @@ void MpiEnvironment::barrier() {
     std::lock_guard lock(*mutex_);
     rc = MPI_Ibarrier(comm_, &req);
   }
+  wait_polled(req, rc, "MPI_Ibarrier");
+}
+
+bool MpiEnvironment::wait_polled(MPI_Request& request, int started, const char* what,
+                                 Clock::time_point deadline) {
   MpiBackoff backoff(options_.poll);
-  for (int done = 0; rc == MPI_SUCCESS && !done;) {
-    {
+  for (int rc = started, done = 0;;) {
+    if (rc == MPI_SUCCESS) {
       std::lock_guard lock(*mutex_);
-      rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
     }
-    if (!done) backoff.sleep();
+    if (rc != MPI_SUCCESS)
+      throw std::runtime_error(std::string(what) + " failed: " + error_string(rc));
+    if (done) return true;
+    if (Clock::now() >= deadline) return false;
+    backoff.sleep();
   }
-  if (rc != MPI_SUCCESS) throw std::runtime_error("MPI_Ibarrier failed: " + error_string(rc));
 }
 
 void MpiEnvironment::shutdown(Farewell why) noexcept {
   std::lock_guard once(shutdown_mu_);
   if (shut_down_) return;
-  check_peers();
-  if (auto lost = lost_without_goodbye(); !lost.empty())
-    abort_job(fmt::format("rank {}: ranks {} died without GOODBYE; MPI cannot finalise with a "
-                          "dead rank, ending the job",
-                          rank_, lost));
+  abort_if_peers_lost();
   const auto deadline = options_.shutdown_timeout.count() > 0
                             ? Clock::now() + options_.shutdown_timeout
                             : Clock::time_point::max();
@@ -629,11 +629,7 @@ void MpiEnvironment::drain_and_goodbye(Clock::time_point deadline, Farewell why)
       discards_done = discards.empty();
     }
     if (sends_done && discards_done && missing().empty()) break;
-    check_peers();
-    if (auto lost = lost_without_goodbye(); !lost.empty())
-      abort_job(fmt::format("rank {}: ranks {} died without GOODBYE; MPI cannot finalise with "
-                            "a dead rank, ending the job",
-                            rank_, lost));
+    abort_if_peers_lost();
     const auto now = Clock::now();
     if (now >= deadline)
       abort_job(fmt::format("rank {}: ranks {} did not say GOODBYE within {} ms of shutdown; "
@@ -650,25 +646,23 @@ void MpiEnvironment::drain_and_goodbye(Clock::time_point deadline, Farewell why)
 }
 
 void MpiEnvironment::shutdown_barrier(Clock::time_point deadline) {
-  MpiBackoff backoff(options_.poll);
   MPI_Request barrier;
   int rc;
   {
     std::lock_guard lock(*mutex_);
     rc = MPI_Ibarrier(comm_, &barrier);
   }
-  for (int done = 0; rc == MPI_SUCCESS && !done;) {
-    {
-      std::lock_guard lock(*mutex_);
-      rc = MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
-    }
-    if (done) break;
-    if (Clock::now() >= deadline)
-      abort_job(fmt::format("rank {}: the shutdown barrier did not complete within {} ms",
-                            rank_, options_.shutdown_timeout.count()));
-    backoff.sleep();
-  }
-  if (rc != MPI_SUCCESS) throw std::runtime_error("MPI_Ibarrier: " + error_string(rc));
+  if (!wait_polled(barrier, rc, "MPI_Ibarrier", deadline))
+    abort_job(fmt::format("rank {}: the shutdown barrier did not complete within {} ms", rank_,
+                          options_.shutdown_timeout.count()));
+}
+
+void MpiEnvironment::abort_if_peers_lost() {
+  check_peers();
+  if (auto lost = lost_without_goodbye(); !lost.empty())
+    abort_job(fmt::format("rank {}: ranks {} died without GOODBYE; MPI cannot finalise with a "
+                          "dead rank, ending the job",
+                          rank_, lost));
 }
 
 void MpiEnvironment::abort_job(const std::string& why) noexcept {

@@ -105,6 +105,13 @@ class MpiEnvironment {
   /// Throws std::runtime_error after shutdown() or on an MPI error.
   void barrier();
 
+  /// Waits for `request`, whose start returned `started` (an MPI error code), by MPI_Test
+  /// under mutex() with the poll backoff between tests: no rank sits in a blocking MPI call
+  /// while it waits (they spin in MPICH 4.0). False when `deadline` passed first (the request
+  /// still pending). Throws std::runtime_error "`what` failed: ..." on an MPI error.
+  bool wait_polled(MPI_Request& request, int started, const char* what,
+                   Clock::time_point deadline = Clock::time_point::max());
+
   /// Orderly, drained shutdown then MPI_Finalize (see above). Idempotent; must not be called
   /// from a thread that a hook needs to make progress (hooks poll MPI themselves). `why`
   /// goes with this rank's GOODBYE.
@@ -178,6 +185,9 @@ class MpiEnvironment {
   bool take_and_discard(Discards& discards);
   std::vector<MPI_Request> send_goodbyes(Farewell why);  ///< under mutex_
   void shutdown_barrier(Clock::time_point deadline);
+  /// The dead-peer check of shutdown: a rank lost without GOODBYE (check_peers()) ends the
+  /// job, as MPI cannot finalise with it.
+  void abort_if_peers_lost();
   void abort_job(const std::string& why) noexcept;
   void finalize();
 

@@ -13,7 +13,7 @@ FrameDecoder::Step FrameDecoder::next(const runtime::Limits& limits, runtime::Me
     if (!in_frames_) {
       const auto st = decode_prefix(data, avail, limits, lengths_);
       if (st.kind == PrefixStatus::violation)
-        return Step{Step::violation, {}, st.violation_text};
+        return Step{Step::violation, {}, st.violation_text, st.tls_record};
       if (st.kind == PrefixStatus::need_more) return read_into_buffer(st.bytes_needed);
       begin_ += st.bytes_needed;
       frames_.clear();
@@ -25,7 +25,7 @@ FrameDecoder::Step FrameDecoder::next(const runtime::Limits& limits, runtime::Me
       in_frames_ = false;
       out = runtime::Message(std::move(frames_));
       frames_ = {};
-      return Step{Step::message, {}, {}};
+      return Step{Step::message, {}, {}, false};
     }
     const std::uint64_t len = lengths_[frames_.size()];  // bounded by decode_prefix
     if (len == 0) {
@@ -37,7 +37,7 @@ FrameDecoder::Step FrameDecoder::next(const runtime::Limits& limits, runtime::Me
       large_ = runtime::Frame::allocate(len);
       std::memcpy(large_.mutable_data(), data, avail);
       begin_ = end_ = 0;
-      return Step{Step::read_all, {large_.mutable_data() + avail, len - avail}, {}};
+      return Step{Step::read_all, {large_.mutable_data() + avail, len - avail}, {}, false};
     } else {
       return read_into_buffer(len);
     }
@@ -53,7 +53,7 @@ FrameDecoder::Step FrameDecoder::read_into_buffer(std::size_t bytes_needed) {
     begin_ = 0;
   }
   if (buffer_.size() < bytes_needed) buffer_.resize(bytes_needed);
-  return Step{Step::read, {buffer_.data() + end_, buffer_.size() - end_}, {}};
+  return Step{Step::read, {buffer_.data() + end_, buffer_.size() - end_}, {}, false};
 }
 
 void FrameDecoder::large_received() {

@@ -30,6 +30,8 @@ class FrameDecoder {
     } kind = read;
     std::span<char> into;
     std::string violation_text;
+    /// violation: the bytes are a TLS record, not a prefix (framing.hpp's tls_record).
+    bool tls_record = false;
   };
 
   FrameDecoder() : buffer_(kReadBufferBytes) {}
@@ -40,7 +42,8 @@ class FrameDecoder {
   void received(std::size_t n) noexcept { end_ += n; }
   /// The span of the last `read_all` step has been filled.
   void large_received();
-  /// True part-way through a message (an end of stream now cuts it short).
+  /// True part-way through a message (an end of stream now cuts it short). Between messages,
+  /// true when received bytes are buffered (they may hold the next message whole).
   bool partial() const noexcept { return in_frames_ || end_ > begin_; }
   /// Drops any partly received message; the whole buffer, to discard input into.
   std::span<char> discard() noexcept;

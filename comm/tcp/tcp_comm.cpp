@@ -6,19 +6,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <cstring>
 #include <span>
+#include <utility>
 
 namespace taskwire::comm::tcp {
-namespace {
-
-constexpr std::size_t kReadBufferBytes = 64 * 1024;
-// Frames above this are allocated on their own and read straight into; smaller ones are read
-// through the buffer (batched with their neighbours) and copied out.
-constexpr std::size_t kLargeFrameBytes = 32 * 1024;
-
-}  // namespace
-
 std::string format_endpoint(const asio::ip::tcp::endpoint& endpoint) {
   return "tcp://" + HostPort{endpoint.address().to_string(), endpoint.port()}.str();
 }
@@ -35,8 +26,7 @@ error_code translate_error(const error_code& ec, std::string_view where) {
 }
 
 TcpComm::TcpComm(Socket socket, const runtime::Limits& limits)
-    : StrandComm("tcp", socket.get_executor(), limits), socket_(std::move(socket)),
-      rbuf_(kReadBufferBytes) {
+    : StrandComm("tcp", socket.get_executor(), limits), socket_(std::move(socket)) {
   error_code ec;
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
   if (ec) spdlog::debug("tcp: cannot set TCP_NODELAY: {}", ec.message());
@@ -61,70 +51,36 @@ void TcpComm::start_read(ReadHandler h) {
   // Between messages the decoder is at a prefix; with nothing buffered advance() can only
   // start a socket read, so it may run now. Buffered bytes may hold a whole message, whose
   // delivery must not happen inside this call.
-  if (rbegin_ == rend_) advance();
+  if (!decoder_.partial()) advance();
   else asio::post(strand_, [self = shared_from_this()] { self->turn([&] { self->advance(); }); });
 }
 
 void TcpComm::advance() {
-  while (pending_read_ && !failed_ && !socket_reading_) {
-    const char* data = rbuf_.data() + rbegin_;
-    const std::size_t avail = rend_ - rbegin_;
-    if (phase_ == Phase::prefix) {
-      const auto st = decode_prefix(data, avail, read_limits_, lengths_);
-      if (st.kind == PrefixStatus::violation)
-        return protocol_violation(st.violation_text,
-                                  st.tls_record ? errc::tls : errc::protocol);
-      if (st.kind == PrefixStatus::need_more) return read_more(st.bytes_needed);
-      rbegin_ += st.bytes_needed;
-      frames_.clear();
-      frames_.reserve(lengths_.size());
-      phase_ = Phase::frames;
-      continue;
-    }
-    if (frames_.size() == lengths_.size()) {
-      phase_ = Phase::prefix;
-      Message message(std::move(frames_));
-      frames_ = {};
-      auto h = std::move(pending_read_);
-      pending_read_ = nullptr;
-      return h({}, std::move(message));
-    }
-    const std::uint64_t len = lengths_[frames_.size()];  // bounded by decode_prefix
-    if (len == 0) {
-      frames_.emplace_back();
-    } else if (len <= avail) {
-      frames_.push_back(Frame::copy_of(data, len));
-      rbegin_ += len;
-    } else if (len > kLargeFrameBytes) {
-      large_ = Frame::allocate(len);
-      std::memcpy(large_.mutable_data(), data, avail);
-      large_filled_ = avail;
-      rbegin_ = rend_ = 0;
-      return read_large_frame();
-    } else {
-      return read_more(len);
-    }
+  if (!pending_read_ || failed_ || socket_reading_) return;
+  Message message;
+  auto step = decoder_.next(read_limits_, message);
+  switch (step.kind) {
+    case FrameDecoder::Step::message:
+      return std::exchange(pending_read_, nullptr)({}, std::move(message));
+    case FrameDecoder::Step::violation:
+      return protocol_violation(step.violation_text,
+                                step.tls_record ? errc::tls : errc::protocol);
+    case FrameDecoder::Step::read:
+      return read_some(step.into);
+    case FrameDecoder::Step::read_all:
+      return read_large_frame(step.into);
   }
 }
 
-void TcpComm::read_more(std::size_t bytes_needed) {
-  // Leftovers move to the front so one read_some can bring in as much as the buffer holds.
-  // The buffer grows only for a prefix longer than it, which decode_prefix has bounded by
-  // the frame-count limit.
-  if (rbegin_ > 0) {
-    if (rend_ > rbegin_) std::memmove(rbuf_.data(), rbuf_.data() + rbegin_, rend_ - rbegin_);
-    rend_ -= rbegin_;
-    rbegin_ = 0;
-  }
-  if (rbuf_.size() < bytes_needed) rbuf_.resize(bytes_needed);
+void TcpComm::read_some(std::span<char> into) {
   socket_reading_ = true;
-  socket_.async_read_some(asio::buffer(rbuf_.data() + rend_, rbuf_.size() - rend_),
+  socket_.async_read_some(asio::buffer(into.data(), into.size()),
                           [self = shared_from_this()](const error_code& ec, std::size_t n) {
                             self->turn([&] { self->on_read(ec, n); });
                           });
 }
 
-void TcpComm::read_large_frame() {
+void TcpComm::read_large_frame(std::span<char> into) {
   socket_reading_ = true;
   // The completion condition sees each socket read of the frame: it counts their bytes, so
   // a frame of gigabytes still shows progress (bytes_received()) while it arrives.
@@ -134,9 +90,7 @@ void TcpComm::read_large_frame() {
     counted = total;
     return asio::transfer_all()(ec, total);
   };
-  asio::async_read(socket_,
-                   asio::buffer(large_.mutable_data() + large_filled_, large_.size() - large_filled_),
-                   std::move(count_progress),
+  asio::async_read(socket_, asio::buffer(into.data(), into.size()), std::move(count_progress),
                    [self = shared_from_this()](const error_code& ec, std::size_t) {
                      self->turn([&] { self->on_large_read(ec); });
                    });
@@ -148,36 +102,34 @@ void TcpComm::on_read(const error_code& ec, std::size_t n) {
   if (close_requested_) return drain_step(ec);
   if (ec) return on_read_error(ec);
   bytes_received_ += n;
-  rend_ += n;
+  decoder_.received(n);
   advance();
 }
 
+// The frame joins its message either way; a comm that has ended (or a read that failed)
+// drops the message at once rather than holding a large frame until it is destroyed.
 void TcpComm::on_large_read(const error_code& ec) {
   socket_reading_ = false;
-  Frame frame = std::move(large_);
-  large_ = Frame();
+  decoder_.large_received();
+  if (failed_ || close_requested_) decoder_.discard();
   if (failed_) return;
   if (close_requested_) return drain_step(ec);
   if (ec) return on_read_error(ec);
-  frames_.push_back(std::move(frame));
   advance();
 }
 
 void TcpComm::on_read_error(const error_code& ec) {
   const auto code = translate_error(ec, peer_addr_);
   if (code != errc::closed) return fail(code, Side::read);
-  if (ec == asio::error::eof && partial_message())
+  if (ec == asio::error::eof && decoder_.partial())
     return protocol_violation("the connection ended part-way through a message");
   peer_eof_ = true;
+  decoder_.discard();  // no read follows the peer's end
   if (pending_read_) {
     auto h = std::move(pending_read_);
     pending_read_ = nullptr;
     h(code, Message{});
   }
-}
-
-bool TcpComm::partial_message() const noexcept {
-  return phase_ == Phase::frames || rend_ > rbegin_;
 }
 
 // ---- write side ----
@@ -258,7 +210,7 @@ void TcpComm::on_write(const error_code& ec) {
 
 void TcpComm::start_close() {
   if (!begin_close()) return;
-  frames_.clear();
+  decoder_.discard();
   if (writes_.empty() && !writing_) finish_close();
 }
 
@@ -280,12 +232,7 @@ void TcpComm::drain() {
     if (send_shut_) socket_.close(ignored);
     return;
   }
-  rbegin_ = rend_ = 0;
-  socket_reading_ = true;
-  socket_.async_read_some(asio::buffer(rbuf_),
-                          [self = shared_from_this()](const error_code& ec, std::size_t n) {
-                            self->turn([&] { self->on_read(ec, n); });
-                          });
+  read_some(decoder_.discard());
 }
 
 void TcpComm::drain_step(const error_code& ec) {
@@ -304,7 +251,7 @@ void TcpComm::fail(error_code cause, Side side) {
   const auto first = writes_.begin() + (writing_ ? 1 : 0);
   for (auto it = first; it != writes_.end(); ++it) post_handler(std::move(it->handler), failed_);
   writes_.erase(first, writes_.end());
-  frames_.clear();
+  decoder_.discard();
 }
 
 }  // namespace taskwire::comm::tcp

@@ -13,11 +13,13 @@
 // the write), sparing a trip through the reactor: this is what keeps a small round trip close
 // to a raw socket's. A handler runs once its message is wholly taken by the socket, when
 // nothing is queued ahead of it: the bound of comm.hpp holds with nothing queued ahead (the
-// kernel's socket buffers, which it bounds itself, hold the rest). Reads go through a read buffer so several small messages arriving
-// together cost one syscall; a large frame is allocated once and read straight into. Limits
-// are checked before anything is allocated for an announced size; a violation is logged with
-// the peer's address and aborts this comm only.
+// kernel's socket buffers, which it bounds itself, hold the rest). Reads are decoded by the
+// shared comm::FrameDecoder (as tls:// decodes): several small messages arriving together
+// cost one syscall; a large frame is allocated once and read straight into. Limits are
+// checked before anything is allocated for an announced size; a violation is logged with the
+// peer's address and aborts this comm only.
 #include <taskwire/comm/core/comm.hpp>
+#include <taskwire/comm/core/frame_decoder.hpp>
 #include <taskwire/comm/tcp/strand_comm.hpp>
 #include <taskwire/runtime/config.hpp>
 
@@ -25,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,7 +54,6 @@ class TcpComm final : public StrandComm<TcpComm> {
 
  private:
   friend class StrandComm<TcpComm>;
-  enum class Phase { prefix, frames };
   struct PendingWrite {
     Message message;
     WriteHandler handler;
@@ -61,9 +63,9 @@ class TcpComm final : public StrandComm<TcpComm> {
   void start_read(ReadHandler handler);
   void start_write(Message message, WriteHandler handler);
   void start_close();
-  void advance();                          // decodes buffered bytes; delivers or reads more
-  void read_more(std::size_t bytes_needed);  // bytes_needed counted from rbegin_
-  void read_large_frame();
+  void advance();  // decodes what was received; delivers a message or reads more
+  void read_some(std::span<char> into);         // one socket read of what is there
+  void read_large_frame(std::span<char> into);  // fills `into` entirely
   void on_read(const error_code& ec, std::size_t n);
   void on_large_read(const error_code& ec);
   void on_read_error(const error_code& ec);
@@ -73,18 +75,11 @@ class TcpComm final : public StrandComm<TcpComm> {
   void drain();                              // after close(): discard input until the peer closes
   void drain_step(const error_code& ec);
   void fail(error_code cause, Side side);
-  bool partial_message() const noexcept;
 
   Socket socket_;
 
   // Read side.
-  std::vector<char> rbuf_;
-  std::size_t rbegin_ = 0, rend_ = 0;  // unconsumed bytes are rbuf_[rbegin_, rend_)
-  Phase phase_ = Phase::prefix;
-  std::vector<std::uint64_t> lengths_;  // of the message being read
-  std::vector<Frame> frames_;           // its frames read so far
-  Frame large_;                         // a large frame being read straight into
-  std::size_t large_filled_ = 0;
+  FrameDecoder decoder_;
   bool socket_reading_ = false;  // bytes_received_ counts every socket read, large frames' too
 
   // Write side.

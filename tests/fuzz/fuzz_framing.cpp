@@ -3,16 +3,21 @@
 // Limits: the defaults, tight ones, and byte limits as an operator may configure them.
 // Invariants: a complete prefix never announces more than the limits allow; asking for more
 // bytes always asks for more than were given and no more than the frame-count limit allows;
-// feeding the bytes as TcpComm does (as many as the decoder asked for) ends as decoding them
-// at once does; a complete prefix re-encodes (encode_prefix) to the same bytes, and the
-// message it describes passes check_limits.
+// feeding the bytes as a stream decoder does (as many as the decoder asked for) ends as
+// decoding them at once does; a complete prefix re-encodes (encode_prefix) to the same bytes,
+// and the message it describes passes check_limits. And the whole stream decoder tcp:// and
+// tls:// read through (comm/core/frame_decoder.cpp): the input cut into reads of any sizes
+// decodes to the same messages, within the limits, as the input read whole.
 #include "fuzz_support.hpp"
 
+#include <taskwire/comm/core/frame_decoder.hpp>
 #include <taskwire/comm/core/framing.hpp>
 #include <taskwire/runtime/raw_codec.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace {
 
@@ -41,8 +46,8 @@ void check_status(const PrefixStatus& st, std::size_t n, const Limits& limits,
   TASKWIRE_FUZZ_CHECK(total <= limits.max_message_bytes);
 }
 
-// The bytes arrive as TcpComm::advance reads them: it calls again once it holds as many
-// bytes as the decoder asked for.
+// The bytes arrive as FrameDecoder reads them: it calls again once it holds as many bytes as
+// decode_prefix asked for.
 void check_incremental(const char* data, std::size_t n, const Limits& limits,
                        const PrefixStatus& whole, const std::vector<std::uint64_t>& lengths) {
   std::vector<std::uint64_t> step_lengths;
@@ -72,6 +77,69 @@ void check_round_trip(const char* data, const PrefixStatus& st,
   TASKWIRE_FUZZ_CHECK(taskwire::comm::check_limits(message, kTight).empty());
 }
 
+// What a FrameDecoder made of a stream: each message's frames, and whether it stopped at a
+// violation.
+struct Decoded {
+  std::vector<std::vector<std::string>> messages;
+  bool violation = false;
+  bool operator==(const Decoded&) const = default;
+};
+
+// Feeds `data[0..n)` to a FrameDecoder as a comm reads its stream, each read at most
+// `most_per_read` bytes (a large frame's read_all is filled whole or, at the input's end, not
+// at all), until the input ends or a limit is broken.
+Decoded decode_stream(const char* data, std::size_t n, const Limits& limits,
+                      std::size_t most_per_read) {
+  taskwire::comm::FrameDecoder decoder;
+  using Step = taskwire::comm::FrameDecoder::Step;
+  Decoded out;
+  for (std::size_t at = 0;;) {
+    taskwire::runtime::Message message;
+    const Step step = decoder.next(limits, message);
+    if (step.kind == Step::violation) {
+      TASKWIRE_FUZZ_CHECK(!step.violation_text.empty());
+      out.violation = true;
+      return out;
+    }
+    if (step.kind == Step::message) {
+      TASKWIRE_FUZZ_CHECK(message.frames.size() <= limits.max_frames);
+      auto& frames = out.messages.emplace_back();
+      for (const auto& f : message.frames) {
+        TASKWIRE_FUZZ_CHECK(f.size() <= limits.max_frame_bytes);
+        frames.emplace_back(f.data(), f.size());
+      }
+      continue;
+    }
+    TASKWIRE_FUZZ_CHECK(!step.into.empty());
+    if (at == n) return out;
+    if (step.kind == Step::read_all) {
+      if (n - at < step.into.size()) return out;
+      std::memcpy(step.into.data(), data + at, step.into.size());
+      at += step.into.size();
+      decoder.large_received();
+      continue;
+    }
+    const std::size_t take = std::min({step.into.size(), n - at, most_per_read});
+    std::memcpy(step.into.data(), data + at, take);
+    at += take;
+    decoder.received(take);
+  }
+}
+
+// Limits with frames above FrameDecoder::kLargeFrameBytes (read straight into), small enough
+// that what a prefix announces can be allocated under the fuzzer's malloc limit.
+constexpr Limits kStream{.max_frames = 16, .max_frame_bytes = 256 * 1024,
+                         .max_message_bytes = 512 * 1024};
+
+void check_stream(const char* data, std::size_t n) {
+  const Decoded whole = decode_stream(data, n, kStream, n + 1);
+  TASKWIRE_FUZZ_CHECK(decode_stream(data, n, kStream, 1) == whole);
+  if (n > 0) {  // a read size taken from the input
+    const std::size_t cut = 1 + static_cast<unsigned char>(data[n - 1]) % 61;
+    TASKWIRE_FUZZ_CHECK(decode_stream(data, n, kStream, cut) == whole);
+  }
+}
+
 void fuzz_with(const char* data, std::size_t n, const Limits& limits) {
   std::vector<std::uint64_t> lengths;
   const auto st = taskwire::comm::decode_prefix(data, n, limits, lengths);
@@ -86,6 +154,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   const auto* data = reinterpret_cast<const char*>(bytes);
   fuzz_with(data, size, Limits{});  // the defaults every connection starts with
   fuzz_with(data, size, kTight);
+  check_stream(data, size);
   // The byte limits an operator may set (TASKWIRE_MAX_FRAME_BYTES, TASKWIRE_MAX_MESSAGE_BYTES:
   // any u64), taken from the input's last 16 bytes.
   if (size >= 24) {

@@ -4,7 +4,7 @@
 //                                    and one task that fails; checks the results
 //   dashboard_client slow FILE N     N tasks of 50 ms each (the page watches them run)
 //   dashboard_client demo FILE       slow tasks with `graph` run meanwhile, three times (for
-//                                    the README's screenshot)
+//                                    the guide's screenshot)
 //   dashboard_client hold FILE N     N tasks submitted to a scheduler without workers; waits
 //                                    until FILE.go exists (the caller scrapes meanwhile)
 //   dashboard_client shutdown FILE   shuts the cluster down

@@ -16,7 +16,7 @@
 #                 runs: 20 probes of /health one after another are each answered
 #   page          headless Chromium dumps the page's DOM twice while a graph runs: every
 #                 worker is listed, and the count of completed tasks grew
-#   screenshot FILE ...  as page, saving a 1280x800 screenshot to FILE (for the README)
+#   screenshot FILE ...  as page, saving a 1280x800 screenshot to FILE (for docs/guide/running-a-cluster.md)
 # Every daemon must exit 0 after the client's shutdown; nothing is left running.
 set -uo pipefail
 mode=$1

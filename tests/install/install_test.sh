@@ -55,15 +55,18 @@ step_headers() {
     done
   done < <(cd "$inc" && find . -name '*.hpp' -printf '%P\n' | sort)
   [ "$missing" = 0 ] || fail "installed headers include headers that are not installed"
-  # Every header the README tells users to include is there.
-  for included in $(grep -o '<taskwire/[^>]*>' "$SOURCE_DIR/README.md" | sed 's|<taskwire/\(.*\)>|\1|' | sort -u); do
-    if [ ! -f "$inc/$included" ]; then
-      echo "README.md names <taskwire/$included>, which is not installed:" \
-        "add it to cmake/TaskwirePublicHeaders.cmake" >&2
-      missing=1
-    fi
+  # Every header the README and the user guide tell users to include is there.
+  local page
+  for page in "$SOURCE_DIR/README.md" "$SOURCE_DIR"/docs/guide/*.md; do
+    for included in $(grep -o '<taskwire/[^>]*>' "$page" | sed 's|<taskwire/\(.*\)>|\1|' | sort -u); do
+      if [ ! -f "$inc/$included" ]; then
+        echo "${page#"$SOURCE_DIR"/} names <taskwire/$included>, which is not installed:" \
+          "add it to cmake/TaskwirePublicHeaders.cmake" >&2
+        missing=1
+      fi
+    done
   done
-  [ "$missing" = 0 ] || fail "headers the README names are not installed"
+  [ "$missing" = 0 ] || fail "headers the README or the guide names are not installed"
 
   export PKG_CONFIG_PATH; PKG_CONFIG_PATH=$(pc_libdir "$PREFIX")
   local cflags; cflags=$(pkg-config --cflags taskwire) || fail "pkg-config --cflags taskwire failed"

@@ -1,10 +1,16 @@
 // runtime::Context::Drive: a thread that waits for the event loop's work runs the loop itself.
+// Lingers are timed by a clock the tests move by hand (ManualParkClock): no check here depends
+// on how fast a loaded machine runs.
 #include <taskwire/runtime/context.hpp>
+#include <taskwire/runtime/park_clock.hpp>
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <future>
 #include <thread>
+#include <utility>
+#include <vector>
 
 using namespace taskwire;
 using namespace std::chrono_literals;
@@ -23,6 +29,56 @@ std::thread::id runner_of(runtime::Context& ctx) {
 std::chrono::steady_clock::time_point in(std::chrono::milliseconds ms) {
   return std::chrono::steady_clock::now() + ms;
 }
+
+// The parking clock of every Context while it exists (runtime/park_clock.hpp), standing still
+// until advance(): a linger ends only when the test moves the clock past it. Construct it
+// before the context, so that it outlives the context's parked thread.
+class ManualParkClock final : public runtime::ParkClock {
+ public:
+  ManualParkClock() { runtime::set_park_clock(this); }
+  ~ManualParkClock() override { runtime::set_park_clock(nullptr); }
+  ManualParkClock(const ManualParkClock&) = delete;
+  ManualParkClock& operator=(const ManualParkClock&) = delete;
+
+  Clock::time_point now() override {
+    std::lock_guard lock(mu_);
+    return now_;
+  }
+  void wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                  Clock::time_point until) override {
+    {
+      std::lock_guard own(mu_);
+      const Waiter w{&cv, lock.mutex()};
+      if (std::find(waiters_.begin(), waiters_.end(), w) == waiters_.end()) waiters_.push_back(w);
+      if (now_ >= until) return;  // moved since the caller looked: it looks again
+    }
+    cv.wait(lock);
+  }
+  // Moves the clock, then wakes every thread that ever waited on it: each under its own
+  // mutex, which its parked thread holds from its look at now() until it waits.
+  void advance(Clock::duration by) {
+    std::vector<Waiter> waiters;
+    {
+      std::lock_guard lock(mu_);
+      now_ += by;
+      waiters = waiters_;
+    }
+    for (const auto& w : waiters) {
+      std::lock_guard lock(*w.mutex);
+      w.cv->notify_all();
+    }
+  }
+
+ private:
+  struct Waiter {
+    std::condition_variable* cv;
+    std::mutex* mutex;
+    bool operator==(const Waiter&) const = default;
+  };
+  std::mutex mu_;
+  Clock::time_point now_ = Clock::now();
+  std::vector<Waiter> waiters_;
+};
 
 // A started one-thread context that threads may drive.
 struct DrivableContext : runtime::Context {
@@ -58,10 +114,10 @@ TEST_CASE("runtime: a Drive runs the context's handlers on the calling thread", 
     poster.join();
     REQUIRE(drive_until(*drive, [&] { return ran_on.size() == 100; }));
     for (const auto& id : ran_on) CHECK(id == std::this_thread::get_id());
-    // Nothing to run: returns at the deadline with nothing run.
-    const auto t0 = std::chrono::steady_clock::now();
-    CHECK_FALSE(drive->run_one_until(in(50ms)));
-    CHECK(std::chrono::steady_clock::now() - t0 >= 50ms);
+    // Nothing to run: returns at the deadline (not before) with nothing run.
+    const auto deadline = in(50ms);
+    CHECK_FALSE(drive->run_one_until(deadline));
+    CHECK(std::chrono::steady_clock::now() >= deadline);
   }
   // Given back: the context's own thread runs handlers again, with nobody driving.
   CHECK(runner_of(ctx) == io_thread);
@@ -109,9 +165,11 @@ TEST_CASE("runtime: stopping a driven context ends the drive and the parked thre
   REQUIRE(drive);
   std::thread stopper([&] { ctx.stop(); });  // joins the parked own thread
   stopper.join();
-  const auto t0 = std::chrono::steady_clock::now();
-  CHECK_FALSE(drive->run_one_until(in(10'000ms)));  // stopped: returns at once
-  CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+  // Stopped: returns at once. Its deadline lies past ctest's timeout, so a return before it
+  // can only be the stop's doing (a drive that waited for it fails as a timeout).
+  const auto deadline = in(std::chrono::hours(1));
+  CHECK_FALSE(drive->run_one_until(deadline));
+  CHECK(std::chrono::steady_clock::now() < deadline);
   drive.reset();
   CHECK_FALSE(ctx.try_drive());
 }
@@ -132,10 +190,10 @@ TEST_CASE("runtime: a handler that throws while driven is logged, not thrown at 
 
 TEST_CASE("runtime: after a Drive the own thread lingers, and the next Drive needs no wake-up",
           "[runtime]") {
-  // A linger far longer than any stall of a loaded machine: the check below that nobody
-  // serves the loop must not see the linger end by itself.
-  DrivableContext ctx(std::chrono::seconds(60));
-  REQUIRE(ctx.try_drive());  // taken and given back: the own thread now lingers for 60 s
+  // The clock stands still: the linger cannot end by itself.
+  ManualParkClock clock;
+  DrivableContext ctx(std::chrono::seconds(1));
+  REQUIRE(ctx.try_drive());  // taken and given back: the own thread now lingers
   std::promise<std::thread::id> ran;
   asio::post(ctx.executor(), [&] { ran.set_value(std::this_thread::get_id()); });
   auto f = ran.get_future();
@@ -150,36 +208,44 @@ TEST_CASE("runtime: after a Drive the own thread lingers, and the next Drive nee
 }
 
 TEST_CASE("runtime: a linger ends by itself", "[runtime]") {
+  ManualParkClock clock;
   DrivableContext ctx(20ms);
   const auto io_thread = runner_of(ctx);
-  REQUIRE(ctx.try_drive());
-  CHECK(runner_of(ctx) == io_thread);  // within runner_of's 10 s, with no one driving
+  REQUIRE(ctx.try_drive());  // lingers until the clock has moved 20 ms
+  std::promise<std::thread::id> ran;
+  asio::post(ctx.executor(), [&] { ran.set_value(std::this_thread::get_id()); });
+  auto f = ran.get_future();
+  CHECK(f.wait_for(100ms) == std::future_status::timeout);  // the clock stands still
+  clock.advance(19ms);
+  CHECK(f.wait_for(100ms) == std::future_status::timeout);  // not yet
+  clock.advance(1ms);  // the linger's end: the own thread resumes, with no one driving
+  REQUIRE(f.wait_for(10s) == std::future_status::ready);
+  CHECK(f.get() == io_thread);
   ctx.stop();
 }
 
 TEST_CASE("runtime: keep_awake ends a linger, and a Drive ending while one exists does not linger",
           "[runtime]") {
+  // The clock stands still: a linger ends only by keep_awake, and a Drive that ended with
+  // a linger would keep the loop unserved (runner_of and the wait below fail).
+  ManualParkClock clock;
   DrivableContext ctx(std::chrono::seconds(1));
   const auto io_thread = runner_of(ctx);
-  REQUIRE(ctx.try_drive());  // lingers for 1 s
-  auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(ctx.try_drive());  // lingers
   {
     auto awake = ctx.keep_awake();  // a thread about to wait for the own thread's work
     CHECK(runner_of(ctx) == io_thread);
   }
-  CHECK(std::chrono::steady_clock::now() - t0 < 900ms);
 
   auto drive = ctx.try_drive();
   REQUIRE(drive);
   auto awake = ctx.keep_awake();  // taken while another thread drives
   std::promise<std::thread::id> ran;
   asio::post(ctx.executor(), [&] { ran.set_value(std::this_thread::get_id()); });
-  t0 = std::chrono::steady_clock::now();
   drive.reset();  // no linger: the own thread resumes at once and runs the handler
   auto f = ran.get_future();
   REQUIRE(f.wait_for(10s) == std::future_status::ready);
   CHECK(f.get() == io_thread);
-  CHECK(std::chrono::steady_clock::now() - t0 < 900ms);
   ctx.stop();
 }
 

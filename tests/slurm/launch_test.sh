@@ -11,12 +11,12 @@
 #     alone (`scancel -b --signal=TERM`, what `#SBATCH --signal=B:TERM@T` sends T s before
 #     the time limit): every rank must shut down cleanly and the job end COMPLETED, exit
 #     code 0. (The time limit's own SIGTERM goes to every process, hydra's proxies under
-#     srun too; those die, and the job ends FAILED: hence --signal=B:TERM in the README.)
+#     srun too; those die, and the job ends FAILED: hence --signal=B:TERM in docs/guide/slurm.md.)
 #   launch_test.sh STATE_DIR program-sbatch|program-srun MPIEXEC PROGRAM
 #     a user program with taskwire::mpi::initialize (tests/launch/launch_program.cpp) the same
 #     two ways; it checks its own results ("rank 1: done, 0 failures")
 #   launch_test.sh STATE_DIR docs DOCS_SLURM_DIR BIN_DIR... -- PRELOAD_LIB CLIENT PROGRAM
-#     the README's job scripts (docs/slurm/*.sbatch), as they are, with the build's programs
+#     the Slurm guide's job scripts (docs/slurm/*.sbatch, shown in docs/guide/slurm.md), as they are, with the build's programs
 #     first on PATH (BIN_DIRs), PRELOAD_LIB as ./libmytasks.so and PROGRAM as ./my_program:
 #     taskwire-mpi.sbatch and scheduler.sbatch + workers.sbatch each serve a client that
 #     computes and shuts the cluster down; program.sbatch runs the program; every job must
@@ -105,10 +105,11 @@ program-sbatch|program-srun)
   ;;
 docs)
   docs=$3; shift 3
-  # The README shows these scripts: every line of each must be there as it is.
+  # The user guide's Slurm page shows these scripts: every line of each must be there as it is.
   for f in "$docs"/*.sbatch; do
     while IFS= read -r line; do
-      grep -qxF -- "$line" "$docs/../../README.md" || fail "README.md lacks '$line' of $(basename "$f")"
+      grep -qxF -- "$line" "$docs/../guide/slurm.md" ||
+        fail "docs/guide/slurm.md lacks '$line' of $(basename "$f")"
     done <"$f"
   done
   while [ "$1" != -- ]; do PATH="$1:$PATH"; shift; done

@@ -67,6 +67,38 @@ void read_in_order(comm::CommPtr c, std::uint32_t count, std::shared_ptr<std::pr
   });
 }
 
+// How many turns of this rank's poller (each probes MPI once) with no write completing count
+// as the writer being held, once writes flow: a 2 MiB message that may go moves in a few.
+constexpr std::uint64_t kQuietTurns = 5000;
+
+// Waits until the writes counted by `written` stop completing: first until `flowing` of them
+// have (both ranks' pollers are moving data: a writer not yet started is not a held one),
+// then until none completes while this rank's poller turns kQuietTurns times. Judged by the
+// poller's turns, not by time, so a slow machine cannot pass for a held writer. Returns the
+// count then, or `all` once every write completed (nothing held the writer).
+std::uint32_t writes_once_held(const std::atomic<std::uint32_t>& written, std::uint32_t flowing,
+                               std::uint32_t all) {
+  const auto& turns = comm::mpi::poll_counters().turns;
+  const auto give_up = Clock::now() + kWait;  // a liveness bound only
+  while (written.load() < flowing) {
+    REQUIRE(Clock::now() < give_up);
+    std::this_thread::sleep_for(1ms);
+  }
+  std::uint32_t seen = written.load();
+  std::uint64_t quiet_since = turns.load();
+  while (seen < all) {
+    REQUIRE(Clock::now() < give_up);  // the poller stopped turning, or the writes crawl
+    std::this_thread::sleep_for(1ms);
+    if (const auto now = written.load(); now != seen) {
+      seen = now;
+      quiet_since = turns.load();
+    } else if (turns.load() - quiet_since >= kQuietTurns) {
+      break;
+    }
+  }
+  return seen;
+}
+
 }  // namespace
 
 TEST_CASE("mpi: data races connection set-up in both directions", "[mpi]") {
@@ -308,8 +340,11 @@ TEST_CASE("mpi: a reader that lags holds the sender back instead of buffering wi
     });
   REQUIRE(accepted_fut.wait_for(kWait) == std::future_status::ready);
   auto server = accepted_fut.get();
-  std::this_thread::sleep_for(1500ms);  // nobody reads yet
-  CHECK(written->load() < kCount / 2);
+  // Nobody reads yet: the writes stop completing (all of them would, unbounded), past a
+  // quarter of the bound's worth (64 MiB of 2 MiB messages: 32) that must go first.
+  const std::uint32_t held_at = writes_once_held(*written, 8, kCount);
+  INFO("writes completed while nobody read: " << held_at);
+  CHECK(held_at < kCount / 2);
   fx.sync();
   auto done = std::make_shared<std::promise<std::uint32_t>>();
   auto fut = done->get_future();
