@@ -140,9 +140,12 @@ struct RegisterWorker {
   std::string host = {};  ///< the worker's host name (since version 7)
   /// What it offers tasks, e.g. {"GPU": 2} (--resources; since version 9).
   std::map<std::string, double> resources = {};
+  /// Results it holds already: a worker joining again after a blip kept them (since
+  /// version 12). The scheduler keeps those it has in memory as replicas, frees the rest.
+  std::vector<std::string> held = {};
   template <class Ar>
   void serialize(Ar& ar, unsigned) {
-    ar & name & address & nthreads & nanny & other_addresses & host & resources;
+    ar & name & address & nthreads & nanny & other_addresses & host & resources & held;
   }
 };
 /// worker_status: the worker paused (its memory is past the pause threshold: it starts no

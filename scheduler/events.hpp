@@ -67,6 +67,10 @@ struct AddWorker {
   std::string stimulus_id;
   bool nanny = false;  ///< a nanny reports this worker's death (WorkerDied)
   runtime::Resources resources = {};  ///< what it offers tasks (--resources)
+  /// Results it holds already: a worker joining again after a blip (dropped for missing
+  /// heartbeats, a partition) keeps its data, as Dask's reconnecting worker does. Those the
+  /// scheduler keeps in memory become its replicas; it is told to free the rest.
+  std::vector<std::string> held = {};
 };
 
 /// The worker is gone (connection lost, or it said goodbye when `expected`). Its tasks are

@@ -352,7 +352,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     p->host = b.host;
     workers[b.address] = p;  // until the state machine refuses it (RefuseWorker)
     handle(AddWorker{b.address, static_cast<int>(b.nthreads), b.name, now(), "", b.nanny,
-                     b.resources});
+                     b.resources, b.held});
   }
 
   // The answer to scheduler_info: the state machine's view of workers and tasks, with what

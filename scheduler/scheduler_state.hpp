@@ -51,9 +51,8 @@ struct SchedulerOptions {
   /// Tasks per worker thread that may be assigned ahead: sent to the worker that runs all
   /// their unfinished dependencies before those finish, so that they start there with no
   /// scheduler round trip (Charm++'s and PaRSEC's producer -> consumer release). 0: off.
-  /// Off by default while a cluster test (lost spill files under a graph) still hangs now
-  /// and then with it on: docs/scheduling.md, "Assign ahead".
-  int assign_ahead = 0;
+  /// 4 is the measured choice: docs/scheduling.md, "Assign ahead".
+  int assign_ahead = 4;
   /// Move tasks not yet started from saturated workers to idle ones, the victim confirming
   /// (Dask's distributed.scheduler.work-stealing).
   bool work_stealing = true;
@@ -243,6 +242,7 @@ class SchedulerState {
   void processing_to_released(TaskState* ts);
   // assign ahead (transitions.cpp)
   /// The worker `ts` may be sent to ahead of its dependencies, or null.
+  void adopt_held_data(WorkerState* ws, const std::vector<std::string>& held);
   WorkerState* assign_ahead_target(const TaskState* ts) const;
   void recommend_assign_ahead(TaskState* ts);
   void assign_ahead(TaskState* ts);

@@ -59,7 +59,28 @@ void SchedulerState::on(const AddWorker& e) {
                                   e.resources.empty() ? std::string()
                                                       : ", resources " +
                                                             runtime::format_resources(e.resources)));
+  adopt_held_data(ws, e.held);
   schedule_unrunnable();  // queued roots follow in handle(), via schedule_queued()
+}
+
+// A worker joining again brings the results it kept. A key the scheduler holds in memory
+// gains a replica (no recompute, one more holder to fetch from); any other key (released,
+// recomputed elsewhere meanwhile, forgotten) is freed there: the scheduler never counts a
+// copy it did not ask for.
+void SchedulerState::adopt_held_data(WorkerState* ws, const std::vector<std::string>& held) {
+  std::size_t adopted = 0;
+  for (const auto& key : held) {
+    TaskState* ts = find_task(key);
+    if (ts && ts->state == S::memory) {
+      add_replica(ts, ws);
+      ++adopted;
+    } else {
+      free_keys(ws, key);
+    }
+  }
+  if (!held.empty())
+    log(LogLevel::info, fmt::format("worker {} brought {} result(s) back; {} kept as replicas",
+                                    ws->address, held.size(), adopted));
 }
 
 void SchedulerState::on(const RemoveWorker& e) {

@@ -331,6 +331,12 @@ std::uint64_t DataStore::nbytes() const {
   return nbytes_;
 }
 
+std::uint64_t DataStore::nbytes(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = data_.find(key);
+  return it == data_.end() ? 0 : it->second.nbytes;
+}
+
 std::vector<std::string> DataStore::keys() const {
   std::lock_guard lock(mu_);
   std::vector<std::string> out;

@@ -97,6 +97,7 @@ class DataStore {
 
   std::size_t size() const;
   std::uint64_t nbytes() const;  ///< sum of the held values' sizes, in memory or spilled
+  std::uint64_t nbytes(const std::string& key) const;  ///< one value's size; 0 if not held
   std::vector<std::string> keys() const;
 
   /// Spills least recently used values until at most `memory_bytes` stay in memory, or none

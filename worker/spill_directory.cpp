@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -67,8 +68,14 @@ SpillDirectory SpillDirectory::make(std::filesystem::path parent) {
         parent.string(), std::strerror(errno)));
   SpillDirectory made;
   made.path_ = pattern;
-  made.lock_fd_ = ::open((made.path_ / kLockFile).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (made.lock_fd_ < 0 || ::flock(made.lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+  // Locked under another name, then renamed: the lock file appears already held. Created and
+  // then locked under its own name, another worker starting at that moment (a second process
+  // on the same directory) could take the free lock for an abandoned one's and remove the
+  // directory under its new owner.
+  const auto unnamed = made.path_ / ".lock-being-made";
+  made.lock_fd_ = ::open(unnamed.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (made.lock_fd_ < 0 || ::flock(made.lock_fd_, LOCK_EX | LOCK_NB) != 0 ||
+      ::rename(unnamed.c_str(), (made.path_ / kLockFile).c_str()) != 0) {
     const int err = errno;
     made.remove();
     throw std::runtime_error(fmt::format("worker: cannot lock its spill directory {}: {}",

@@ -295,8 +295,11 @@ bool start_or_stop(worker::Worker& worker, const runtime::SchedulerWait& where,
 // One worker's life, from waiting for its scheduler to its close. nullopt: the worker lost
 // its scheduler (or was dropped by it) and should join again; otherwise the exit status.
 // `rejoining`: the wait is bounded by --death-timeout instead of --connect-timeout.
+// `kept`: in, the results of the worker this one replaces; out, this one's, when it is to
+// join again.
 std::optional<int> serve_once(const MainOptions& o, runtime::DaemonRuntime& rt,
-                              runtime::StopSignals& stops, bool nannied, bool rejoining) {
+                              runtime::StopSignals& stops, bool nannied, bool rejoining,
+                              std::shared_ptr<worker::KeptData>& kept) {
   const auto& timeout = rejoining ? o.death_timeout : o.connect_timeout;
   const char* flag = rejoining ? "--death-timeout" : "--connect-timeout";
   const runtime::SchedulerWait where{o.scheduler, o.scheduler_file,
@@ -308,7 +311,7 @@ std::optional<int> serve_once(const MainOptions& o, runtime::DaemonRuntime& rt,
     return runtime::kExitClean;
   }
   worker::Worker worker(rt.context(), rt.registry(),
-                        worker_options(o, *scheduler, nannied, where.left()));
+                        worker_options(o, *scheduler, nannied, where.left()), std::move(kept));
   if (!start_or_stop(worker, where, stops)) return runtime::kExitClean;
   fmt::print("taskwire-worker {} at {} (scheduler {})\n", worker.name(), worker.address(),
              *scheduler);
@@ -323,8 +326,11 @@ std::optional<int> serve_once(const MainOptions& o, runtime::DaemonRuntime& rt,
                        : status.scheduler_lost ? kExitRejoin
                                                : runtime::kExitFailure);
   if (status.scheduler_lost && !stops.received()) {
-    spdlog::warn("worker: {}; waiting for the scheduler to join again (--death-timeout {})",
-                 status.reason, o.death_timeout);
+    const std::size_t held = worker.data().size();
+    kept = worker.keep_data();
+    spdlog::warn("worker: {}; waiting for the scheduler to join again (--death-timeout {}), "
+                 "keeping {} result(s)",
+                 status.reason, o.death_timeout, held);
     return std::nullopt;
   }
   if (!status.clean) throw std::runtime_error(status.reason);
@@ -343,8 +349,9 @@ int run_worker(const MainOptions& o) {
   // As Dask's worker reconnects: a blip (a partition, a frozen process, a scheduler
   // restarted) must not shrink the cluster for good. The wait for the scheduler is bounded
   // by --death-timeout each time, so that a worker whose scheduler is gone for good ends.
+  std::shared_ptr<worker::KeptData> kept;
   for (bool rejoining = false;; rejoining = true)
-    if (auto rc = serve_once(o, rt, stops, nannied, rejoining)) return *rc;
+    if (auto rc = serve_once(o, rt, stops, nannied, rejoining, kept)) return *rc;
 }
 
 }  // namespace

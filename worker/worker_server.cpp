@@ -9,6 +9,7 @@
 #include <taskwire/runtime/process_info.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <future>
@@ -75,8 +76,9 @@ Overloaded(F...) -> Overloaded<F...>;
 
 // ---- Worker: the public face ----
 
-Worker::Worker(runtime::Context& context, comm::Registry& registry, WorkerOptions options)
-    : impl_(std::make_shared<Impl>(context, registry, std::move(options))) {}
+Worker::Worker(runtime::Context& context, comm::Registry& registry, WorkerOptions options,
+               std::shared_ptr<KeptData> kept)
+    : impl_(std::make_shared<Impl>(context, registry, std::move(options), std::move(kept))) {}
 
 Worker::~Worker() {
   try {
@@ -105,20 +107,32 @@ std::string Worker::address() const { return impl_->address(); }
 std::string Worker::name() const { return impl_->name(); }
 std::string Worker::dashboard_url() const { return impl_->dashboard_url(); }
 const DataStore& Worker::data() const { return impl_->data(); }
+std::shared_ptr<KeptData> Worker::keep_data() { return impl_->keep_data(); }
 
 // ---- lifecycle ----
 
-Worker::Impl::Impl(runtime::Context& context, comm::Registry& registry, WorkerOptions options)
+Worker::Impl::Impl(runtime::Context& context, comm::Registry& registry, WorkerOptions options,
+                   std::shared_ptr<KeptData> kept)
     : context_(context), registry_(registry), options_(std::move(options)),
       handshake_(comm::HandshakeOptions::from(context.config())),
-      spill_directory_(make_spill_directory(options_.memory)),
+      spill_directory_(kept ? std::move(kept->directory) : make_spill_directory(options_.memory)),
       strand_(asio::make_strand(context.executor())),
-      data_(std::make_shared<DataStore>(spill_options(options_.memory, spill_directory_.path()))),
+      data_(kept ? std::move(kept->data)
+                 : std::make_shared<DataStore>(
+                       spill_options(options_.memory, spill_directory_.path()))),
       executor_(options_.nthreads ? options_.nthreads : 1), heartbeat_(strand_),
       goodbye_timer_(strand_), memory_timer_(strand_) {
   if (options_.nthreads == 0) options_.nthreads = 1;
   handshake_.role = "worker";
   if (!options_.name.empty()) handshake_.name = options_.name;
+}
+
+std::shared_ptr<KeptData> Worker::Impl::keep_data() {
+  if (data_->size() == 0) return nullptr;
+  auto kept = std::make_shared<KeptData>();
+  kept->directory = std::move(spill_directory_);  // ~Impl leaves an empty one alone
+  kept->data = data_;
+  return kept;
 }
 
 void Worker::Impl::start() {
@@ -192,7 +206,7 @@ void Worker::Impl::on_started() {
   to_scheduler(Op::register_worker,
                protocol::RegisterWorker{name_, address_, options_.nthreads, options_.nanny,
                                         other_addresses_, runtime::host_name(),
-                                        options_.resources});
+                                        options_.resources, data_->keys()});
   // At once, so that the scheduler knows the worker's memory from the start (scheduler_info).
   send_heartbeat();
   crash::set_identity(name_, address_);
@@ -371,8 +385,9 @@ void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message)
         case Op::compute_task: {
           auto body = r.body<protocol::ComputeTask>();
           if (spdlog::should_log(spdlog::level::debug))
-            spdlog::debug("worker {}: received task '{}' ({}, {} dependencies)", name_,
-                          body.spec.key, body.spec.function, body.spec.dependencies.size());
+            spdlog::debug("worker {}: received task '{}' ({}, {} dependencies, attempt {})", name_,
+                          body.spec.key, body.spec.function, body.spec.dependencies.size(),
+                          body.attempt);
           ComputeTaskEvent e;
           e.spec = std::move(body.spec);
           e.who_has = std::move(body.who_has);
@@ -384,9 +399,13 @@ void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message)
         case Op::free_processing:
           busy_threads_asked_ = true;
           [[fallthrough]];
-        case Op::free_keys:
-          events.emplace_back(FreeKeysEvent{r.body<protocol::Keys>().keys, ""});
+        case Op::free_keys: {
+          auto keys = r.body<protocol::Keys>().keys;
+          if (spdlog::should_log(spdlog::level::trace))
+            spdlog::trace("worker {}: told to free {}", name_, fmt::join(keys, ", "));
+          events.emplace_back(FreeKeysEvent{std::move(keys), ""});
           break;
+        }
         case Op::steal_request:
           events.emplace_back(StealRequestEvent{r.body<protocol::StealRequest>().key, ""});
           break;

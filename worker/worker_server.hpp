@@ -114,10 +114,16 @@ struct CloseStatus {
   std::string reason;  ///< a sentence for logs and the daemon's exit message
 };
 
+/// What a stopped worker leaves to the next one in the same process (Worker::keep_data).
+struct KeptData;
+
 class Worker {
  public:
   /// Borrows `context` and `registry` (which must outlive the worker). Does nothing yet.
-  Worker(runtime::Context& context, comm::Registry& registry, WorkerOptions options);
+  /// `kept`: the results (and spill directory) of the worker this one replaces, which it
+  /// holds from the start and tells the scheduler of when it registers.
+  Worker(runtime::Context& context, comm::Registry& registry, WorkerOptions options,
+         std::shared_ptr<KeptData> kept = nullptr);
   /// stop(); must therefore not run on one of the context's threads.
   ~Worker();
   Worker(const Worker&) = delete;
@@ -148,6 +154,10 @@ class Worker {
   std::string dashboard_url() const;
   /// The worker's data (results and fetched dependencies); thread-safe.
   const DataStore& data() const;
+  /// After stop(): its results and spill directory, which it then no longer removes, for a
+  /// worker joining again in its place (taskwire-worker after a blip: Dask's reconnect keeps
+  /// the data). Null when it holds nothing.
+  std::shared_ptr<KeptData> keep_data();
 
   class Impl;
 

@@ -69,9 +69,16 @@ inline constexpr int kInlineStrikeFade = 1000;
 SpillDirectory make_spill_directory(const MemoryOptions& options);
 SpillOptions spill_options(const MemoryOptions& options, const std::filesystem::path& directory);
 
+struct KeptData {
+  SpillDirectory directory;
+  std::shared_ptr<DataStore> data;
+};
+
 class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
  public:
-  Impl(runtime::Context& context, comm::Registry& registry, WorkerOptions options);
+  Impl(runtime::Context& context, comm::Registry& registry, WorkerOptions options,
+       std::shared_ptr<KeptData> kept);
+  std::shared_ptr<KeptData> keep_data();
   ~Impl();  ///< removes the spill directory
 
   void start();

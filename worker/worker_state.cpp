@@ -67,6 +67,15 @@ WorkerState::WorkerState(WorkerStateOptions options, std::shared_ptr<DataStore> 
     options_.function_known = [](const std::string& name) {
       return runtime::FunctionRegistry::global().find(name) != nullptr;
     };
+  // A store that holds results already is a worker's joining again (Worker::keep_data): each
+  // is a result the scheduler may count as ours (AddWorker::held), kept until freed.
+  for (const auto& key : data_->keys()) {
+    TaskState& ts = tasks_[key];
+    ts.key = key;
+    ts.status = TaskStatus::memory;
+    ts.assigned = true;
+    ts.nbytes = data_->nbytes(key);
+  }
 }
 
 Instructions WorkerState::handle(Event event) {

@@ -95,6 +95,7 @@ struct WorkerStateOptions {
 class WorkerState {
  public:
   /// `data` is shared with the server, which answers get_data from it; null: a private one.
+  /// Results it holds already become this worker's, in memory (a worker joining again).
   explicit WorkerState(WorkerStateOptions options = {}, std::shared_ptr<DataStore> data = {});
   WorkerState(const WorkerState&) = delete;
   WorkerState& operator=(const WorkerState&) = delete;
@@ -127,6 +128,7 @@ class WorkerState {
   /// Peers with a GatherDep outstanding.
   std::vector<std::string> in_flight_workers() const;
   DataStore& data() noexcept { return *data_; }
+  const std::shared_ptr<DataStore>& data_store() const noexcept { return data_; }
   const WorkerStateOptions& options() const noexcept { return options_; }
 
   /// Checks the machine's invariants; throws std::logic_error describing the first broken one.

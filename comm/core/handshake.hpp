@@ -48,7 +48,9 @@ namespace taskwire::comm {
 /// 10: clients send missing_data too (a key no holder could send them; `key` empty);
 ///    close_worker carries its reason and whether the worker may join again; client keys
 ///    carry 128 random bits of their client's.
-inline constexpr std::uint32_t kProtocolVersion = 11;
+/// 11: compute_task carries an attempt id, echoed in task_finished and task_erred.
+/// 12: register_worker carries the results a worker joining again kept (`held`).
+inline constexpr std::uint32_t kProtocolVersion = 12;
 
 /// What a comm accepts while its peer has not authenticated: the handshake's messages are
 /// one frame of a few KiB at most, so a peer announcing more is refused before anything is

@@ -78,10 +78,18 @@ class StrandComm : public Comm, public std::enable_shared_from_this<Derived> {
   StrandComm(const char* scheme, Strand strand, const runtime::Limits& limits)
       : limits_(limits), read_limits_(limits), strand_(std::move(strand)), scheme_(scheme) {}
 
+  // Inline when called on the strand with nothing of ours queued there; otherwise behind what
+  // is queued. Inline while an earlier call waits in the strand's queue would reorder this
+  // comm's operations: the scheduler writes to worker A from A's read handler (on A's strand)
+  // while a message it wrote to A from B's handler is still queued, and A received a
+  // compute_task's later assignment before the earlier one (seen as a task the scheduler
+  // believed running that A had dropped).
   template <class F>
   void run_on_strand(F&& f) {
-    if (strand_.running_in_this_thread()) return f();
+    if (strand_.running_in_this_thread() && queued_ == 0) return f();
+    ++queued_;
     asio::post(strand_, [self = this->shared_from_this(), f = std::forward<F>(f)]() mutable {
+      --self->queued_;
       self->turn(f);
     });
   }
@@ -197,6 +205,7 @@ class StrandComm : public Comm, public std::enable_shared_from_this<Derived> {
   std::deque<WriteHandler> deferred_;  // to run at the end of the current turn
   bool in_turn_ = false;               // one of this comm's handlers is running
   bool tracked_ = false;               // by HeldHandlers
+  std::atomic<int> queued_{0};         // run_on_strand calls posted and not yet run
 };
 
 }  // namespace taskwire::comm::tcp

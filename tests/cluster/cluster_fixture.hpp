@@ -48,6 +48,10 @@ struct Cluster {
   std::size_t scheduler_tasks() {
     return scheduler->inspect([](const scheduler::SchedulerState& s) { return s.task_count(); });
   }
+  /// The workers the scheduler lists as holding `key`'s result.
+  std::vector<std::string> who_has(const std::string& key) {
+    return scheduler->inspect([&](const scheduler::SchedulerState& s) { return s.who_has(key); });
+  }
   std::size_t scheduler_workers() {
     return scheduler->inspect([](const scheduler::SchedulerState& s) { return s.workers().size(); });
   }

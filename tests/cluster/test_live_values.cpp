@@ -104,7 +104,12 @@ TEST_CASE("live values: scattered data is decoded once on its worker for all its
 
 TEST_CASE("live values: a value fetched from a peer is decoded once for its readers there",
           "[cluster][live]") {
-  Cluster cl(2);
+  // Without assign ahead, so that the 30 readers reach w1 together when the gate opens: with
+  // it, the first few are sent ahead, run, and w1 drops the fetched copy before the rest
+  // arrive and fetch it again (a second decode, right but not what this test is about).
+  scheduler::SchedulerServerOptions options;
+  options.state.assign_ahead = 0;
+  Cluster cl(2, options);
   REQUIRE(cl.wait_workers(2));
   Client client(cl.fx.registry(), cl.address);
   live_cluster::reset();
@@ -119,6 +124,11 @@ TEST_CASE("live values: a value fetched from a peer is decoded once for its read
   for (std::size_t i = 0; i < 30; ++i)
     reads.push_back(client.submit({.workers = {"w1"}}, live_cluster::element_after, block, token,
                                   i * 1000));
+  // Submissions are asynchronous: the gate opens once the scheduler has every reader, or the
+  // late ones reach w1 after it dropped the copy the first ones used, and fetch it again.
+  for (int i = 0; i < 1000 && cl.scheduler_tasks() < reads.size() + 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(cl.scheduler_tasks() == reads.size() + 2);
   cluster_fns::open_gate(gate);
   const auto got = client.gather(reads);
   for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == double(i * 1000) + 0.25);

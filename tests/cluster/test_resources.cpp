@@ -15,16 +15,11 @@ using test::Cluster;
 
 namespace {
 
-/// The workers holding `key`'s result: the one that ran it.
-std::vector<std::string> holders(Cluster& cl, const std::string& key) {
-  return cl.scheduler->inspect([&](const scheduler::SchedulerState& s) { return s.who_has(key); });
-}
-
 template <class T>
 std::vector<std::string> holders_of_all(Cluster& cl, const std::vector<Future<T>>& futures) {
   std::vector<std::string> all;
   for (const auto& f : futures)
-    for (auto& w : holders(cl, f.key())) all.push_back(std::move(w));
+    for (auto& w : cl.who_has(f.key())) all.push_back(std::move(w));
   return all;
 }
 
@@ -86,7 +81,7 @@ TEST_CASE("resources: a resource no worker has waits, listed by scheduler_info, 
 
   auto& tpu = cl.add_worker(1, with_resources({{"TPU", 2}}));
   CHECK(waiting.get() == 42);
-  CHECK(holders(cl, waiting.key()) == std::vector<std::string>{tpu.address()});
+  CHECK(cl.who_has(waiting.key()) == std::vector<std::string>{tpu.address()});
   CHECK(client.scheduler_info().unrunnable.empty());
 }
 
@@ -103,7 +98,7 @@ TEST_CASE("workers=: tasks pinned to one worker run there, and allow_other_worke
 
   auto by_address = client.submit({.workers = {cl.workers[2]->address()}}, cluster_fns::inc, 1);
   CHECK(by_address.get() == 2);
-  CHECK(holders(cl, by_address.key()) == std::vector<std::string>{cl.workers[2]->address()});
+  CHECK(cl.who_has(by_address.key()) == std::vector<std::string>{cl.workers[2]->address()});
 
   // The named worker is absent: with allow_other_workers it runs elsewhere...
   auto loose = client.submit({.workers = {"w7"}, .allow_other_workers = true}, cluster_fns::inc, 2);
@@ -114,7 +109,7 @@ TEST_CASE("workers=: tasks pinned to one worker run there, and allow_other_worke
   CHECK_FALSE(strict.done());
   auto& w3 = cl.add_worker();  // named w3
   CHECK(strict.get() == 4);
-  CHECK(holders(cl, strict.key()) == std::vector<std::string>{w3.address()});
+  CHECK(cl.who_has(strict.key()) == std::vector<std::string>{w3.address()});
 }
 
 TEST_CASE("paused: a worker paused by its memory gets no new task", "[cluster][resources]") {

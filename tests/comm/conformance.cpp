@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <future>
+#include <thread>
 
 using namespace taskwire;
 using namespace taskwire::test;
@@ -104,6 +105,34 @@ TEST_CASE("conformance: the order of 10 000 messages is kept", "[conformance]") 
   c->close();
   REQUIRE(server.wait_ended(1, kWait));
   CHECK(server.records()[0].count == kCount);
+}
+
+// The scheduler writes to a worker from that worker's read handler (on the comm's strand)
+// while a message it wrote from another peer's handler may still wait to run there: the
+// later write must not overtake it (it did on tcp and tls: a worker got a task's later
+// assignment before the earlier one).
+TEST_CASE("conformance: a write made inside a read handler does not overtake an earlier "
+          "write from another thread", "[conformance]") {
+  auto& fx = fixture();
+  Synced synced(fx);
+  TestServer server(fx, TestServer::Mode::echo);
+  auto c = comm::connect(fx.registry(), server.target(), 20s);
+  auto ignore = [](error_code) {};
+  std::promise<void> wrote;
+  c->async_read([&](error_code ec, runtime::Message) {
+    if (!ec) {
+      std::thread other([&] { c->async_write(seq_message(1), ignore); });
+      other.join();  // its write is queued now, behind this handler
+      c->async_write(seq_message(2), ignore);
+    }
+    wrote.set_value();
+  });
+  write_within(c, seq_message(0), kWait);
+  REQUIRE(wrote.get_future().wait_for(kWait) == std::future_status::ready);
+  CHECK(seq_of(read_within(c, kWait)) == 1);
+  CHECK(seq_of(read_within(c, kWait)) == 2);
+  c->close();
+  REQUIRE(server.wait_ended(1, kWait));
 }
 
 TEST_CASE("conformance: 64 concurrent comms between the same two endpoints", "[conformance]") {

@@ -136,3 +136,35 @@ TEST_CASE("scheduler: no_workers_timeout off (the default): tasks wait for a wor
   h.add_worker("tcp://b:1", 1, 1e6);
   CHECK(h.s.processing_on("x") == std::string("tcp://b:1"));
 }
+
+// A worker dropped for missing heartbeats (frozen, partitioned) joins again with the results
+// it kept (Dask's reconnecting worker re-registers its keys).
+TEST_CASE("scheduler: a worker joining again with the results it kept: those in memory are "
+          "its replicas again, the rest are freed there", "[scheduler]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  h.add_worker("tcp://b:1");
+  h.submit({task("x"), task("y")});
+  h.run_all();
+  REQUIRE(h.s.task_state("x") == S::memory);
+  const std::string holder = h.s.who_has("x").at(0);
+  const std::string other = holder == "tcp://a:1" ? "tcp://b:1" : "tcp://a:1";
+  // Both results on one worker, so that its loss loses them.
+  h.handle(RemoveWorker{other, "gone", true, "", 0.0});
+  h.submit({task("z")});
+  h.run_all();
+  REQUIRE(h.s.who_has("y") == std::vector<std::string>{holder});
+  h.handle(RemoveWorker{holder, "no heartbeat for 60 s", false, "", 0.0});
+  h.handle(AddWorker{"tcp://c:1", 1, "c", 0, ""});  // recomputes what the holder had
+  h.run_all();
+  h.release({"y"});
+  REQUIRE(h.s.task_state("y") == std::nullopt);
+
+  // It comes back under a new address with x (in memory on c now), y (released since)
+  // and an unknown key.
+  const auto& out =
+      h.handle(AddWorker{"tcp://a:2", 1, "a-again", 0, "", false, {}, {"x", "y", "nobody"}});
+  CHECK(sorted(h.s.who_has("x")) == std::vector<std::string>{"tcp://a:2", "tcp://c:1"});
+  CHECK(sorted(freed_on(out, "tcp://a:2")) == std::vector<std::string>{"nobody", "y"});
+  CHECK(freed_on(out, "tcp://c:1").empty());
+}

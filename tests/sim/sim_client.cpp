@@ -45,6 +45,8 @@ void SimClient::receive(const Envelope& e) {
       ++cluster_.stats().keys_lost;
       if (GraphRun* run = owner(l->key); run && !run->released)
         run->wanted[l->key] = {};  // recomputed: a new report follows
+    } else if (const auto* r = std::get_if<LocalFetchRetry>(&op)) {
+      retry_fetch(*r);
     } else if (const auto* c = std::get_if<OpKeyCancelled>(&op)) {
       cluster_.fail(fmt::format("the scheduler cancelled {} ({}), which the client never "
                                 "cancelled",
@@ -62,10 +64,50 @@ void SimClient::on_in_memory(const OpKeyInMemory& m) {
   KeyStatus& status = run->wanted[m.key];
   if (status.outcome == Outcome::erred)
     cluster_.fail(fmt::format("'{}' reported in memory after it erred ({})", m.key, status.cause));
-  if (m.value) check_value(*run, m.key, read_value(*m.value), "the inline result");
+  if (m.value) {
+    check_value(*run, m.key, read_value(*m.value), "the inline result");
+  } else if (cluster_.config().spill_losses && cluster_.rng().chance(0.5) && !fetch(*run, m.key)) {
+    status = {};  // news follows (the key lost, then in memory again), or the retry fetches
+    cluster_.net().post("client", LocalFetchRetry{m.key, 1}, cluster_.rng().uniform(0.2, 1.0));
+    return;
+  }
   status = {Outcome::memory, "", ""};
   ++cluster_.stats().keys_in_memory;
   maybe_release(*run);
+}
+
+bool SimClient::fetch(GraphRun& run, const std::string& key) {
+  std::vector<Payload> missing;
+  for (const std::string& holder : cluster_.scheduler().state().who_has(key)) {
+    SimWorker* w = cluster_.live_worker(holder);
+    if (auto frame = w ? w->state().data().get(key) : std::nullopt) {
+      check_value(run, key, read_value(*frame), "the data of " + holder);
+      return true;
+    }
+    missing.push_back(OpMissingData{"", key, holder});
+  }
+  cluster_.trace(fmt::format("client: no holder could send '{}'", key));
+  if (!missing.empty()) cluster_.net().send("client", "scheduler", std::move(missing), cluster_.latency());
+  return false;
+}
+
+// As await_news() then another round of results(): without news the client asks again;
+// the real one gives up after kFetchAttempts (a TaskError the user sees: here a failure).
+void SimClient::retry_fetch(const LocalFetchRetry& r) {
+  GraphRun* run = owner(r.key);
+  if (!run || run->released || run->wanted[r.key].outcome != Outcome::pending) return;
+  if (cluster_.scheduler().state().task_state(r.key) != scheduler::TaskStatus::memory) return;
+  if (fetch(*run, r.key)) {
+    run->wanted[r.key] = {Outcome::memory, "", ""};
+    ++cluster_.stats().keys_in_memory;
+    return maybe_release(*run);
+  }
+  if (r.attempt >= 5)
+    cluster_.fail(fmt::format("the client could not fetch '{}' in {} rounds: the scheduler "
+                              "keeps it in memory on holders that do not have it",
+                              r.key, r.attempt));
+  cluster_.net().post("client", LocalFetchRetry{r.key, r.attempt + 1},
+                      cluster_.rng().uniform(0.2, 1.0));
 }
 
 void SimClient::on_erred(const OpKeyErred& m) {
@@ -164,8 +206,12 @@ void SimClient::check_settled() {
       for (const std::string& holder : state.who_has(key)) {
         SimWorker* w = cluster_.live_worker(holder);
         if (!w) cluster_.fail(fmt::format("'{}' held by {}, which is gone", key, holder));
+        // A value whose spill file went is found lost only when read (a fetch then reports it
+        // missing and the scheduler recomputes it): lost is allowed, wrong or absent is not.
         auto frame = w->state().data().get(key);
-        if (!frame) cluster_.fail(fmt::format("'{}' held by {} per the scheduler, not there", key, holder));
+        if (!frame && w->state().data().lost(key)) continue;
+        if (!frame)
+          cluster_.fail(fmt::format("'{}' held by {} per the scheduler, not there", key, holder));
         check_value(run, key, read_value(*frame), "the data of " + holder);
       }
     }

@@ -45,6 +45,11 @@ class SimClient {
   GraphRun* owner(const std::string& key);
   void on_in_memory(const OpKeyInMemory& m);
   void on_erred(const OpKeyErred& m);
+  /// As ClientCore::results(): reads `key` from the holders the scheduler names; true when
+  /// one had it (its value is checked). Each that does not (gone, or its copy lost with a
+  /// spill file) is reported missing, as the real client does.
+  bool fetch(GraphRun& run, const std::string& key);
+  void retry_fetch(const LocalFetchRetry& r);
   /// The failure behind an error names a task of the key's graph upstream of it that really
   /// failed (enough times to use up its retries) or killed workers.
   void check_error(const GraphRun& run, const std::string& key, const OpKeyErred& m);

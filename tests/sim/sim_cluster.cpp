@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <iostream>
+
+#include <unistd.h>
 
 namespace taskwire::sim {
 
@@ -44,6 +47,8 @@ SimStats& SimStats::operator+=(const SimStats& o) {
   refusals += o.refusals;
   pauses += o.pauses;
   stalls += o.stalls;
+  spill_losses += o.spill_losses;
+  rejoins += o.rejoins;
   steal_requests += o.steal_requests;
   steals += o.steals;
   missing_data += o.missing_data;
@@ -59,9 +64,20 @@ Cluster::Cluster(const SimConfig& config)
   Rng options_rng = rng_.fork();
   scheduler_ = std::make_unique<SimScheduler>(*this, scheduler_options(options_rng),
                                               options_rng.uniform(3.0, 8.0));
+  if (config_.spill_losses) {
+    static std::atomic<std::uint64_t> clusters{0};
+    spill_root_ = std::filesystem::temp_directory_path() /
+                  fmt::format("taskwire-sim-{}-{}", ::getpid(), clusters++);
+    std::filesystem::create_directories(spill_root_);
+  }
 }
 
-Cluster::~Cluster() = default;
+Cluster::~Cluster() {
+  workers_.clear();
+  graveyard_.clear();
+  std::error_code ignored;
+  if (!spill_root_.empty()) std::filesystem::remove_all(spill_root_, ignored);
+}
 
 double Cluster::latency() {
   return rng_.chance(0.05) ? rng_.uniform(0.01, 0.3) : rng_.uniform(0.0005, 0.005);
@@ -190,7 +206,16 @@ SimWorker& Cluster::add_worker(std::string name) {
   o.max_keys_per_gather = rng_.chance(0.3) ? 1 : 1000;
   o.function_known = [](const std::string&) { return true; };
   const bool nanny = rng_.chance(0.5);
-  auto owned = std::make_unique<SimWorker>(*this, std::move(o), nanny);
+  // Spilling only when the injector asks (target 0): the directory is where its files go.
+  const std::filesystem::path spill =
+      spill_root_.empty() ? std::filesystem::path() : spill_root_ / fmt::format("w{}", next_worker_);
+  if (!spill.empty()) std::filesystem::create_directories(spill);
+  std::shared_ptr<worker::DataStore> kept;
+  if (auto k = kept_.find(name); k != kept_.end()) {
+    kept = std::move(k->second);
+    kept_.erase(k);
+  }
+  auto owned = std::make_unique<SimWorker>(*this, std::move(o), nanny, spill, std::move(kept));
   SimWorker& w = *owned;
   workers_.emplace(address, std::move(owned));
   ++stats_.joins;
@@ -230,6 +255,13 @@ void Cluster::worker_exits(SimWorker& w, bool crashed, bool expected, const std:
   graveyard_.push_back(std::move(workers_.at(address)));
   workers_.erase(address);
   if (workers_.empty() && pending_joins_ == 0) schedule_join("", rng_.uniform(0.01, 1.0));
+}
+
+void Cluster::rejoin_keeping_data(SimWorker& w) {
+  if (!config_.rejoin_with_data) return;
+  ++stats_.rejoins;
+  kept_[w.name()] = w.data_store();
+  schedule_join(w.name(), rng_.uniform(0.05, 1.0));
 }
 
 void Cluster::refused(SimWorker& w) {

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
@@ -32,6 +33,12 @@ struct SimConfig {
   double task_fail_rate = 0.05;  ///< chance that one run of a task fails (it is retried)
   double fault_interval = 0.4;   ///< mean simulated seconds between faults
   int max_workers = 6;
+  /// Among the faults, spill files lost under a worker (deleted: every value it had on disk
+  /// is then lost there). Off replays the seeds found before it existed as they ran.
+  bool spill_losses = true;
+  /// A worker the scheduler dropped (missing heartbeats) joins again under its name with
+  /// the results it kept. Off replays the seeds found before it existed as they ran.
+  bool rejoin_with_data = true;
   bool trace_all = false;        ///< print every trace line to stderr as it happens
   /// Before this event, print the scheduler's view of every submitted task (diagnosis).
   std::size_t dump_at = 0;
@@ -45,6 +52,8 @@ struct SimStats {
   std::size_t graphs = 0, keys_in_memory = 0, keys_erred = 0, keys_lost = 0;
   std::size_t executions = 0, injected_failures = 0;
   std::size_t crashes = 0, retirements = 0, joins = 0, refusals = 0, pauses = 0, stalls = 0;
+  std::size_t spill_losses = 0;  ///< values whose spill file the injector deleted
+  std::size_t rejoins = 0;       ///< workers dropped by the scheduler that joined again
   std::size_t steal_requests = 0, steals = 0, missing_data = 0, gather_failures = 0;
   std::size_t removed_by_heartbeat = 0;
   double sim_seconds = 0;
@@ -91,6 +100,8 @@ class Cluster {
   void worker_exits(SimWorker& w, bool crashed, bool expected, const std::string& reason);
   /// A worker whose name was refused: a nanny tries again later.
   void refused(SimWorker& w);
+  /// A worker the scheduler closed joins again a little later, under its name, with its data.
+  void rejoin_keeping_data(SimWorker& w);
 
  private:
   enum class Phase { running, releasing };
@@ -106,6 +117,7 @@ class Cluster {
   void retire_random_worker();
   void pause_random_worker();
   void stall_random_channel();
+  void lose_random_spill_files();
   SimWorker* random_worker();
   // checks at quiescence (sim_faults.cpp)
   void check_quiet_machines();
@@ -116,6 +128,8 @@ class Cluster {
   Rng rng_;
   Rng graph_rng_;
   Network net_;
+  /// The workers' spill directories live under it; removed with the cluster.
+  std::filesystem::path spill_root_;
   std::unique_ptr<SimScheduler> scheduler_;
   SimClient client_;
   std::map<std::string, std::unique_ptr<SimWorker>> workers_;  ///< live, by address
@@ -123,6 +137,7 @@ class Cluster {
   std::set<std::string> dead_;
   std::vector<std::string> dead_names_;
   std::map<std::string, std::size_t> injected_;
+  std::map<std::string, std::shared_ptr<worker::DataStore>> kept_;  ///< by name, to rejoin
   std::size_t pending_joins_ = 0;
   int next_worker_ = 0;
   int next_graph_ = 0;

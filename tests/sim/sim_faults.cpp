@@ -16,8 +16,10 @@ SimWorker* Cluster::random_worker() {
 }
 
 void Cluster::fault() {
-  enum { crash, retire, join, pause, stall, none };
-  switch (rng_.weighted({2, 1, 3, 2, 3, 1})) {
+  enum { crash, retire, join, pause, stall, none, lose_spill };
+  const auto kind = config_.spill_losses ? rng_.weighted({2, 1, 3, 2, 3, 1, 2})
+                                         : rng_.weighted({2, 1, 3, 2, 3, 1});
+  switch (kind) {
     case crash:
       return crash_random_worker();
     case retire:
@@ -30,6 +32,8 @@ void Cluster::fault() {
       return pause_random_worker();
     case stall:
       return stall_random_channel();
+    case lose_spill:
+      return lose_random_spill_files();
     default:
       return;
   }
@@ -58,6 +62,19 @@ void Cluster::pause_random_worker() {
   trace(fmt::format("worker {} pauses (memory)", w->address()));
   w->set_paused(true);
   net_.post(w->address(), LocalUnpause{}, rng_.uniform(0.05, 3.0));
+}
+
+// A worker's disk loses its spill files (deleted by an operator, a full /tmp cleaner): it
+// spills a few of its values, then every file in its spill directory goes. Those values, and
+// any spilled before whose file it kept, are lost there; the worker finds out when it reads
+// one (for a task of its own or a peer) and the scheduler must recompute what no one else
+// holds.
+void Cluster::lose_random_spill_files() {
+  SimWorker* w = random_worker();
+  if (!w) return;
+  const std::size_t lost = w->lose_spill_files(rng_.between(1, 3));
+  stats_.spill_losses += lost;
+  trace(fmt::format("worker {} loses its spill files ({} value(s) on disk)", w->address(), lost));
 }
 
 // A slow link: everything on one channel waits; now and then longer than the scheduler's

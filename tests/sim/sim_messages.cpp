@@ -32,8 +32,9 @@ std::string describe(const Payload& p) {
           [](const OpCloseWorker&) { return std::string("close-worker"); },
           [](const OpWorkerRefused&) { return std::string("worker-refused"); },
           [](const OpRegister& x) {
-            return fmt::format("register '{}' ({} threads{})", x.name, x.nthreads,
-                               x.nanny ? ", nanny" : "");
+            return fmt::format("register '{}' ({} threads{}{})", x.name, x.nthreads,
+                               x.nanny ? ", nanny" : "",
+                               x.held.empty() ? "" : fmt::format(", holding {}", x.held));
           },
           [](const OpHeartbeat&) { return std::string("heartbeat"); },
           [](const OpTaskFinished& x) {
@@ -81,6 +82,9 @@ std::string describe(const Payload& p) {
           [](const LocalUnpause&) { return std::string("unpause (memory fell)"); },
           [](const LocalJoin& x) { return fmt::format("start a worker '{}'", x.name); },
           [](const LocalSubmit&) { return std::string("submit a graph"); },
+          [](const LocalFetchRetry& x) {
+            return fmt::format("fetch '{}' again (round {})", x.key, x.attempt + 1);
+          },
       },
       p);
 }

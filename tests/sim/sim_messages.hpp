@@ -41,6 +41,7 @@ struct OpRegister {
   std::string name;
   int nthreads = 1;
   bool nanny = false;
+  std::vector<std::string> held = {};  ///< results kept from before (joining again)
 };
 struct OpHeartbeat {};
 struct OpTaskFinished {
@@ -139,6 +140,11 @@ struct LocalJoin {
   std::string name;
 };
 struct LocalSubmit {};
+/// The client fetches a result again after a fetch found no holder with it (`attempt` so far).
+struct LocalFetchRetry {
+  std::string key;
+  int attempt = 0;
+};
 
 using Payload =
     std::variant<OpComputeTask, OpFreeKeys, OpStealRequest, OpCloseWorker, OpWorkerRefused,
@@ -146,7 +152,8 @@ using Payload =
                  OpThreadsBusy, OpStealResponse, OpWorkerStatus, OpConnectionClosed,
                  OpWorkerDied, OpGetData, OpDataReply, OpPeerLost, OpUpdateGraph, OpReleaseKeys,
                  OpKeyInMemory, OpKeyErred, OpKeyLost, OpKeyCancelled, LocalExecuted,
-                 LocalHeartbeatTimer, LocalFaultTimer, LocalUnpause, LocalJoin, LocalSubmit>;
+                 LocalHeartbeatTimer, LocalFaultTimer, LocalUnpause, LocalJoin, LocalSubmit,
+                 LocalFetchRetry>;
 
 /// A visitor of lambdas, one per alternative.
 template <class... F>

@@ -50,7 +50,7 @@ bool SimScheduler::on_worker_op(const std::string& from, const Payload& op) {
   const double now = cluster_.net().now();
   if (const auto* r = std::get_if<OpRegister>(&op)) {
     connected_.insert(from);
-    handle(sch::AddWorker{from, r->nthreads, r->name, now, "", r->nanny, {}});
+    handle(sch::AddWorker{from, r->nthreads, r->name, now, "", r->nanny, {}, r->held});
   } else if (std::holds_alternative<OpHeartbeat>(op)) {
     handle(sch::Heartbeat{from, now, ""});
   } else if (const auto* f = std::get_if<OpTaskFinished>(&op)) {

@@ -12,12 +12,19 @@ namespace {
 constexpr double kHeartbeatInterval = 0.5;
 }  // namespace
 
-SimWorker::SimWorker(Cluster& cluster, worker::WorkerStateOptions options, bool nanny)
-    : cluster_(cluster), state_(std::move(options)), nanny_(nanny) {}
+SimWorker::SimWorker(Cluster& cluster, worker::WorkerStateOptions options, bool nanny,
+                     const std::filesystem::path& spill_directory,
+                     std::shared_ptr<worker::DataStore> kept)
+    : cluster_(cluster),
+      state_(std::move(options),
+             kept ? std::move(kept)
+                  : std::make_shared<worker::DataStore>(worker::SpillOptions{spill_directory, 0})),
+      nanny_(nanny) {}
 
 void SimWorker::start() {
   // As on_started(): register, then a first heartbeat, in one batch.
-  to_scheduler(OpRegister{name(), static_cast<int>(state_.options().nthreads), nanny_});
+  to_scheduler(OpRegister{name(), static_cast<int>(state_.options().nthreads), nanny_,
+                          state_.data().keys()});
   to_scheduler(OpHeartbeat{});
   flush();
   cluster_.net().post(address(), LocalHeartbeatTimer{}, kHeartbeatInterval, true);
@@ -72,7 +79,10 @@ void SimWorker::from_scheduler(const Envelope& e) {
   // handled, then a requested close follows.
   if (refused) return cluster_.refused(*this);
   if (!events.empty()) handle(std::move(events));
-  if (close) cluster_.worker_exits(*this, false, true, "the scheduler asked this worker to close");
+  if (close) {
+    cluster_.worker_exits(*this, false, true, "the scheduler asked this worker to close");
+    cluster_.rejoin_keeping_data(*this);  // as taskwire-worker after close_worker(rejoin)
+  }
 }
 
 void SimWorker::from_peer(const Envelope& e) {
@@ -111,6 +121,20 @@ void SimWorker::peer_lost(const std::string& peer) {
   outstanding_.erase(it);
   ++cluster_.stats().gather_failures;
   handle({worker::GatherDepFailed{peer, "the peer's process is gone", ""}});
+}
+
+std::size_t SimWorker::lose_spill_files(int spill) {
+  const auto& directory = state_.data().spill_options().directory;
+  if (directory.empty()) return 0;
+  int spilled = 0;
+  while (spilled < spill && state_.data().spill_oldest() > 0) ++spilled;
+  std::size_t files = 0;
+  std::error_code ignored;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, ignored)) {
+    std::filesystem::remove(entry.path(), ignored);
+    ++files;
+  }
+  return files;
 }
 
 void SimWorker::set_paused(bool paused) {

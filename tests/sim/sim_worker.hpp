@@ -9,6 +9,7 @@
 #include <taskwire/worker/worker_state.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -20,7 +21,13 @@ class Cluster;
 
 class SimWorker {
  public:
-  SimWorker(Cluster& cluster, worker::WorkerStateOptions options, bool nanny);
+  /// `spill_directory`: where its data store spills (only when lose_spill_files asks).
+  /// `kept`: the data store of the worker this one replaces (joining again after the
+  /// scheduler dropped it), whose results it holds from the start.
+  SimWorker(Cluster& cluster, worker::WorkerStateOptions options, bool nanny,
+            const std::filesystem::path& spill_directory,
+            std::shared_ptr<worker::DataStore> kept = nullptr);
+  std::shared_ptr<worker::DataStore> data_store() const { return state_.data_store(); }
 
   /// Registers with the scheduler and starts heartbeating.
   void start();
@@ -28,6 +35,9 @@ class SimWorker {
   /// Memory pause (worker_memory.cpp's update_pause): the state machine stops starting work
   /// and the scheduler is told.
   void set_paused(bool paused);
+  /// Spills up to `spill` more values, then deletes every file in its spill directory;
+  /// returns how many values were on disk then (each now lost here).
+  std::size_t lose_spill_files(int spill);
 
   const std::string& address() const { return state_.options().address; }
   const std::string& name() const { return state_.options().name; }

@@ -156,6 +156,8 @@ TEST_CASE("sim: the seeds that found a lost key's hanging waiters, a needless fe
     config.seed = s.seed;
     config.graphs = s.graphs;
     config.max_events = s.max_events;
+    config.spill_losses = false;  // as they ran when found
+    config.rejoin_with_data = false;
     const auto r = taskwire::sim::run_simulation(config);
     INFO(r.trace);
     CHECK(r.failure == "");

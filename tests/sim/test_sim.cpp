@@ -73,6 +73,8 @@ TEST_CASE("sim: crashes, joins, pauses, stalls, steals and failures", "[sim]") {
   CHECK(s.refusals > 0);
   CHECK(s.pauses > 0);
   CHECK(s.stalls > 0);
+  CHECK(s.spill_losses > 0);
+  CHECK(s.rejoins > 0);
   CHECK(s.removed_by_heartbeat > 0);
   CHECK(s.steal_requests > 0);
   CHECK(s.steals > 0);
