@@ -256,6 +256,13 @@ void SchedulerState::propagate_released(TaskState* ts) {
 // (SchedulerOptions::assign_ahead per thread); never onto a paused worker, one the task may
 // not use, or a dependency a steal may move. Assigned tasks are not stolen.
 
+namespace {
+/// Below this expected duration a task goes ahead to the worker running its inputs even while
+/// another worker idles: TaskBench's stencil (2 workers) runs 5x faster so at 12 us tasks and
+/// breaks even at ~150 us (docs/scheduling.md, "Assign ahead").
+constexpr double kAheadPastIdleBelowSeconds = 100e-6;
+}  // namespace
+
 WorkerState* SchedulerState::assign_ahead_target(const TaskState* ts) const {
   if (options_.assign_ahead <= 0 || ts->state != S::waiting || ts->waiting_on.empty())
     return nullptr;
@@ -270,7 +277,16 @@ WorkerState* SchedulerState::assign_ahead_target(const TaskState* ts) const {
       ws->assigned >= static_cast<std::size_t>(ws->nthreads) *
                           static_cast<std::size_t>(options_.assign_ahead))
     return nullptr;
-  if (!eligible(ts, ws, !(ts->restrictions && ts->restrictions->loose))) return nullptr;
+  const bool strict = !(ts->restrictions && ts->restrictions->loose);
+  if (!eligible(ts, ws, strict)) return nullptr;
+  // A task sent ahead cannot be stolen: sending a stencil step's tasks ahead to the busy
+  // worker that holds their inputs while another worker idles piles every later step onto
+  // that one worker for good. That pays only for tasks shorter than what moving one to the
+  // idle worker costs (a placement round trip and a fetch); longer ones go ahead only while
+  // no other worker that could run them is idle (docs/scheduling.md, "Assign ahead").
+  if (expected_duration(ts->function) < kAheadPastIdleBelowSeconds) return ws;
+  for (const WorkerState* idle : idle_)
+    if (idle != ws && eligible(ts, idle, strict)) return nullptr;
   return ws;
 }
 

@@ -60,14 +60,36 @@ TEST_CASE("assign ahead: inputs on two workers, or in memory elsewhere and runni
   // r needs both: they run on different workers, so it waits.
   h.submit({task("r", {"p", "q"})}, {"r"});
   CHECK(h.s.task_state("r") == S::waiting);
-  // Once p is in memory, r's only unfinished input runs on q's worker: r goes there ahead.
+  // Once p is in memory, r's only unfinished input runs on q's worker: r goes there ahead
+  // (p's worker idles then, which holds back only tasks longer than 100 us: p took 10 us).
   const auto q_worker = *h.s.processing_on("q");
-  const auto& out = h.finish("p");
+  const auto& out = h.finish("p", 8, 10e-6);
   CHECK(computed(out) == std::vector<std::string>{"r"});
   CHECK(h.s.task_state("r") == S::assigned);
   CHECK(h.s.processing_on("r") == q_worker);
   h.finish("q");
   CHECK(h.s.task_state("r") == S::processing);
+}
+
+// The stencil's lesson (docs/scheduling.md): a task sent ahead cannot be stolen, so a long one
+// waits rather than queue behind a busy worker while another idles; a short one goes ahead
+// all the same (moving it would cost more than it runs).
+TEST_CASE("assign ahead: with another worker idle only a short task goes ahead",
+          "[scheduler][assign]") {
+  for (const double seconds : {10e-3, 10e-6}) {
+    INFO("tasks of " << seconds << " s");
+    Harness h(ahead());
+    h.add_worker("tcp://a:1");
+    h.submit({task("warm")}, {"warm"});
+    h.finish("warm", 8, seconds);  // the scheduler learns how long "inc" takes
+    h.add_worker("tcp://b:1");
+    h.submit({task("x"), task("y", {"x"})}, {"y"});
+    const auto x_on = *h.s.processing_on("x");
+    REQUIRE(h.s.processing(x_on == "tcp://a:1" ? "tcp://b:1" : "tcp://a:1").empty());
+    CHECK(h.s.task_state("y") == (seconds < 100e-6 ? S::assigned : S::waiting));
+    h.finish("x", 8, seconds);
+    CHECK(h.s.task_state("y") == S::processing);
+  }
 }
 
 TEST_CASE("assign ahead: a retried input sends its dependent back to wait for the retry",
