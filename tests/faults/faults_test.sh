@@ -130,10 +130,14 @@ esac
 [ "$mode" = scheduler-frozen ] && grep "closing worker" "$dir/scheduler.log" &&
   fail "the scheduler dropped a worker after its own pause"
 # Every worker's current process has joined (not starting while we stop): its line comes
-# after the nanny's last start. (Counting starts and joins fails on a process that joined
-# and died before its line was out, or died before it joined.)
+# after the nanny's last start and last restart notice (a restart waits up to 5 s after the
+# death: without the notice, the dead process's join line passed for the current one, the
+# restart came after the shutdown, and its worker waited for a scheduler that was gone:
+# "daemon still running 15 s after shutdown", 1 run in 4 under load). (Counting starts and
+# joins fails on a process that joined and died before its line was out, or died before it
+# joined.)
 current_joined() {
-  awk -v w="w$1" '/nanny: started worker process/ { joined = 0 }
+  awk -v w="w$1" '/nanny: started worker process/ || /nanny: restarting the worker/ { joined = 0 }
                  index($0, "taskwire-worker " w " at") == 1 { joined = 1 }
                  END { exit !joined }' "$dir/worker$1.out"
 }
