@@ -56,11 +56,16 @@ struct Cluster {
     return scheduler->inspect([](const scheduler::SchedulerState& s) { return s.workers().size(); });
   }
   bool wait_workers(std::size_t n) {
-    for (int i = 0; i < 500; ++i) {
-      if (scheduler_workers() >= n) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return wait_until([&] { return scheduler_workers() >= n; });
+  }
+  /// Whether `done` holds within 10 s, asked every 10 ms: for what the scheduler learns from
+  /// messages in flight (well under a second here); the bound only ends a broken test.
+  static bool wait_until(const std::function<bool()>& done) {
+    for (int i = 0; i < 1000; ++i) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    return false;
+    return done();
   }
 };
 

@@ -126,9 +126,7 @@ TEST_CASE("live values: a value fetched from a peer is decoded once for its read
                                   i * 1000));
   // Submissions are asynchronous: the gate opens once the scheduler has every reader, or the
   // late ones reach w1 after it dropped the copy the first ones used, and fetch it again.
-  for (int i = 0; i < 1000 && cl.scheduler_tasks() < reads.size() + 2; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  REQUIRE(cl.scheduler_tasks() == reads.size() + 2);
+  REQUIRE(cl.wait_until([&] { return cl.scheduler_tasks() == reads.size() + 2; }));
   cluster_fns::open_gate(gate);
   const auto got = client.gather(reads);
   for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == double(i * 1000) + 0.25);

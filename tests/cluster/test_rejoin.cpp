@@ -9,27 +9,12 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 using namespace taskwire;
 using namespace std::chrono_literals;
 using test::Cluster;
-
-namespace {
-
-// Bounded: the scheduler's view changes as messages arrive, in well under a second here.
-bool wait_until(const std::function<bool()>& done) {
-  for (int i = 0; i < 500; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return done();
-}
-
-}  // namespace
 
 TEST_CASE("cluster: a worker joining again with its results: the scheduler counts those it "
           "holds as replicas and frees the rest", "[cluster][rejoin]") {
@@ -52,11 +37,11 @@ TEST_CASE("cluster: a worker joining again with its results: the scheduler count
   auto kept = first.keep_data();
   REQUIRE(kept);
   dropped_future = {};
-  REQUIRE(wait_until([&] {
+  REQUIRE(cl.wait_until([&] {
     const auto h = cl.who_has(kept_key);
     return h.size() == 1 && h[0] != first.address();
   }));
-  REQUIRE(wait_until([&] { return cl.scheduler_tasks() == 1; }));
+  REQUIRE(cl.wait_until([&] { return cl.scheduler_tasks() == 1; }));
 
   worker::WorkerOptions o;
   o.scheduler_address = cl.address;
@@ -65,13 +50,13 @@ TEST_CASE("cluster: a worker joining again with its results: the scheduler count
                                                         std::move(kept)));
   auto& again = *cl.workers.back();
   again.start();
-  REQUIRE(wait_until([&] { return cl.who_has(kept_key).size() == 2; }));
+  REQUIRE(cl.wait_until([&] { return cl.who_has(kept_key).size() == 2; }));
   const auto now_held = cl.who_has(kept_key);
   CHECK(std::count(now_held.begin(), now_held.end(), again.address()) == 1);
   // The result nobody wants any more was freed there; the kept one is served from it.
-  REQUIRE(wait_until([&] { return !again.data().contains(dropped_key); }));
+  REQUIRE(cl.wait_until([&] { return !again.data().contains(dropped_key); }));
   CHECK(again.data().contains(kept_key));
   CHECK(kept_future.get() == 42);
   kept_future = {};
-  REQUIRE(wait_until([&] { return cl.scheduler_tasks() == 0 && again.data().size() == 0; }));
+  REQUIRE(cl.wait_until([&] { return cl.scheduler_tasks() == 0 && again.data().size() == 0; }));
 }
