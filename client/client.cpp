@@ -85,7 +85,8 @@ void Client::use_list_form(protocol::TaskSpec& spec, std::vector<runtime::Frame>
   frames.push_back(runtime::to_frame(layout));
   // A future listed twice is one dependency (its result is still passed twice).
   std::unordered_set<std::string> seen;
-  std::erase_if(spec.dependencies, [&seen](const std::string& k) { return !seen.insert(k).second; });
+  std::erase_if(spec.dependencies,
+                [&seen](const std::string& k) { return !seen.insert(k).second; });
 }
 
 namespace {

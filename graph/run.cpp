@@ -147,6 +147,7 @@ class Runner {
       for (auto i : job_.tasks[next_task_].args) task.args.push_back(job_.frames.at(i));
       tasks.push_back(std::move(task));
       submitted.push_back(s);
+      slots_[s].submitted = true;
       in_call_[s] = tasks.size() - 1;
       ++next_task_;
       ++in_flight_;
@@ -157,6 +158,7 @@ class Runner {
         break;
       tasks.push_back(node_task(next_node_));
       submitted.push_back(leaves_ + next_node_);
+      slots_[leaves_ + next_node_].submitted = true;
       in_call_[leaves_ + next_node_] = tasks.size() - 1;
     }
     if (tasks.empty()) return;
@@ -210,7 +212,8 @@ class Runner {
     if (!is_task(s)) {
       if (track_tasks_) {
         for (std::size_t t = offset_; t < leaves_; ++t)
-          if (slots_[t].submitted && !slots_[t].done && slots_[t].future.status() == KeyStatus::erred)
+          if (slots_[t].submitted && !slots_[t].done &&
+              slots_[t].future.status() == KeyStatus::erred)
             fail(t);
       }
     }
