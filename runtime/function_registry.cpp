@@ -55,7 +55,8 @@ void FunctionRegistry::add_list_form(const std::string& name, std::size_t arity,
   std::lock_guard lock(mu_);
   const auto list_name = list_form_name(name);
   // A second registration (a library loaded twice) keeps the first, as add() does.
-  list_forms_.try_emplace(list_name, RegisteredFunction{list_name, arity, std::move(invoke), {}, {}});
+  list_forms_.try_emplace(list_name,
+                          RegisteredFunction{list_name, arity, std::move(invoke), {}, {}});
 }
 
 const RegisteredFunction* FunctionRegistry::find(const std::string& name) const {

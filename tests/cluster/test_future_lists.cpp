@@ -18,13 +18,21 @@ using test::Cluster;
 
 namespace {
 std::string name_of(const void* fn) { return runtime::FunctionRegistry::global().name_of(fn); }
+
+// A cluster of `n` workers, every one connected, and a client of it.
+struct Connected {
+  explicit Connected(int n) : cl(n), client(cl.fx.registry(), cl.address) {
+    REQUIRE(cl.wait_workers(static_cast<std::size_t>(n)));
+  }
+  Cluster cl;
+  Client client;
+};
 }  // namespace
 
 TEST_CASE("future lists: a vector of futures is one argument, each element a dependency",
           "[cluster][future-lists]") {
-  Cluster cl(2);
-  REQUIRE(cl.wait_workers(2));
-  Client client(cl.fx.registry(), cl.address);
+  Connected connected(2);
+  auto& client = connected.client;
   auto a = client.submit(cluster_fns::inc, 1);  // 2
   auto b = client.submit(cluster_fns::inc, 2);  // 3
 
@@ -43,18 +51,16 @@ TEST_CASE("future lists: a vector of futures is one argument, each element a dep
 
 TEST_CASE("future lists: an empty vector of futures gives the task an empty vector",
           "[cluster][future-lists]") {
-  Cluster cl(1);
-  REQUIRE(cl.wait_workers(1));
-  Client client(cl.fx.registry(), cl.address);
+  Connected connected(1);
+  auto& client = connected.client;
   CHECK(client.submit(cluster_fns::sum, std::vector<Future<int>>{}).get() == 0);
   CHECK(client.submit(cluster_fns::dot, std::vector<Future<int>>{}, std::vector<int>{}).get() == 0);
 }
 
 TEST_CASE("future lists: an erred future in the vector fails the task, which names it",
           "[cluster][future-lists]") {
-  Cluster cl(1);
-  REQUIRE(cl.wait_workers(1));
-  Client client(cl.fx.registry(), cl.address);
+  Connected connected(1);
+  auto& client = connected.client;
   auto good = client.submit(cluster_fns::inc, 1);
   auto bad = client.submit(cluster_fns::fail_on, 13);
   auto total = client.submit(cluster_fns::sum, std::vector{good, bad});
@@ -71,9 +77,8 @@ TEST_CASE("future lists: an erred future in the vector fails the task, which nam
 TEST_CASE("future lists: submit_tasks runs functions by name, on values, futures and earlier "
           "tasks of the call",
           "[cluster][future-lists]") {
-  Cluster cl(1);
-  REQUIRE(cl.wait_workers(1));
-  Client client(cl.fx.registry(), cl.address);
+  Connected connected(1);
+  auto& client = connected.client;
   const auto inc = name_of(reinterpret_cast<const void*>(&cluster_fns::inc));
   const auto add = name_of(reinterpret_cast<const void*>(&cluster_fns::add));
   auto seven = client.submit(cluster_fns::inc, 6);
@@ -103,9 +108,8 @@ TEST_CASE("future lists: an empty future and a moved-from client throw std::logi
   CHECK_THROWS_AS(empty.status(), std::logic_error);
   CHECK_FALSE(empty.as<long>().valid());
 
-  Cluster cl(1);
-  REQUIRE(cl.wait_workers(1));
-  Client client(cl.fx.registry(), cl.address);
+  Connected connected(1);
+  auto& client = connected.client;
   // As an argument, alone or in a list: nothing is submitted.
   CHECK_THROWS_AS(client.submit(cluster_fns::inc, empty), std::logic_error);
   auto two = client.submit(cluster_fns::inc, 1);
