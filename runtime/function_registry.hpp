@@ -238,7 +238,8 @@ Invoker make_list_invoker(R (*fn)(A...)) {
     if (!values.empty()) values[0].decode_into(layout);
     std::size_t expected = 1;
     for (auto n : layout) {
-      if (n < kOneArgument) throw std::invalid_argument("a negative list length");
+      if (n < kOneArgument || (n >= 0 && static_cast<std::uint64_t>(n) >= values.size()))
+        throw std::invalid_argument("a list length below 0 or above the arguments given");
       expected += n == kOneArgument ? 1 : static_cast<std::size_t>(n);
     }
     if (values.empty() || layout.size() != sizeof...(A) || values.size() != expected)
