@@ -6,13 +6,15 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
+#include <unordered_set>
 #include <memory>
 #include <stdexcept>
 
 namespace taskwire {
 
 SchedulerInfo Client::scheduler_info(std::chrono::milliseconds timeout) {
-  auto reply = core_->scheduler_info(timeout);
+  auto reply = core().scheduler_info(timeout);
   SchedulerInfo info;
   info.address = std::move(reply.address);
   info.addresses = std::move(reply.addresses);
@@ -73,6 +75,78 @@ std::string Client::pure_key(const protocol::TaskSpec& spec,
   std::string hex;
   for (unsigned int i = 0; i < 16; ++i) hex += fmt::format("{:02x}", digest[i]);
   return spec.function + "-" + hex;
+}
+
+void Client::use_list_form(protocol::TaskSpec& spec, std::vector<runtime::Frame>& frames,
+                           const std::vector<std::int64_t>& layout) {
+  spec.function = runtime::list_form_name(spec.function);
+  spec.args.insert(spec.args.begin(),
+                   {protocol::ArgSpec::frame, static_cast<std::uint32_t>(frames.size()), {}});
+  frames.push_back(runtime::to_frame(layout));
+  // A future listed twice is one dependency (its result is still passed twice).
+  std::unordered_set<std::string> seen;
+  std::erase_if(spec.dependencies,
+                [&seen](const std::string& k) { return !seen.insert(k).second; });
+}
+
+namespace {
+// The frames of one submit_tasks call, each distinct buffer sent once.
+class FrameTable {
+ public:
+  std::uint32_t index_of(const runtime::Frame& frame) {
+    auto [it, added] = at_.try_emplace({frame.data(), frame.size()},
+                                       static_cast<std::uint32_t>(frames_.size()));
+    if (added) frames_.push_back(frame);
+    return it->second;
+  }
+  const std::vector<runtime::Frame>& all() const noexcept { return frames_; }
+  std::vector<runtime::Frame> take() { return std::move(frames_); }
+
+ private:
+  std::vector<runtime::Frame> frames_;
+  std::map<std::pair<const char*, std::size_t>, std::uint32_t> at_;
+};
+
+// The key a future or Result argument stands for; `earlier` holds the call's tasks so far.
+const std::string& dependency_key(const TaskDescription::Argument& arg,
+                                  const std::vector<protocol::TaskSpec>& earlier) {
+  if (const auto* future = std::get_if<Future<runtime::Frame>>(&arg)) return future->key();
+  const auto index = std::get<TaskDescription::Result>(arg).task;
+  if (index >= earlier.size())
+    throw std::invalid_argument("submit_tasks: a Result argument names task " +
+                                std::to_string(index) + ", not an earlier task of the call");
+  return earlier[index].key;
+}
+}  // namespace
+
+std::vector<Future<runtime::Frame>> Client::submit_tasks(std::vector<TaskDescription> tasks) {
+  auto& core = this->core();
+  FrameTable frames;
+  std::vector<protocol::TaskSpec> specs;
+  specs.reserve(tasks.size());
+  for (auto& task : tasks) {
+    protocol::TaskSpec spec;
+    spec.function = std::move(task.function);
+    spec.key = core.new_key(task.key_prefix.empty() ? spec.function : task.key_prefix);
+    spec.priority = task.order ? *task.order : core.next_priority();
+    spec.args.reserve(task.args.size());
+    for (const auto& arg : task.args) {
+      if (const auto* frame = std::get_if<runtime::Frame>(&arg)) {
+        spec.args.push_back({protocol::ArgSpec::frame, frames.index_of(*frame), {}});
+      } else {
+        const auto& key = dependency_key(arg, specs);
+        spec.args.push_back({protocol::ArgSpec::dependency, 0, key});
+        spec.dependencies.push_back(key);
+      }
+    }
+    apply(task.options, task.options.key, spec, frames.all());  // before a Result names it
+    specs.push_back(std::move(spec));
+  }
+  auto refs = core.submit(std::move(specs), frames.take());
+  std::vector<Future<runtime::Frame>> out;
+  out.reserve(refs.size());
+  for (auto& ref : refs) out.push_back(Future<runtime::Frame>(std::move(ref)));
+  return out;
 }
 
 Client Client::from_scheduler_file(const std::string& path, ClientOptions options) {

@@ -5,6 +5,8 @@
 //   taskwire::Client client{"tcp://127.0.0.1:8786"};
 //   auto a = client.submit(inc, 1);             // Future<int>
 //   auto b = client.submit(add, a, 10);         // `a` is a dependency
+//   auto s = client.submit(sum, std::vector{a, b});  // sum(std::vector<int>): a list of
+//                                               // futures is one argument, each a dependency
 //   int v = b.get();                            // 12
 //   auto fs = client.map(inc, std::vector<int>{1, 2, 3});
 //   std::vector<int> vs = client.gather(fs);
@@ -35,9 +37,11 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace taskwire {
@@ -83,6 +87,30 @@ struct WaitOptions {
   std::optional<std::chrono::milliseconds> timeout = std::nullopt;
 };
 
+/// One task of Client::submit_tasks: a function by its registered name on arguments given as
+/// serialized values or as futures, for code that builds task graphs of a shape `submit`
+/// cannot spell in C++ types (graph::execute, the TaskBench driver).
+struct TaskDescription {
+  /// The result of the call's task at index `task` (an earlier one), as an argument.
+  struct Result {
+    std::size_t task;
+  };
+  /// One argument: a value serialized with runtime::to_frame (a buffer given to several tasks
+  /// of one call is sent once), a future whose result is passed (a dependency; any Future<T>
+  /// becomes one with as<runtime::Frame>()), or an earlier task's Result.
+  using Argument = std::variant<runtime::Frame, Future<runtime::Frame>, Result>;
+
+  std::string function;  ///< a name registered in every process (runtime::FunctionRegistry)
+  std::vector<Argument> args = {};
+  /// What its generated key starts with ("<prefix>-<client>-<n>"); empty: `function`.
+  /// options.key, when given, is the key itself.
+  std::string key_prefix = {};
+  /// Where it runs among this client's tasks of equal options.priority, lower first; empty:
+  /// after every task submitted so far, as submit does (see Client::next_order).
+  std::optional<std::int64_t> order = std::nullopt;
+  SubmitOptions options = {};
+};
+
 /// wait's answer: the futures done (successfully or not) when it returned, and the others,
 /// each in the order given.
 template <class T>
@@ -112,7 +140,10 @@ class Client {
   /// the connect); throws std::runtime_error naming the file when it does not.
   static Client from_scheduler_file(const std::string& path, ClientOptions options = {});
 
-  /// Runs fn(args...) in the cluster. Future arguments are dependencies.
+  /// Runs fn(args...) in the cluster. Future arguments are dependencies. A
+  /// std::vector<Future<T>> fills a std::vector<T> parameter: the task gets every result, in
+  /// order, and depends on each (as Dask takes a list of futures); an empty vector gives an
+  /// empty one. A failed one fails the task, which names it (TaskError::raised_by()).
   template <class R, class... A, class... Args>
   Future<R> submit(R (*fn)(A...), Args&&... args) {
     return submit(SubmitOptions{}, fn, std::forward<Args>(args)...);
@@ -123,10 +154,11 @@ class Client {
     std::vector<runtime::Frame> frames;
     auto spec = make_spec<R, A...>(fn, frames, std::forward<Args>(args)...);
     apply(options, options.key, spec, frames);
-    return Future<R>(core_->submit({std::move(spec)}, std::move(frames)).at(0));
+    return Future<R>(core().submit({std::move(spec)}, std::move(frames)).at(0));
   }
 
-  /// fn applied to every element, sent to the scheduler as one graph message.
+  /// fn applied to every element, sent to the scheduler as one graph message. An element may
+  /// be a Future (a dependency), or a std::vector<Future<T>> for a std::vector<T> parameter.
   template <class R, class A, class T>
   std::vector<Future<R>> map(R (*fn)(A), const std::vector<T>& inputs) {
     return map(SubmitOptions{}, fn, inputs);
@@ -143,7 +175,7 @@ class Client {
       apply(options, options.key.empty() ? std::string() : options.key + "-" + std::to_string(i),
             specs.back(), frames);
     }
-    auto refs = core_->submit(std::move(specs), std::move(frames));
+    auto refs = core().submit(std::move(specs), std::move(frames));
     std::vector<Future<R>> out;
     out.reserve(refs.size());
     for (auto& r : refs) out.push_back(Future<R>(std::move(r)));
@@ -156,11 +188,15 @@ class Client {
     std::vector<std::string> keys;
     keys.reserve(futures.size());
     for (const auto& f : futures) keys.push_back(f.key());
-    auto frames = core_->results(keys);
-    std::vector<T> out;
-    out.reserve(frames.size());
-    for (const auto& fr : frames) out.push_back(runtime::from_frame<T>(fr));
-    return out;
+    auto frames = core().results(keys);
+    if constexpr (std::is_same_v<T, runtime::Frame>) {
+      return frames;  // the results' bytes, not decoded
+    } else {
+      std::vector<T> out;
+      out.reserve(frames.size());
+      for (const auto& fr : frames) out.push_back(runtime::from_frame<T>(fr));
+      return out;
+    }
   }
 
   /// Places `value` in the cluster as one piece of data (a vector too: one future for all of
@@ -168,7 +204,7 @@ class Client {
   template <class T>
   Future<T> scatter(const T& value) {
     std::vector<runtime::Frame> frames{runtime::to_frame(value)};
-    return Future<T>(core_->submit({scatter_spec(0)}, std::move(frames)).at(0));
+    return Future<T>(core().submit({scatter_spec(0)}, std::move(frames)).at(0));
   }
   /// Places each element of `values` in the cluster separately, in one message to the
   /// scheduler: one future per element, in order.
@@ -182,7 +218,7 @@ class Client {
       specs.push_back(scatter_spec(static_cast<std::uint32_t>(frames.size())));
       frames.push_back(runtime::to_frame(v));
     }
-    auto refs = core_->submit(std::move(specs), std::move(frames));
+    auto refs = core().submit(std::move(specs), std::move(frames));
     std::vector<Future<T>> out;
     out.reserve(refs.size());
     for (auto& r : refs) out.push_back(Future<T>(std::move(r)));
@@ -202,11 +238,11 @@ class Client {
     keys.reserve(futures.size());
     for (const auto& f : futures) keys.push_back(f.key());
     auto completions = std::make_shared<client::ClientCore::Completions>();
-    core_->watch(completions, keys);
+    core().watch(completions, keys);
     client::ClientCore::Deadline deadline;
     if (options.timeout) deadline = std::chrono::steady_clock::now() + *options.timeout;
-    core_->wait_completions(*completions, std::min(options.count, futures.size()), deadline);
-    const auto statuses = core_->statuses(keys);
+    core().wait_completions(*completions, std::min(options.count, futures.size()), deadline);
+    const auto statuses = core().statuses(keys);
     WaitResult<T> out;
     for (std::size_t i = 0; i < futures.size(); ++i)
       (statuses[i] == client::KeyStatus::pending ? out.not_done : out.done).push_back(futures[i]);
@@ -218,7 +254,7 @@ class Client {
   Future<T> next_completed(std::vector<Future<T>>& pending) {
     std::vector<std::string> keys;
     for (const auto& f : pending) keys.push_back(f.key());
-    auto i = core_->wait_any(keys);
+    auto i = core().wait_any(keys);
     Future<T> f = pending.at(i);
     pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
     return f;
@@ -228,6 +264,7 @@ class Client {
   /// (client/as_completed.hpp).
   template <class T>
   AsCompleted<T> as_completed(const std::vector<Future<T>>& futures) {
+    (void)core();  // a moved-from client throws here
     return AsCompleted<T>(core_, futures);
   }
 
@@ -238,7 +275,7 @@ class Client {
   void cancel(const std::vector<Future<T>>& futures, bool force = false) {
     std::vector<std::string> keys;
     for (const auto& f : futures) keys.push_back(f.key());
-    core_->cancel(keys, force);
+    core().cancel(keys, force);
   }
 
   /// The cluster as the scheduler sees it now: its workers (threads, memory, tasks running and
@@ -246,22 +283,35 @@ class Client {
   /// throws comm::CommError (timeout, or the connection to the scheduler is gone).
   SchedulerInfo scheduler_info(std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
+  /// Submits `tasks` as one graph message (TaskDescription); one future per task, in order,
+  /// whose get() returns the result's bytes (as<T>() reads them as a T). Throws
+  /// std::invalid_argument for a Result that names no earlier task.
+  std::vector<Future<runtime::Frame>> submit_tasks(std::vector<TaskDescription> tasks);
+  /// This client's submission counter: each submit takes the next value, and among tasks of
+  /// equal SubmitOptions::priority a lower one runs first. TaskDescription::order places
+  /// tasks relative to it (e.g. a graph's tasks at next_order() plus their depth-first rank).
+  std::int64_t next_order() { return core().next_priority(); }
+
   /// Stops the scheduler and every worker (each exits 0), acknowledged by the scheduler.
-  void shutdown() { core_->shutdown(); }
+  void shutdown() { core().shutdown(); }
 
   /// Name under which the scatter helper is registered in every process.
   static constexpr const char* kIdentity = "taskwire::identity";
 
  private:
-  friend class client::ClientAccess;
+  // The connection; a clear error instead of a null dereference for a moved-from Client.
+  client::ClientCore& core() const {
+    if (!core_) throw std::logic_error("taskwire::Client: used after it was moved from");
+    return *core_;
+  }
 
   // A task returning the frame at `frame` unchanged: data placed in the cluster.
   protocol::TaskSpec scatter_spec(std::uint32_t frame) {
     protocol::TaskSpec spec;
-    spec.key = core_->new_key("scatter");
+    spec.key = core().new_key("scatter");
     spec.function = kIdentity;
     spec.args.push_back({protocol::ArgSpec::frame, frame, {}});
-    spec.priority = core_->next_priority();
+    spec.priority = core().next_priority();
     return spec;
   }
 
@@ -289,18 +339,26 @@ class Client {
                                Args&&... args) {
     protocol::TaskSpec spec;
     spec.function = runtime::FunctionRegistry::global().name_of(reinterpret_cast<const void*>(fn));
-    spec.key = core_->new_key(spec.function);
-    spec.priority = core_->next_priority();
-    add_args<A...>(spec, frames, std::forward<Args>(args)...);
+    spec.key = core().new_key(spec.function);
+    spec.priority = core().next_priority();
+    std::vector<std::int64_t> layout;  // per parameter: kOneArgument, or a list's length
+    add_args<A...>(spec, frames, layout, std::forward<Args>(args)...);
+    if (std::any_of(layout.begin(), layout.end(),
+                    [](std::int64_t n) { return n != runtime::kOneArgument; }))
+      use_list_form(spec, frames, layout);
     return spec;
   }
 
+  /// Calls the function's list form (runtime::kListFormSuffix), its layout first.
+  static void use_list_form(protocol::TaskSpec& spec, std::vector<runtime::Frame>& frames,
+                            const std::vector<std::int64_t>& layout);
+
   template <class... A>
-  void add_args(protocol::TaskSpec&, std::vector<runtime::Frame>&) {}
+  void add_args(protocol::TaskSpec&, std::vector<runtime::Frame>&, std::vector<std::int64_t>&) {}
 
   template <class A0, class... A, class Arg0, class... Args>
-  void add_args(protocol::TaskSpec& spec, std::vector<runtime::Frame>& frames, Arg0&& arg,
-                Args&&... rest) {
+  void add_args(protocol::TaskSpec& spec, std::vector<runtime::Frame>& frames,
+                std::vector<std::int64_t>& layout, Arg0&& arg, Args&&... rest) {
     using Param = std::remove_cv_t<std::remove_reference_t<A0>>;
     using ArgT = std::remove_cv_t<std::remove_reference_t<Arg0>>;
     if constexpr (is_future<ArgT>::value) {
@@ -308,32 +366,25 @@ class Client {
                     "a Future<T> argument must match the parameter type T");
       spec.args.push_back({protocol::ArgSpec::dependency, 0, arg.key()});
       spec.dependencies.push_back(arg.key());
+      layout.push_back(runtime::kOneArgument);
+    } else if constexpr (is_future_vector<ArgT>::value) {
+      static_assert(std::is_same_v<std::vector<typename ArgT::value_type::value_type>, Param>,
+                    "a std::vector<Future<T>> argument must match a std::vector<T> parameter");
+      for (const auto& f : arg) {
+        spec.args.push_back({protocol::ArgSpec::dependency, 0, f.key()});
+        spec.dependencies.push_back(f.key());
+      }
+      layout.push_back(static_cast<std::int64_t>(arg.size()));
     } else {
       spec.args.push_back({protocol::ArgSpec::frame, static_cast<std::uint32_t>(frames.size()), {}});
       frames.push_back(runtime::to_frame(static_cast<const Param&>(Param(std::forward<Arg0>(arg)))));
+      layout.push_back(runtime::kOneArgument);
     }
-    add_args<A...>(spec, frames, std::forward<Args>(rest)...);
+    add_args<A...>(spec, frames, layout, std::forward<Args>(rest)...);
   }
 
   std::shared_ptr<client::ClientCore> core_;
 };
 
-namespace client {
-/// For taskwire's own layers above Client (graph::execute, taskbench), which submit tasks of
-/// their own shape: the core a Client wraps, and Futures over its key references. Not part
-/// of the API programs use.
-class ClientAccess {
- public:
-  static ClientCore& core(Client& client) noexcept { return *client.core_; }
-  template <class T>
-  static ClientCore& core(const Future<T>& future) {
-    return future.ref_->core();
-  }
-  template <class T>
-  static Future<T> future(std::shared_ptr<KeyRef> ref) {
-    return Future<T>(std::move(ref));
-  }
-};
-}  // namespace client
 
 }  // namespace taskwire

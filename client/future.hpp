@@ -11,16 +11,15 @@
 #include <exception>
 #include <future>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace taskwire {
 
 class Client;
-namespace client {
-class ClientAccess;
-}
 
 namespace client {
 template <class F, class T>
@@ -40,30 +39,41 @@ class Future {
   Future() = default;  ///< not valid() until assigned from one a Client returned
 
   bool valid() const noexcept { return static_cast<bool>(ref_); }
-  const std::string& key() const { return ref_->key(); }
+  /// The same task, its result read as a U: for code that handles results undecoded
+  /// (Future<runtime::Frame>, from Client::submit_tasks) and knows what a task returns.
+  /// An empty future gives an empty one.
+  template <class U>
+  Future<U> as() const {
+    return Future<U>(ref_);
+  }
+  /// The task's key. Every member below, this one included, throws std::logic_error on an
+  /// empty future (default-constructed or moved from): it refers to no task.
+  const std::string& key() const { return ref().key(); }
 
   /// Blocks until the task is done; returns its result or throws TaskError (the task threw,
   /// its function is unknown, a dependency failed, it was cancelled, or its workers died).
   T get() const {
-    auto frame = ref_->core().result(key());
+    auto frame = ref().core().result(key());
     if constexpr (std::is_void_v<T>) {
       return;
+    } else if constexpr (std::is_same_v<T, runtime::Frame>) {
+      return frame;  // Future<runtime::Frame>: the result's bytes, not decoded
     } else {
       return runtime::from_frame<T>(frame);
     }
   }
-  void wait() const { ref_->core().wait(key(), std::nullopt); }
+  void wait() const { ref().core().wait(key(), std::nullopt); }
   /// True if done within `timeout`.
   template <class Rep, class Period>
   bool wait_for(std::chrono::duration<Rep, Period> timeout) const {
-    return ref_->core().wait(key(), std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
+    return ref().core().wait(key(), std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
   }
-  bool done() const { return ref_->core().status(key()) != client::KeyStatus::pending; }
-  client::KeyStatus status() const { return ref_->core().status(key()); }
+  bool done() const { return ref().core().status(key()) != client::KeyStatus::pending; }
+  client::KeyStatus status() const { return ref().core().status(key()); }
   /// Asks the scheduler to cancel the task (and its dependents); get() then throws TaskError.
   /// Without `force`, a task another client holds a future to keeps running for it (this
   /// client lets go of it); with `force`, it is cancelled for every client.
-  void cancel(bool force = false) const { ref_->core().cancel({key()}, force); }
+  void cancel(bool force = false) const { ref().core().cancel({key()}, force); }
 
   /// Calls fn(future) on the client's callback thread once the task is done (successfully or
   /// not; at once if it is already), never on the io thread: fn may block or wait on other
@@ -71,7 +81,7 @@ class Future {
   /// a copy of this future until it has run.
   template <class F>
   void add_done_callback(F fn) const {
-    ref_->core().on_done(key(), [self = *this, fn = std::move(fn)]() mutable { fn(self); });
+    ref().core().on_done(key(), [self = *this, fn = std::move(fn)]() mutable { fn(self); });
   }
 
   /// Calls fn(result) (fn() for Future<void>) on the client's callback thread once the task
@@ -99,8 +109,17 @@ class Future {
 
  private:
   friend class Client;
-  friend class client::ClientAccess;
+  template <class U>
+  friend class Future;
   explicit Future(std::shared_ptr<client::KeyRef> ref) : ref_(std::move(ref)) {}
+
+  // The key reference; a clear error instead of a null dereference for an empty future.
+  const client::KeyRef& ref() const {
+    if (!ref_)
+      throw std::logic_error("taskwire::Future: the future is empty (default-constructed or "
+                             "moved from) and refers to no task");
+    return *ref_;
+  }
 
   // fn applied to the result of `self` (or to nothing for void): then()'s step.
   template <class F>
@@ -120,5 +139,10 @@ template <class T>
 struct is_future : std::false_type {};
 template <class T>
 struct is_future<Future<T>> : std::true_type {};
+/// A std::vector<Future<T>>: one argument of Client::submit filling a std::vector<T> parameter.
+template <class T>
+struct is_future_vector : std::false_type {};
+template <class T, class Alloc>
+struct is_future_vector<std::vector<Future<T>, Alloc>> : std::true_type {};
 
 }  // namespace taskwire

@@ -105,30 +105,30 @@ void ProgressReporter::write_line(bool final) {
 
 namespace detail {
 
-// Waits for the keys in order (they mostly finish so), and every kRedraw reads the status of
-// every one still pending at once: the report's count, and keys done out of order.
-ProgressCounts watch_keys(client::ClientCore* core, std::vector<std::string> keys,
-                          const ProgressReportOptions& options) {
-  ProgressCounts counts{keys.size(), 0, 0};
-  ProgressReporter reporter(options, keys.size());
-  while (!keys.empty()) {
+// Waits for the futures in order (they mostly finish so), and every kRedraw reads the status
+// of every one still pending: the report's count, and futures done out of order.
+ProgressCounts watch_futures(std::vector<Future<runtime::Frame>> futures,
+                             const ProgressReportOptions& options) {
+  ProgressCounts counts{futures.size(), 0, 0};
+  ProgressReporter reporter(options, futures.size());
+  while (!futures.empty()) {
     const auto sweep_at = Clock::now() + kRedraw;
-    for (std::size_t head = 0; head < keys.size(); ++head) {
+    for (std::size_t head = 0; head < futures.size(); ++head) {
       const auto left = std::chrono::ceil<std::chrono::milliseconds>(sweep_at - Clock::now());
-      if (left.count() <= 0 || !core->wait(keys[head], left)) break;
+      if (left.count() <= 0 || !futures[head].wait_for(left)) break;
     }
-    const auto statuses = core->statuses(keys);
     std::size_t kept = 0;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      if (statuses[i] == client::KeyStatus::pending) {
-        if (kept != i) keys[kept] = std::move(keys[i]);
+    for (std::size_t i = 0; i < futures.size(); ++i) {
+      const auto status = futures[i].status();
+      if (status == client::KeyStatus::pending) {
+        if (kept != i) futures[kept] = std::move(futures[i]);
         ++kept;
         continue;
       }
       ++counts.done;
-      if (statuses[i] != client::KeyStatus::memory) ++counts.erred;
+      if (status != client::KeyStatus::memory) ++counts.erred;
     }
-    keys.resize(kept);
+    futures.resize(kept);
     reporter.update(counts.done, counts.erred);
   }
   reporter.finish();

@@ -80,22 +80,23 @@ class ProgressReporter {
 };
 
 namespace detail {
-/// progress()'s loop: waits for `keys` (held by `core`; null when there are none) and
-/// reports how many are done.
-ProgressCounts watch_keys(client::ClientCore* core, std::vector<std::string> keys,
-                          const ProgressReportOptions& options);
+/// progress()'s loop: waits for `futures` and reports how many are done.
+ProgressCounts watch_futures(std::vector<Future<runtime::Frame>> futures,
+                             const ProgressReportOptions& options);
 }  // namespace detail
 
 /// Reports the progress of `futures` (see the top of this file) and returns once every one
-/// is done, successfully or not (erred, cancelled, lost all count as done). Futures of one
-/// Client.
+/// is done, successfully or not (erred, cancelled, lost all count as done). Throws
+/// std::logic_error for an empty future among them.
 template <class T>
 ProgressCounts progress(const std::vector<Future<T>>& futures, const ProgressReportOptions& options) {
-  std::vector<std::string> keys;
-  keys.reserve(futures.size());
-  for (const auto& f : futures) keys.push_back(f.key());
-  client::ClientCore* core = futures.empty() ? nullptr : &client::ClientAccess::core(futures.front());
-  return detail::watch_keys(core, std::move(keys), options);
+  std::vector<Future<runtime::Frame>> untyped;
+  untyped.reserve(futures.size());
+  for (const auto& f : futures) {
+    (void)f.key();  // an empty future throws here, before any report is written
+    untyped.push_back(f.template as<runtime::Frame>());
+  }
+  return detail::watch_futures(std::move(untyped), options);
 }
 template <class T>
 ProgressCounts progress(const std::vector<Future<T>>& futures) {

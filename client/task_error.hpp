@@ -42,6 +42,8 @@ class TaskError : public std::runtime_error {
   const std::string& worker_address() const noexcept { return origin_.worker_address; }
   /// The task that failed: key() itself or a dependency; empty if unknown.
   const std::string& raised_by() const noexcept { return origin_.raised_by; }
+  /// What raised_by() raised (its exception's what()); empty if unknown.
+  const std::string& cause() const noexcept { return origin_.cause; }
 
  private:
   static std::string describe(const std::string& key, const std::string& message,

@@ -28,19 +28,17 @@ using client::KeyStatus;
 constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
 constexpr auto kTick = std::chrono::milliseconds(100);  // progress redraw and sweep interval
 
-// Tasks calling the graph runners by name need core-level submission.
-client::ClientCore& core_of(Client& client) { return client::ClientAccess::core(client); }
-
 // One execution of a Job. Slots are the plan's: leaves (initial value, then map tasks), then
 // reduce nodes; without a plan, just the map tasks. Confined to execute's thread.
 class Runner {
  public:
-  Runner(client::ClientCore& core, const Job& job, const ExecuteOptions& options)
-      : core_(core), job_(job), options_(options), offset_(job.initial ? 1 : 0),
+  Runner(Client& client, const Job& job, const ExecuteOptions& options)
+      : client_(client), job_(job), options_(options), offset_(job.initial ? 1 : 0),
         leaves_(offset_ + job.tasks.size()),
         nodes_(job.plan ? job.plan->nodes.size() : 0),
         slots_(leaves_ + nodes_),
         consumer_(slots_.size(), npos),
+        in_call_(slots_.size(), npos),
         track_tasks_(!job.plan || nodes_ == 0 || options.max_workers > 0 || options.progress.bar ||
                      options.progress.callback || options.progress.log_every > 0),
         progress_(options.progress, job.tasks.size() + nodes_) {
@@ -59,7 +57,7 @@ class Runner {
     while (remaining_ > 0) {
       while (slots_[next].done) ++next;
       if (!slots_[next].submitted) throw std::logic_error("graph: waiting on an unsubmitted task");
-      if (core_.wait(slots_[next].key, kTick)) {
+      if (slots_[next].future.wait_for(kTick)) {
         observe(next);
       } else {
         sweep(next);
@@ -69,19 +67,19 @@ class Runner {
     }
     progress_.finish();
     if (!job_.plan) {
-      std::vector<std::string> keys;
-      keys.reserve(job_.tasks.size());
-      for (const auto& s : slots_) keys.push_back(s.key);
-      return core_.results(keys);
+      std::vector<Future<runtime::Frame>> futures;
+      futures.reserve(job_.tasks.size());
+      for (const auto& s : slots_) futures.push_back(s.future);
+      return client_.gather(futures);
     }
     const auto root = job_.plan->root;
     if (job_.initial && root == 0) return {*job_.initial};
-    return {core_.result(slots_[root].key)};
+    return {slots_[root].future.get()};
   }
 
  private:
   struct Slot {
-    std::shared_ptr<client::KeyRef> ref;
+    Future<runtime::Frame> future;  // empty once let go of (maybe_release)
     std::string key;
     bool submitted = false;
     bool done = false;
@@ -101,45 +99,56 @@ class Runner {
       for (auto part : job_.plan->nodes[k].parts) p = std::max(p, priority_[part]);
       priority_[leaves_ + k] = p + 1;
     }
-    base_ = core_.next_priority();
+    base_ = client_.next_order();
   }
 
-  std::uint32_t frame_for(const runtime::Frame& frame, std::vector<runtime::Frame>& frames,
-                          std::unordered_map<const runtime::Frame*, std::uint32_t>& at) {
-    auto [it, added] = at.try_emplace(&frame, static_cast<std::uint32_t>(frames.size()));
-    if (added) frames.push_back(frame);
-    return it->second;
+  TaskDescription task_for(std::string function, std::size_t s) const {
+    TaskDescription task;
+    task.function = std::move(function);
+    task.order = base_ + priority_[s];
+    task.options.priority = options_.priority;
+    task.options.retries = options_.retries;
+    task.options.resources = options_.resources;
+    task.options.workers = options_.workers;
+    task.options.allow_other_workers = options_.allow_other_workers;
+    return task;
   }
 
-  void apply_options(protocol::TaskSpec& spec) const {
-    spec.user_priority = options_.priority;
-    spec.retries = options_.retries;
-    spec.resources = options_.resources;
-    spec.workers = options_.workers;
-    spec.allow_other_workers = options_.allow_other_workers;
+  // A reduce node: combine(name, [steps,] batch flags, params..., parts...).
+  TaskDescription node_task(std::size_t k) {
+    const auto& parts = job_.plan->nodes[k].parts;
+    const auto& steps = job_.plan->nodes[k].steps;
+    auto task = task_for(steps.empty() ? kCombine : kCombineSteps, leaves_ + k);
+    task.key_prefix = job_.combine;
+    std::vector<std::uint8_t> batch;
+    for (auto p : parts) batch.push_back(job_.chunked && p < leaves_ ? 1 : 0);
+    task.args.push_back(combine_name());
+    if (!steps.empty()) task.args.push_back(runtime::to_frame(steps));
+    task.args.push_back(runtime::to_frame(batch));
+    for (const auto& p : job_.params) task.args.push_back(p);
+    for (auto p : parts) {
+      if (job_.initial && p == 0) task.args.push_back(*job_.initial);
+      else if (in_call_[p] != npos) task.args.push_back(TaskDescription::Result{in_call_[p]});
+      else task.args.push_back(slots_[p].future);
+    }
+    return task;
   }
 
   // Submits the map tasks the window allows, then every node whose parts are all submitted, as
   // one update_graph. Nodes become ready in plan order, as map tasks are submitted in order.
+  // Frames several tasks share (inputs, the combine's name, params) are sent once.
   void submit_ready() {
-    std::vector<protocol::TaskSpec> specs;
-    std::vector<runtime::Frame> frames;
-    std::unordered_map<const runtime::Frame*, std::uint32_t> at;
+    std::vector<TaskDescription> tasks;
     std::vector<std::size_t> submitted;
     while (next_task_ < job_.tasks.size() &&
            (options_.max_workers == 0 || in_flight_ < options_.max_workers)) {
       const auto s = offset_ + next_task_;
-      protocol::TaskSpec spec;
-      spec.function = job_.function;
-      spec.key = core_.new_key(job_.function);
-      spec.priority = base_ + priority_[s];
-      apply_options(spec);
-      for (auto i : job_.tasks[next_task_].args)
-        spec.args.push_back({protocol::ArgSpec::frame, frame_for(job_.frames.at(i), frames, at), {}});
-      slots_[s].key = spec.key;
-      slots_[s].submitted = true;
-      specs.push_back(std::move(spec));
+      auto task = task_for(job_.function, s);
+      for (auto i : job_.tasks[next_task_].args) task.args.push_back(job_.frames.at(i));
+      tasks.push_back(std::move(task));
       submitted.push_back(s);
+      slots_[s].submitted = true;
+      in_call_[s] = tasks.size() - 1;
       ++next_task_;
       ++in_flight_;
     }
@@ -147,40 +156,19 @@ class Runner {
       const auto& parts = job_.plan->nodes[next_node_].parts;
       if (!std::all_of(parts.begin(), parts.end(), [&](auto p) { return slots_[p].submitted; }))
         break;
-      const auto s = leaves_ + next_node_;
-      const auto& steps = job_.plan->nodes[next_node_].steps;
-      protocol::TaskSpec spec;
-      spec.function = steps.empty() ? kCombine : kCombineSteps;
-      spec.key = core_.new_key(job_.combine);
-      spec.priority = base_ + priority_[s];
-      apply_options(spec);
-      std::vector<std::uint8_t> batch;
-      for (auto p : parts) batch.push_back(job_.chunked && p < leaves_ ? 1 : 0);
-      auto add_own_frame = [&](runtime::Frame f) {  // a frame this spec alone uses
-        frames.push_back(std::move(f));
-        spec.args.push_back({protocol::ArgSpec::frame, static_cast<std::uint32_t>(frames.size() - 1), {}});
-      };
-      spec.args.push_back({protocol::ArgSpec::frame, frame_for(combine_name(), frames, at), {}});
-      if (!steps.empty()) add_own_frame(runtime::to_frame(steps));
-      add_own_frame(runtime::to_frame(batch));
-      for (const auto& p : job_.params)
-        spec.args.push_back({protocol::ArgSpec::frame, frame_for(p, frames, at), {}});
-      for (auto p : parts) {
-        if (job_.initial && p == 0) {
-          spec.args.push_back({protocol::ArgSpec::frame, frame_for(*job_.initial, frames, at), {}});
-        } else {
-          spec.args.push_back({protocol::ArgSpec::dependency, 0, slots_[p].key});
-          spec.dependencies.push_back(slots_[p].key);
-        }
-      }
-      slots_[s].key = spec.key;
-      slots_[s].submitted = true;
-      specs.push_back(std::move(spec));
-      submitted.push_back(s);
+      tasks.push_back(node_task(next_node_));
+      submitted.push_back(leaves_ + next_node_);
+      slots_[leaves_ + next_node_].submitted = true;
+      in_call_[leaves_ + next_node_] = tasks.size() - 1;
     }
-    if (specs.empty()) return;
-    auto refs = core_.submit(std::move(specs), std::move(frames));
-    for (std::size_t i = 0; i < refs.size(); ++i) slots_[submitted[i]].ref = std::move(refs[i]);
+    if (tasks.empty()) return;
+    auto futures = client_.submit_tasks(std::move(tasks));
+    for (std::size_t i = 0; i < futures.size(); ++i) {
+      auto& slot = slots_[submitted[i]];
+      in_call_[submitted[i]] = npos;
+      slot.key = futures[i].key();
+      slot.future = std::move(futures[i]);
+    }
     for (auto s : submitted)  // a node now holds its parts in the scheduler
       if (s >= leaves_)
         for (auto p : job_.plan->nodes[s - leaves_].parts) maybe_release(p);
@@ -195,15 +183,15 @@ class Runner {
   // (on a map task's, finished or not, when map tasks are not tracked).
   void maybe_release(std::size_t s) {
     auto& slot = slots_[s];
-    if (!slot.ref || keep(s)) return;
+    if (!slot.future.valid() || keep(s)) return;
     if (!slot.done && (track_tasks_ || !is_task(s))) return;
     if (consumer_[s] != npos && !slots_[consumer_[s]].submitted) return;
-    slot.ref.reset();
+    slot.future = {};
   }
 
   void observe(std::size_t s) {
     auto& slot = slots_[s];
-    const auto status = core_.status(slot.key);
+    const auto status = slot.future.status();
     if (status == KeyStatus::pending) return;
     if (status != KeyStatus::memory) fail(s);
     slot.done = true;
@@ -224,19 +212,19 @@ class Runner {
     if (!is_task(s)) {
       if (track_tasks_) {
         for (std::size_t t = offset_; t < leaves_; ++t)
-          if (slots_[t].submitted && !slots_[t].done && core_.status(slots_[t].key) == KeyStatus::erred)
+          if (slots_[t].submitted && !slots_[t].done &&
+              slots_[t].future.status() == KeyStatus::erred)
             fail(t);
-      } else {
-        auto [blamed, cause] = core_.failure_origin(slots_[s].key);
-        for (std::size_t t = offset_; t < leaves_; ++t)
-          if (slots_[t].key == blamed) fail_map_task(t, std::move(cause));
       }
     }
     std::string message;
     try {
-      core_.result(slots_[s].key);
+      slots_[s].future.get();
       message = "the task failed";
     } catch (const TaskError& e) {
+      if (!is_task(s) && !track_tasks_)  // the map task the scheduler blamed, if it was one
+        for (std::size_t t = offset_; t < leaves_; ++t)
+          if (slots_[t].key == e.raised_by()) fail_map_task(t, e.cause());
       message = e.message();
     }
     if (!is_task(s)) throw TaskError(slots_[s].key, message);
@@ -260,12 +248,13 @@ class Runner {
     throw MapError(slots_[s].key, input, std::move(message));
   }
 
-  client::ClientCore& core_;
+  Client& client_;
   const Job& job_;
   const ExecuteOptions& options_;
   const std::size_t offset_, leaves_, nodes_;
   std::vector<Slot> slots_;
   std::vector<std::size_t> consumer_;  // the node slot taking each slot as a part
+  std::vector<std::size_t> in_call_;   // a slot's task's index in the submit_ready being built
   // Whether execute follows each map task (progress, the max_workers window, the results of a
   // map without reduce, a reduce of one input). Otherwise only the reduce nodes are awaited:
   // the client lets go of each map task as soon as the node consuming it is submitted (in
@@ -292,7 +281,7 @@ std::vector<runtime::Frame> run(Client& client, const Job& job, const ExecuteOpt
     if (job.initial && job.plan->root == 0) return {*job.initial};
     throw std::logic_error("graph: a reduce plan without tasks or an initial value");
   }
-  Runner runner(core_of(client), job, options);
+  Runner runner(client, job, options);
   return runner.run();
 }
 

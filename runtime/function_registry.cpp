@@ -51,10 +51,19 @@ void FunctionRegistry::add(std::string name, const void* address, std::size_t ar
       }));
 }
 
+void FunctionRegistry::add_list_form(const std::string& name, std::size_t arity, Invoker invoke) {
+  std::lock_guard lock(mu_);
+  const auto list_name = list_form_name(name);
+  // A second registration (a library loaded twice) keeps the first, as add() does.
+  list_forms_.try_emplace(list_name,
+                          RegisteredFunction{list_name, arity, std::move(invoke), {}, {}});
+}
+
 const RegisteredFunction* FunctionRegistry::find(const std::string& name) const {
   std::lock_guard lock(mu_);
-  auto it = by_name_.find(name);
-  return it == by_name_.end() ? nullptr : &it->second;
+  if (auto it = by_name_.find(name); it != by_name_.end()) return &it->second;
+  auto it = list_forms_.find(name);
+  return it == list_forms_.end() ? nullptr : &it->second;
 }
 
 std::string FunctionRegistry::name_of(const void* address) const {

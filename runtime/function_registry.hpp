@@ -59,6 +59,16 @@ struct RegisteredFunction {
   GatherInvoker invoke_gathered;  ///< set when the first parameter is a std::vector
 };
 
+/// What a function registered with a std::vector<T> parameter is also found under: its list
+/// form, which Client::submit calls when a std::vector<Future<T>> fills such a parameter. The
+/// list form's first argument is the layout (a std::vector<std::int64_t>, one entry per
+/// parameter: kOneArgument, or the number of arguments that fill that std::vector parameter
+/// element by element); the arguments follow, flattened in parameter order. The task on the
+/// wire is then an ordinary one: one argument (a value or a dependency) per element.
+inline constexpr const char* kListFormSuffix = "[list-args]";
+inline constexpr std::int64_t kOneArgument = -1;
+inline std::string list_form_name(const std::string& name) { return name + kListFormSuffix; }
+
 class FunctionRegistry {
  public:
   static FunctionRegistry& global();
@@ -67,6 +77,9 @@ class FunctionRegistry {
   /// the same function (a library loaded twice), and throws std::logic_error otherwise.
   void add(std::string name, const void* address, std::size_t arity, Invoker invoke,
            EachInvoker each = {}, GatherInvoker gathered = {});
+  /// Registers the list form of `name` (see kListFormSuffix), found by find() under
+  /// list_form_name(name) and not listed by names().
+  void add_list_form(const std::string& name, std::size_t arity, Invoker invoke);
   /// Registers a function over serialized arguments (each argument's bytes in, bytes out).
   void add(std::string name, const void* address, std::size_t arity, FrameInvoker invoke);
   /// nullptr when unknown.
@@ -79,12 +92,18 @@ class FunctionRegistry {
   mutable std::mutex mu_;
   std::unordered_map<std::string, RegisteredFunction> by_name_;
   std::unordered_map<const void*, std::string> by_address_;
+  std::unordered_map<std::string, RegisteredFunction> list_forms_;  // by list_form_name
 };
 
 namespace detail {
 
 template <class T>
 using arg_t = std::remove_cv_t<std::remove_reference_t<T>>;
+
+template <class T>
+struct is_vector : std::false_type {};
+template <class T, class Alloc>
+struct is_vector<std::vector<T, Alloc>> : std::true_type {};
 
 template <class... A, std::size_t... I>
 void decode_args(std::tuple<A...>& args, const std::vector<Frame>& frames,
@@ -124,6 +143,29 @@ class ArgSlot {
     value.decode_into(*own_);
     view_ = &*own_;
   }
+  /// A std::vector parameter filled element by element from `n` values (a list form's call):
+  /// each a live element copied, or decoded. Throws std::invalid_argument for another type.
+  void load_list(const Value* values, std::size_t n) {
+    if constexpr (is_vector<T>::value) {
+      own_.emplace();
+      own_->reserve(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        using E = typename T::value_type;
+        if (auto live = values[i].shared_as<E>()) {
+          own_->push_back(*live);
+        } else {
+          E element;
+          values[i].decode_into(element);
+          own_->push_back(std::move(element));
+        }
+      }
+      view_ = &*own_;
+    } else {
+      (void)values;
+      (void)n;
+      throw std::invalid_argument("a list of arguments for a parameter that is not a std::vector");
+    }
+  }
   decltype(auto) get() {
     if constexpr (kInPlace) return static_cast<const T&>(*view_);
     else if constexpr (!std::is_reference_v<P>) return std::move(*own_);
@@ -160,6 +202,54 @@ Value invoke_with(R (*fn)(A...), const std::vector<Value>& values, std::index_se
   }
 }
 
+template <class R, class... A, std::size_t... I>
+Value invoke_listed(R (*fn)(A...), const std::vector<Value>& values,
+                    const std::vector<std::int64_t>& layout, std::index_sequence<I...>) {
+  std::tuple<ArgSlot<A>...> slots;
+  std::size_t at = 0, next = 1;  // values[0] is the layout
+  auto load = [&](auto& slot, std::size_t parameter) {
+    at = parameter;
+    if (layout[parameter] == kOneArgument) {
+      slot.load(values[next++]);
+    } else {
+      slot.load_list(values.data() + next, static_cast<std::size_t>(layout[parameter]));
+      next += static_cast<std::size_t>(layout[parameter]);
+    }
+  };
+  try {
+    (load(std::get<I>(slots), I), ...);
+  } catch (const SerializationError& e) {
+    throw std::invalid_argument("argument " + std::to_string(at) + " cannot be decoded as the " +
+                                "function's parameter type: " + e.what());
+  }
+  if constexpr (std::is_void_v<R>) {
+    fn(std::get<I>(slots).get()...);
+    return Value::of(true);
+  } else {
+    return Value::of(fn(std::get<I>(slots).get()...));
+  }
+}
+
+/// The list form's invoker (see kListFormSuffix): checks the layout against the arguments.
+template <class R, class... A>
+Invoker make_list_invoker(R (*fn)(A...)) {
+  return [fn](const std::vector<Value>& values) -> Value {
+    std::vector<std::int64_t> layout;
+    if (!values.empty()) values[0].decode_into(layout);
+    std::size_t expected = 1;
+    for (auto n : layout) {
+      if (n < kOneArgument || (n >= 0 && static_cast<std::uint64_t>(n) >= values.size()))
+        throw std::invalid_argument("a list length below 0 or above the arguments given");
+      expected += n == kOneArgument ? 1 : static_cast<std::size_t>(n);
+    }
+    if (values.empty() || layout.size() != sizeof...(A) || values.size() != expected)
+      throw std::invalid_argument("the list form expects its layout, then " +
+                                  std::to_string(sizeof...(A)) +
+                                  " parameter(s) worth of arguments as the layout says");
+    return invoke_listed(fn, values, layout, std::index_sequence_for<A...>{});
+  };
+}
+
 template <class R, class... A>
 Invoker make_invoker(R (*fn)(A...)) {
   return [fn](const std::vector<Value>& values) -> Value {
@@ -169,11 +259,6 @@ Invoker make_invoker(R (*fn)(A...)) {
     return invoke_with(fn, values, std::index_sequence_for<A...>{});
   };
 }
-
-template <class T>
-struct is_vector : std::false_type {};
-template <class T, class Alloc>
-struct is_vector<std::vector<T, Alloc>> : std::true_type {};
 
 template <class R, class... A>
 EachInvoker make_each_invoker(R (*fn)(A...)) {
@@ -254,9 +339,13 @@ struct Registrar {
   Registrar(std::string name, R (*fn)(A...)) {
     using Result = std::conditional_t<std::is_void_v<R>, bool, std::remove_cvref_t<R>>;
     // An unsendable parameter or result stops here, with check_sendable's one message.
-    if constexpr (check_sendable<Result, arg_t<A>...>())
-      FunctionRegistry::global().add(std::move(name), reinterpret_cast<const void*>(fn), sizeof...(A),
-                                     make_invoker(fn), make_each_invoker(fn), make_gather_invoker(fn));
+    if constexpr (check_sendable<Result, arg_t<A>...>()) {
+      auto& registry = FunctionRegistry::global();
+      registry.add(name, reinterpret_cast<const void*>(fn), sizeof...(A), make_invoker(fn),
+                   make_each_invoker(fn), make_gather_invoker(fn));
+      if constexpr ((is_vector<arg_t<A>>::value || ...))
+        registry.add_list_form(name, sizeof...(A) + 1, make_list_invoker(fn));
+    }
   }
 };
 

@@ -21,7 +21,7 @@ namespace taskwire::taskbench {
 namespace {
 
 using Bytes = std::vector<char>;
-using Ref = std::shared_ptr<client::KeyRef>;
+using Argument = TaskDescription::Argument;
 using Intervals = std::vector<std::pair<long, long>>;  // inclusive, as TaskGraph gives them
 
 // A graph's dependencies and reverse dependencies for every dependence set and point,
@@ -55,7 +55,7 @@ bool is_leaf(const GraphPlan& plan, long t, long p) {
   return true;
 }
 
-void wait_done(const Future<Bytes>& f) {
+void wait_done(const Future<runtime::Frame>& f) {
   f.wait();
   if (f.status() != client::KeyStatus::memory) f.get();  // throws the task's TaskError
 }
@@ -63,11 +63,11 @@ void wait_done(const Future<Bytes>& f) {
 // One execution of every graph: rounds are timesteps, submitted for all graphs at once.
 class Execution {
  public:
-  Execution(client::ClientCore& core, const std::vector<GraphPlan>& plans, const RunOptions& o)
-      : core_(core) {
+  Execution(Client& client, const std::vector<GraphPlan>& plans, const RunOptions& o)
+      : client_(client) {
     long width = 0, steps = 0;
     for (const auto& plan : plans) {
-      cursors_.push_back({&plan, std::vector<std::string>(plan.graph->max_width), {}, {}});
+      cursors_.push_back({&plan, std::vector<Argument>(plan.graph->max_width)});
       width += plan.graph->max_width;
       steps = std::max(steps, plan.graph->timesteps);
     }
@@ -81,7 +81,7 @@ class Execution {
     for (std::size_t round = 0; round < rounds_; ++round) {
       if (round >= window_rounds_) wait_held_through(round - window_rounds_);
       add_round(round);
-      if (specs_.size() >= batch_tasks_) submit_batch();
+      if (tasks_.size() >= batch_tasks_) submit_batch();
     }
     submit_batch();
     wait_held_through(rounds_);
@@ -93,9 +93,9 @@ class Execution {
  private:
   struct Cursor {
     const GraphPlan* plan;
-    std::vector<std::string> last_keys;  // keys of the previous timestep, by point
-    std::vector<Ref> last_refs;          // held until the timestep after them is submitted
-    std::vector<Ref> next_refs;
+    // The previous timestep's tasks, by point: a future once submitted (held until the
+    // timestep after them is), before that a Result in the batch being built.
+    std::vector<Argument> last;
   };
   struct Role {  // what the client does with a submitted task's future
     std::size_t cursor, round;
@@ -104,7 +104,7 @@ class Execution {
   };
   struct Held {
     std::size_t round;
-    std::vector<Ref> refs;
+    std::vector<Future<runtime::Frame>> futures;
   };
 
   void add_round(std::size_t round) {
@@ -117,25 +117,20 @@ class Execution {
       const long last_offset = g.offset_at_timestep(t - 1);
       const long last_end = last_offset + g.width_at_timestep(t - 1);
       const auto& deps = cur.plan->deps[g.dependence_set_at_timestep(t)];
-      std::vector<std::string> keys(g.max_width);
+      std::vector<Argument> added(g.max_width);
       for (long p = offset; p < offset + width; ++p) {
-        protocol::TaskSpec spec;
-        spec.function = kPointFunction;
-        spec.key = keys[p] = core_.new_key(kPointFunction);
-        spec.priority = core_.next_priority();
-        spec.args.push_back({protocol::ArgSpec::frame, static_cast<std::uint32_t>(frames_.size()), {}});
-        frames_.push_back(runtime::to_frame(std::vector<std::int64_t>{g.graph_index, t, p}));
+        TaskDescription task{.function = kPointFunction};
+        task.args.push_back(runtime::to_frame(std::vector<std::int64_t>{g.graph_index, t, p}));
         for (auto [first, last] : deps[p])
-          for (long dep = std::max(first, last_offset); dep <= std::min(last, last_end - 1); ++dep) {
-            spec.args.push_back({protocol::ArgSpec::dependency, 0, cur.last_keys[dep]});
-            spec.dependencies.push_back(cur.last_keys[dep]);
-          }
-        specs_.push_back(std::move(spec));
+          for (long dep = std::max(first, last_offset); dep <= std::min(last, last_end - 1); ++dep)
+            task.args.push_back(cur.last[dep]);
+        added[p] = TaskDescription::Result{tasks_.size()};
+        tasks_.push_back(std::move(task));
         const bool last_of_graph = t + 1 == g.timesteps;
         roles_.push_back({c, round, p, last_of_graph,
                           last_of_graph || round % checkpoint_every_ == 0 || is_leaf(*cur.plan, t, p)});
       }
-      cur.last_keys = std::move(keys);
+      cur.last = std::move(added);
       if (std::find(touched_.begin(), touched_.end(), c) == touched_.end()) touched_.push_back(c);
     }
     held_.push_back({round, {}});
@@ -144,41 +139,40 @@ class Execution {
   // Sends the tasks added since the last batch as one update_graph, then lets go of what the
   // client no longer needs: the previous batch's last timestep (now held by its dependents).
   void submit_batch() {
-    if (specs_.empty()) return;
-    auto refs = core_.submit(std::exchange(specs_, {}), std::exchange(frames_, {}));
-    for (auto c : touched_) cursors_[c].next_refs.assign(cursors_[c].plan->graph->max_width, nullptr);
-    for (std::size_t i = 0; i < refs.size(); ++i) keep(refs[i], roles_.at(i));
-    for (auto c : touched_) cursors_[c].last_refs = std::move(cursors_[c].next_refs);
+    if (tasks_.empty()) return;
+    auto futures = client_.submit_tasks(std::exchange(tasks_, {}));
+    for (auto c : touched_)
+      for (auto& arg : cursors_[c].last)
+        if (const auto* r = std::get_if<TaskDescription::Result>(&arg)) arg = futures.at(r->task);
+    for (std::size_t i = 0; i < futures.size(); ++i) keep(futures[i], roles_.at(i));
     roles_.clear();
     touched_.clear();
     submitted_rounds_ = held_.size();
   }
 
-  void keep(const Ref& ref, const Role& role) {
-    Cursor& cur = cursors_[role.cursor];
-    cur.next_refs[role.point] = ref;
-    if (role.held) held_[role.round].refs.push_back(ref);
+  void keep(const Future<runtime::Frame>& future, const Role& role) {
+    const Cursor& cur = cursors_[role.cursor];
+    if (role.held) held_[role.round].futures.push_back(future);
     if (role.last_of_graph) {
       finals_.resize(cursors_.size());
       finals_[role.cursor].resize(cur.plan->graph->max_width);
-      finals_[role.cursor][role.point] = client::ClientAccess::future<Bytes>(ref);
+      finals_[role.cursor][role.point] = future.as<Bytes>();
     }
   }
 
   // Waits for (then drops) the held futures of every submitted round up to `round`.
   void wait_held_through(std::size_t round) {
     while (waited_rounds_ < submitted_rounds_ && held_[waited_rounds_].round <= round) {
-      for (auto& ref : held_[waited_rounds_].refs) wait_done(client::ClientAccess::future<Bytes>(ref));
-      held_[waited_rounds_].refs.clear();
+      for (const auto& future : held_[waited_rounds_].futures) wait_done(future);
+      held_[waited_rounds_].futures.clear();
       ++waited_rounds_;
     }
   }
 
-  client::ClientCore& core_;
+  Client& client_;
   std::vector<Cursor> cursors_;
   std::size_t rounds_ = 0, window_rounds_ = 2, checkpoint_every_ = 1, batch_tasks_ = 1;
-  std::vector<protocol::TaskSpec> specs_;
-  std::vector<runtime::Frame> frames_;
+  std::vector<TaskDescription> tasks_;  // the batch being built
   std::vector<Role> roles_;
   std::vector<std::size_t> touched_;  // cursors with tasks in this batch
   std::vector<Held> held_;            // one per round added
@@ -219,21 +213,17 @@ bool check_finals(Client& client, const std::vector<GraphPlan>& plans,
   return ok;
 }
 
-// The core's submit() takes task specs with any number of dependencies.
-client::ClientCore& core_of(Client& client) { return client::ClientAccess::core(client); }
-
 }  // namespace
 
 bool run_graphs(Client& client, const App& app, const RunOptions& options) {
   std::vector<GraphPlan> plans;
   for (const auto& g : app.graphs) plans.push_back(plan_of(g));
-  auto& core = core_of(client);
   app.display();
   std::fflush(stdout);
   double elapsed = 0;
   try {
     for (int run = 1; run <= options.runs; ++run) {
-      Execution execution(core, plans, options);
+      Execution execution(client, plans, options);
       const auto t0 = std::chrono::steady_clock::now();
       execution.run();
       elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -18,6 +18,10 @@ namespace cluster_fns {
 int inc(int x) { return x + 1; }
 int add(int a, int b) { return a + b; }
 long sum(std::vector<int> xs) { return std::accumulate(xs.begin(), xs.end(), 0L); }
+long dot(const std::vector<int>& xs, std::vector<int> ys) {
+  if (xs.size() != ys.size()) throw std::invalid_argument("dot: vectors of different lengths");
+  return std::inner_product(xs.begin(), xs.end(), ys.begin(), 0L);
+}
 int fail_on(int x) {
   if (x == 13) throw std::runtime_error("bad input 13");
   return x;
@@ -116,6 +120,7 @@ int max_overlap(const std::string& tag) {
 TASKWIRE_REGISTER(cluster_fns::inc);
 TASKWIRE_REGISTER(cluster_fns::add);
 TASKWIRE_REGISTER(cluster_fns::sum);
+TASKWIRE_REGISTER(cluster_fns::dot);
 TASKWIRE_REGISTER(cluster_fns::fail_on);
 TASKWIRE_REGISTER(cluster_fns::throw_int);
 TASKWIRE_REGISTER(cluster_fns::greet);

@@ -8,6 +8,7 @@ namespace cluster_fns {
 int inc(int x);
 int add(int a, int b);
 long sum(std::vector<int> xs);
+long dot(const std::vector<int>& xs, std::vector<int> ys);  ///< sum of xs[i] * ys[i]
 int fail_on(int x);  ///< throws std::runtime_error("bad input 13") for 13
 int throw_int(int x);  ///< throws x itself: an exception not derived from std::exception
 std::string greet(std::string who);

@@ -4,6 +4,8 @@
 #include <boost/serialization/vector.hpp>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <numeric>
 
 using namespace taskwire::runtime;
@@ -92,4 +94,28 @@ TEST_CASE("registry: wrong arity, bad arguments and unknown names are clear erro
   int (*unregistered)(int, int) = [](int a, int) { return a; };
   CHECK_THROWS_WITH(reg.name_of(reinterpret_cast<const void*>(unregistered)),
                     Catch::Contains("TASKWIRE_REGISTER"));
+}
+
+TEST_CASE("registry: a function with a std::vector parameter has a list form, filled element by "
+          "element",
+          "[runtime]") {
+  auto& reg = FunctionRegistry::global();
+  CHECK(reg.find(list_form_name("demo::add")) == nullptr);  // no std::vector parameter
+  const auto names = reg.names();
+  CHECK(std::find(names.begin(), names.end(), list_form_name("demo::total")) == names.end());
+  const auto* total = reg.find(list_form_name("demo::total"));
+  REQUIRE(total);
+  using Layout = std::vector<std::int64_t>;
+  CHECK(from_frame<double>(total->invoke({to_frame(Layout{2}), to_frame(1.5), to_frame(2.5)})
+                               .bytes()) == 4.0);
+  CHECK(from_frame<double>(total->invoke({to_frame(Layout{0})}).bytes()) == 0.0);
+  // The whole vector as one argument, as the plain form takes it.
+  CHECK(from_frame<double>(
+            total->invoke({to_frame(Layout{kOneArgument}), to_frame(std::vector<double>{1, 2})})
+                .bytes()) == 3.0);
+  CHECK_THROWS_AS(total->invoke({to_frame(Layout{3}), to_frame(1.5)}), std::invalid_argument);
+  CHECK_THROWS_AS(total->invoke({to_frame(Layout{1, 1}), to_frame(1.5), to_frame(1.5)}),
+                  std::invalid_argument);
+  CHECK_THROWS_WITH(total->invoke({to_frame(Layout{1}), Frame(std::string_view("xx"))}),
+                    Catch::Contains("argument 0"));
 }

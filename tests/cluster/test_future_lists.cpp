@@ -1,0 +1,123 @@
+// A std::vector<Future<T>> as one argument of submit and map (the task gets a std::vector<T>);
+// submit_tasks, the untyped submission graph:: and the TaskBench driver use; misuse of an
+// empty Future or a moved-from Client. Over each scheme (--scheme).
+#include "tests/cluster/cluster_fixture.hpp"
+#include "tests/cluster/cluster_functions.hpp"
+
+#include <taskwire/client/client.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace taskwire;
+using test::Cluster;
+
+namespace {
+std::string name_of(const void* fn) { return runtime::FunctionRegistry::global().name_of(fn); }
+
+// A cluster of `n` workers, every one connected, and a client of it.
+struct Connected {
+  explicit Connected(int n) : cl(n), client(cl.fx.registry(), cl.address) {
+    REQUIRE(cl.wait_workers(static_cast<std::size_t>(n)));
+  }
+  Cluster cl;
+  Client client;
+};
+}  // namespace
+
+TEST_CASE("future lists: a vector of futures is one argument, each element a dependency",
+          "[cluster][future-lists]") {
+  Connected connected(2);
+  auto& client = connected.client;
+  auto a = client.submit(cluster_fns::inc, 1);  // 2
+  auto b = client.submit(cluster_fns::inc, 2);  // 3
+
+  CHECK(client.submit(cluster_fns::sum, std::vector{a, b}).get() == 5);
+  CHECK(client.submit(cluster_fns::sum, std::vector{a, b, a}).get() == 7);  // a twice
+  // A list for one std::vector parameter, a plain vector value for another.
+  CHECK(client.submit(cluster_fns::dot, std::vector{a, b}, std::vector<int>{10, 100}).get() == 320);
+  // Futures of tasks not yet done: the task waits for every one.
+  auto c = client.submit(cluster_fns::slow_inc, 10);  // 11
+  CHECK(client.submit(cluster_fns::sum, std::vector{c, a}).get() == 13);
+
+  // map: one list per task.
+  auto sums = client.map(cluster_fns::sum, std::vector<std::vector<Future<int>>>{{a}, {a, b}, {}});
+  CHECK(client.gather(sums) == std::vector<long>{2, 5, 0});
+}
+
+TEST_CASE("future lists: an empty vector of futures gives the task an empty vector",
+          "[cluster][future-lists]") {
+  Connected connected(1);
+  auto& client = connected.client;
+  CHECK(client.submit(cluster_fns::sum, std::vector<Future<int>>{}).get() == 0);
+  CHECK(client.submit(cluster_fns::dot, std::vector<Future<int>>{}, std::vector<int>{}).get() == 0);
+}
+
+TEST_CASE("future lists: an erred future in the vector fails the task, which names it",
+          "[cluster][future-lists]") {
+  Connected connected(1);
+  auto& client = connected.client;
+  auto good = client.submit(cluster_fns::inc, 1);
+  auto bad = client.submit(cluster_fns::fail_on, 13);
+  auto total = client.submit(cluster_fns::sum, std::vector{good, bad});
+  try {
+    total.get();
+    FAIL("a sum over an erred input returned");
+  } catch (const TaskError& e) {
+    CHECK(e.key() == total.key());
+    CHECK(e.raised_by() == bad.key());
+    CHECK_THAT(e.what(), Catch::Contains(bad.key()) && Catch::Contains("bad input 13"));
+  }
+}
+
+TEST_CASE("future lists: submit_tasks runs functions by name, on values, futures and earlier "
+          "tasks of the call",
+          "[cluster][future-lists]") {
+  Connected connected(1);
+  auto& client = connected.client;
+  const auto inc = name_of(reinterpret_cast<const void*>(&cluster_fns::inc));
+  const auto add = name_of(reinterpret_cast<const void*>(&cluster_fns::add));
+  auto seven = client.submit(cluster_fns::inc, 6);
+  const auto one = runtime::to_frame(1);
+  auto fs = client.submit_tasks({
+      {.function = inc, .args = {one}},                                            // 2
+      {.function = add, .args = {TaskDescription::Result{0}, one}, .key_prefix = "sum"},  // 3
+      {.function = add, .args = {seven.as<runtime::Frame>(), TaskDescription::Result{1}}},  // 10
+  });
+  REQUIRE(fs.size() == 3);
+  CHECK(fs[0].as<int>().get() == 2);
+  CHECK(fs[1].key().starts_with("sum-"));
+  CHECK(runtime::from_frame<int>(fs[2].get()) == 10);
+  CHECK(client.gather(std::vector{fs[2].as<int>(), fs[0].as<int>()}) == std::vector<int>{10, 2});
+
+  CHECK_THROWS_AS(client.submit_tasks({{.function = inc, .args = {TaskDescription::Result{0}}}}),
+                  std::invalid_argument);
+}
+
+TEST_CASE("future lists: an empty future and a moved-from client throw std::logic_error",
+          "[cluster][future-lists]") {
+  Future<int> empty;
+  CHECK_FALSE(empty.valid());
+  CHECK_THROWS_AS(empty.key(), std::logic_error);
+  CHECK_THROWS_WITH(empty.get(), Catch::Contains("empty"));
+  CHECK_THROWS_AS(empty.wait_for(std::chrono::milliseconds(1)), std::logic_error);
+  CHECK_THROWS_AS(empty.status(), std::logic_error);
+  CHECK_FALSE(empty.as<long>().valid());
+
+  Connected connected(1);
+  auto& client = connected.client;
+  // As an argument, alone or in a list: nothing is submitted.
+  CHECK_THROWS_AS(client.submit(cluster_fns::inc, empty), std::logic_error);
+  auto two = client.submit(cluster_fns::inc, 1);
+  CHECK_THROWS_AS(client.submit(cluster_fns::sum, std::vector{two, empty}), std::logic_error);
+  CHECK_THROWS_AS(client.gather(std::vector{two, empty}), std::logic_error);
+
+  Client moved_to = std::move(client);
+  CHECK(moved_to.submit(cluster_fns::sum, std::vector{two}).get() == 2);
+  CHECK_THROWS_WITH(client.submit(cluster_fns::inc, 1),  // NOLINT(bugprone-use-after-move)
+                    Catch::Contains("moved from"));
+}
