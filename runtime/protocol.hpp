@@ -236,20 +236,23 @@ struct MissingData {
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & key & missing & from; }
 };
-/// steal_request: the scheduler would move `key` to another worker; the worker gives it up
-/// if it has not started it.
+/// steal_request: the scheduler would move `key` (its assignment `attempt`, since protocol
+/// 13) to another worker; the worker gives it up if it has not started it.
 struct StealRequest {
   Key key;
+  std::uint64_t attempt = 0;
   template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & key; }
+  void serialize(Ar& ar, unsigned) { ar & key & attempt; }
 };
 /// steal_response: `stolen` when the task was still waiting and the worker dropped it; false
-/// when it is running, done, or not there.
+/// when it is running, done, or not there. `attempt` echoes the request's: an answer to an
+/// earlier request (of an assignment since retried there) is told apart from this one.
 struct StealResponse {
   Key key;
   bool stolen = false;
+  std::uint64_t attempt = 0;
   template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & key & stolen; }
+  void serialize(Ar& ar, unsigned) { ar & key & stolen & attempt; }
 };
 /// `attempt` (since protocol version 11) names this assignment of the task, unique in the
 /// scheduler's life: the worker echoes it in task_finished or task_erred, so that a report

@@ -183,6 +183,7 @@ struct StealResponse {
   std::string key;
   bool stolen = false;
   std::string stimulus_id;
+  std::uint64_t attempt = 0;  ///< the request's (StealRequest::attempt)
 };
 
 using Event = std::variant<UpdateGraph, ClientReleasesKeys, CancelKeys, RemoveClient, AddWorker,

@@ -52,6 +52,7 @@ struct StealRequest {
   std::string worker;
   std::string key;
   std::string stimulus_id;
+  std::uint64_t attempt = 0;  ///< of the assignment asked for, echoed in the answer
 };
 
 /// Turn a registering worker away (it was not added): tell it `reason` and close its comm.

@@ -158,7 +158,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   }
   void emit(StealRequest& s) {
     if (auto* out = out_to(peer_of(workers, s.worker)))
-      out->add(Op::steal_request, protocol::StealRequest{s.key});
+      out->add(Op::steal_request, protocol::StealRequest{s.key, s.attempt});
   }
   void emit(RefuseWorker& r) {  // the state machine logged why, with both addresses
     const auto peer = peer_of(workers, r.worker);
@@ -278,7 +278,8 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
       }
       case Op::steal_response: {
         auto b = r.body<protocol::StealResponse>();
-        handle(StealResponse{require_worker(p, "steal_response"), std::move(b.key), b.stolen, ""});
+        handle(StealResponse{require_worker(p, "steal_response"), std::move(b.key), b.stolen, "",
+                             b.attempt});
         return true;
       }
       case Op::worker_status: {

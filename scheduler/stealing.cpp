@@ -81,7 +81,7 @@ bool SchedulerState::steal_for(WorkerState* thief) {
     ts->steal_thief = thief;
     thief->incoming_steals.insert(ts);
     classify_for_stealing(thief);
-    emit_to_worker(victim, StealRequest{victim->address, ts->key, stimulus_id_});
+    emit_to_worker(victim, StealRequest{victim->address, ts->key, stimulus_id_, ts->attempt});
     return true;
   }
   return false;
@@ -144,9 +144,10 @@ void SchedulerState::forget_thief(WorkerState* thief) {
 void SchedulerState::on(const StealResponse& e) {
   TaskState* ts = find_task(e.key);
   if (!ts || !ts->steal_pending || ts->state != S::processing ||
-      ts->processing_on->address != e.worker) {
+      ts->processing_on->address != e.worker || ts->attempt != e.attempt) {
     // It finished, erred or was released meanwhile (which ended the steal), or the answer
-    // comes from a worker that no longer has it.
+    // comes from a worker that no longer has it, or answers a request for an earlier
+    // assignment there (it erred and was retried there, and asked for again).
     return log(LogLevel::debug, fmt::format("stale steal response for '{}' from {}", e.key,
                                             e.worker));
   }

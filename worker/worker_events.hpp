@@ -46,6 +46,7 @@ struct StealRequestEvent {
   static constexpr std::string_view kind = "steal-request";
   Key key;
   std::string stimulus_id;
+  std::uint64_t attempt = 0;  ///< echoed in the answer
 };
 
 /// A peer answered a GatherDep. `data` holds the keys it had; any requested key not in

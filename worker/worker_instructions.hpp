@@ -69,6 +69,7 @@ struct SendStealResponse {
   Key key;
   bool stolen = false;
   std::string stimulus_id;
+  std::uint64_t attempt = 0;  ///< the request's
 };
 
 using Instruction = std::variant<Execute, GatherDep, SendTaskFinished, SendTaskErred,

@@ -406,9 +406,11 @@ void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message)
           events.emplace_back(FreeKeysEvent{std::move(keys), ""});
           break;
         }
-        case Op::steal_request:
-          events.emplace_back(StealRequestEvent{r.body<protocol::StealRequest>().key, ""});
+        case Op::steal_request: {
+          auto b = r.body<protocol::StealRequest>();
+          events.emplace_back(StealRequestEvent{std::move(b.key), "", b.attempt});
           break;
+        }
         case Op::close_worker:
           close_requested = r.body<protocol::CloseWorker>();
           break;
@@ -538,7 +540,7 @@ void Worker::Impl::run(Instructions instructions) {
               to_scheduler(Op::missing_data, protocol::MissingData{i.key, i.missing, i.from});
             },
             [this](SendStealResponse& i) {
-              to_scheduler(Op::steal_response, protocol::StealResponse{i.key, i.stolen});
+              to_scheduler(Op::steal_response, protocol::StealResponse{i.key, i.stolen, i.attempt});
             },
         },
         instruction);

@@ -222,7 +222,7 @@ void WorkerState::apply(StealRequestEvent& e) {
     ts->assigned = false;
     release(e.key);
   }
-  emit(SendStealResponse{e.key, stolen, stimulus_});
+  emit(SendStealResponse{e.key, stolen, stimulus_, e.attempt});
 }
 
 void WorkerState::maybe_release(const Key& key) {

@@ -50,7 +50,8 @@ namespace taskwire::comm {
 ///    carry 128 random bits of their client's.
 /// 11: compute_task carries an attempt id, echoed in task_finished and task_erred.
 /// 12: register_worker carries the results a worker joining again kept (`held`).
-inline constexpr std::uint32_t kProtocolVersion = 12;
+/// 13: steal_request and steal_response carry the assignment's attempt.
+inline constexpr std::uint32_t kProtocolVersion = 13;
 
 /// What a comm accepts while its peer has not authenticated: the handshake's messages are
 /// one frame of a few KiB at most, so a peer announcing more is refused before anything is

@@ -62,8 +62,8 @@ void fill(protocol::SchedulerInfo& b) {
 void fill(protocol::ThreadsBusy& b) { b.count = 1; }
 void fill(protocol::WorkerDied& b) { b = {"tcp://127.0.0.1:4000", "w0", "SIGSEGV", {"k"}}; }
 void fill(protocol::TaskFinished& b) { b = {"k", 8, 0.25, 1, 0.01, 0.002, 4096}; }
-void fill(protocol::StealRequest& b) { b.key = "k"; }
-void fill(protocol::StealResponse& b) { b = {"k", true}; }
+void fill(protocol::StealRequest& b) { b = {"k", 3}; }
+void fill(protocol::StealResponse& b) { b = {"k", true, 3}; }
 void fill(protocol::WorkerStatus& b) { b.paused = true; }
 void fill(protocol::TaskErred& b) { b = {"k", "failed", "std::invalid_argument"}; }
 void fill(protocol::WorkerRefused& b) { b.reason = "name taken"; }

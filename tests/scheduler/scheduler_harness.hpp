@@ -101,6 +101,12 @@ struct Harness {
     return handle(TaskFinished{*worker, key, nbytes, duration, "", s.attempt(key)});
   }
 
+  /// `worker`'s answer to a steal request for `key`'s current assignment.
+  const Instructions& answer_steal(const std::string& worker, const std::string& key,
+                                   bool stolen) {
+    return handle(StealResponse{worker, key, stolen, "", s.attempt(key)});
+  }
+
   const Instructions& fail(const std::string& key, const std::string& message = "boom",
                            const std::string& exception_type = "std::runtime_error") {
     const auto worker = s.processing_on(key);

@@ -223,7 +223,7 @@ TEST_CASE("stealing: never to a worker lacking the task's resources, nor a task 
   REQUIRE(requests.size() == 1);
   CHECK(requests[0].worker == "a");
   CHECK(requests[0].key != "p");
-  h.handle(StealResponse{"a", requests[0].key, true, ""});
+  h.answer_steal("a", requests[0].key, true);
   CHECK(h.s.processing_on(requests[0].key) == "c");
   CHECK(h.s.worker("c")->used_resources == taskwire::runtime::Resources{{"GPU", 1}});
   CHECK(h.s.worker("a")->used_resources == taskwire::runtime::Resources{{"GPU", 1}});
@@ -238,7 +238,7 @@ TEST_CASE("stealing: a thief that paused before the victim confirmed does not ge
   const auto requests = only<StealRequest>(h.last);
   REQUIRE(requests.size() == 1);
   h.handle(WorkerStatusChanged{"c", true, ""});
-  const auto& out = h.handle(StealResponse{"a", requests[0].key, true, ""});
+  const auto& out = h.answer_steal("a", requests[0].key, true);
   const auto sent = only<ComputeTask>(out);
   REQUIRE(sent.size() == 1);  // placed anew: back on a, the one worker that may take it
   CHECK(sent[0].worker == "a");
@@ -256,6 +256,6 @@ TEST_CASE("stealing: a paused worker's waiting tasks may go to an idle one",
   const auto requests = only<StealRequest>(out);
   REQUIRE(requests.size() == 1);  // b has one thread
   CHECK(requests[0].worker == "a");
-  h.handle(StealResponse{"a", requests[0].key, true, ""});
+  h.answer_steal("a", requests[0].key, true);
   CHECK(h.s.processing_on(requests[0].key) == "b");
 }

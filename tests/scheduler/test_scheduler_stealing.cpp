@@ -28,7 +28,7 @@ TEST_CASE("stealing: a confirmed steal moves the task to the idle worker",
           "[scheduler][stealing]") {
   Harness h;
   two_on_a_then_b(h);
-  const auto& out = h.handle(StealResponse{"a", "x2", true, ""});
+  const auto& out = h.answer_steal("a", "x2", true);
   const auto sent = only<ComputeTask>(out);
   REQUIRE(sent.size() == 1);
   CHECK(sent[0].worker == "b");
@@ -46,15 +46,34 @@ TEST_CASE("stealing: a refused task stays, is not asked for again, and another o
           "[scheduler][stealing]") {
   Harness h;
   two_on_a_then_b(h);
-  auto out = h.handle(StealResponse{"a", "x2", false, ""});  // x2 runs on a
+  auto out = h.answer_steal("a", "x2", false);  // x2 runs on a
   CHECK(computed(out).empty());
   CHECK(h.s.processing_on("x2") == "a");
   auto requests = steals(out);
   REQUIRE(requests.size() == 1);  // b is still idle: x1 is worth asking for
   CHECK(requests[0].key == "x1");
-  out = h.handle(StealResponse{"a", "x1", false, ""});
+  out = h.answer_steal("a", "x1", false);
   CHECK(steals(out).empty());  // both run there: nothing left to ask for
   CHECK(h.s.processing("a") == std::vector<std::string>{"x1", "x2"});
+}
+
+TEST_CASE("stealing: an answer to a request for an earlier assignment moves nothing",
+          "[scheduler][stealing]") {
+  // The victim's answer to a request made before the task erred and was retried there
+  // reaches the scheduler after a new request for the retry: taken for the new one, a
+  // "refused" ended that steal and the victim's later "stolen" was dropped as stale, so the
+  // task was on no worker (simulation seed 2774).
+  Harness h;
+  two_on_a_then_b(h);
+  const auto current = h.s.attempt("x2");
+  auto out = h.handle(StealResponse{"a", "x2", true, "", current - 1});
+  CHECK(computed(out).empty());
+  CHECK(h.s.processing_on("x2") == "a");
+  out = h.handle(StealResponse{"a", "x2", false, "", current - 1});
+  CHECK(steals(out).empty());  // the request for the current assignment is still pending
+  out = h.answer_steal("a", "x2", true);
+  REQUIRE(computed(out) == std::vector<std::string>{"x2"});
+  CHECK(h.s.processing_on("x2") == "b");
 }
 
 TEST_CASE("stealing: a task that finishes while the request is in flight stays where it ran",
@@ -63,10 +82,10 @@ TEST_CASE("stealing: a task that finishes while the request is in flight stays w
   two_on_a_then_b(h);
   h.finish("x2");
   CHECK(h.s.task_state("x2") == TaskStatus::memory);
-  auto out = h.handle(StealResponse{"a", "x2", false, ""});
+  auto out = h.answer_steal("a", "x2", false);
   CHECK(computed(out).empty());
   // Even a (wrong) confirmation of a task no longer processing moves nothing.
-  out = h.handle(StealResponse{"a", "x2", true, ""});
+  out = h.answer_steal("a", "x2", true);
   CHECK(computed(out).empty());
   CHECK(h.s.who_has("x2") == std::vector<std::string>{"a"});
 }
@@ -79,7 +98,7 @@ TEST_CASE("stealing: the victim dying with a steal in flight reschedules its tas
   CHECK(sorted(computed(out)) == std::vector<std::string>{"x1", "x2"});
   CHECK(h.s.processing_on("x1") == "b");
   CHECK(h.s.processing_on("x2") == "b");
-  out = h.handle(StealResponse{"a", "x2", true, ""});  // late answer from the dead victim
+  out = h.answer_steal("a", "x2", true);  // late answer from the dead victim
   CHECK(computed(out).empty());
   CHECK(h.s.processing_on("x2") == "b");
 }
@@ -89,7 +108,7 @@ TEST_CASE("stealing: the thief dying with a steal in flight places the task anew
   Harness h;
   two_on_a_then_b(h);
   h.handle(RemoveWorker{"b", "connection lost", false, "", 0});
-  const auto& out = h.handle(StealResponse{"a", "x2", true, ""});  // a gave it up
+  const auto& out = h.answer_steal("a", "x2", true);  // a gave it up
   const auto sent = only<ComputeTask>(out);
   REQUIRE(sent.size() == 1);
   CHECK(sent[0].worker == "a");

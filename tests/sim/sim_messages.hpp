@@ -30,6 +30,7 @@ struct OpFreeKeys {
 };
 struct OpStealRequest {
   std::string key;
+  std::uint64_t attempt = 0;
 };
 struct OpCloseWorker {};
 struct OpWorkerRefused {
@@ -64,6 +65,7 @@ struct OpThreadsBusy {
 struct OpStealResponse {
   std::string key;
   bool stolen = false;
+  std::uint64_t attempt = 0;
 };
 struct OpWorkerStatus {
   bool paused = false;

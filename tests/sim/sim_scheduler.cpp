@@ -66,7 +66,7 @@ bool SimScheduler::on_worker_op(const std::string& from, const Payload& op) {
     handle(sch::ThreadsBusy{from, b->count, ""});
   } else if (const auto* s = std::get_if<OpStealResponse>(&op)) {
     if (s->stolen) ++cluster_.stats().steals;
-    handle(sch::StealResponse{from, s->key, s->stolen, ""});
+    handle(sch::StealResponse{from, s->key, s->stolen, "", s->attempt});
   } else if (const auto* st = std::get_if<OpWorkerStatus>(&op)) {
     handle(sch::WorkerStatusChanged{from, st->paused, ""});
   } else if (const auto* c = std::get_if<OpConnectionClosed>(&op)) {
@@ -141,7 +141,7 @@ void SimScheduler::emit(const sch::Instruction& i) {
           to_peer(x.worker, OpFreeKeys{x.keys, x.processing});
         } else if constexpr (std::is_same_v<T, sch::StealRequest>) {
           ++cluster_.stats().steal_requests;
-          to_peer(x.worker, OpStealRequest{x.key});
+          to_peer(x.worker, OpStealRequest{x.key, x.attempt});
         } else if constexpr (std::is_same_v<T, sch::RefuseWorker>) {
           to_peer(x.worker, OpWorkerRefused{x.reason});
           connected_.erase(x.worker);  // after the refusal is queued: the server closes it

@@ -64,7 +64,7 @@ void SimWorker::from_scheduler(const Envelope& e) {
                      events.emplace_back(worker::FreeKeysEvent{x.keys, ""});
                    },
                    [&](const OpStealRequest& x) {
-                     events.emplace_back(worker::StealRequestEvent{x.key, ""});
+                     events.emplace_back(worker::StealRequestEvent{x.key, "", x.attempt});
                    },
                    [&](const OpCloseWorker&) { close = true; },
                    [&](const OpWorkerRefused&) { refused = true; },
@@ -183,7 +183,7 @@ void SimWorker::run(worker::Instructions& instructions) {
               to_scheduler(OpMissingData{x.key, x.missing, x.from});
             },
             [this](worker::SendStealResponse& x) {
-              to_scheduler(OpStealResponse{x.key, x.stolen});
+              to_scheduler(OpStealResponse{x.key, x.stolen, x.attempt});
             },
         },
         instruction);

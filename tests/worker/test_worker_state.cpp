@@ -428,9 +428,10 @@ TEST_CASE("worker state: a steal request takes a task that has not started, neve
   CHECK_FALSE(answers[0].stolen);
   CHECK(ws.status("a") == TaskStatus::executing);
 
-  out = step(ws, StealRequestEvent{"b", ""});  // ready, not started: given up
+  out = step(ws, StealRequestEvent{"b", "", 7});  // ready, not started: given up
   answers = only<SendStealResponse>(out);
   REQUIRE(answers.size() == 1);
+  CHECK(answers[0].attempt == 7);  // the request's, so the scheduler tells answers apart
   CHECK(answers[0].key == "b");
   CHECK(answers[0].stolen);
   CHECK_FALSE(ws.status("b"));
