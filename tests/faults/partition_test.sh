@@ -8,7 +8,7 @@
 #     exited); tasks right before, during and after
 #   partition_test.sh oneway SCHEDULER_EXE WORKER_EXE PRELOAD_LIB CLIENT
 #     h2 cannot reach w3's listening port (a tc filter on h2's eth0 drops what h2 sends
-#     there; the scheduler reaches both): tasks on w2 that need results held on w3 finish
+#     there, silently; the scheduler reaches both, w3 reaches w2): tasks on w2 that need results held on w3 finish
 #     right, or err naming the cause, within 60 s: never a hang
 # Afterwards every daemon exits 0 after the shutdown. Prints FAILED on a failure; exits 77
 # (ctest SKIP_RETURN_CODE) when it cannot make hosts (not root, no network namespaces).
@@ -80,10 +80,16 @@ case $mode in
     ;;
   oneway)
     port=$(grep -o "taskwire-worker w3 at tcp://[0-9.]*:[0-9]*" "$dir/worker3.out" | sed 's/.*://')
-    "$on" h2 tc qdisc add dev eth0 root handle 1: prio &&
-      "$on" h2 tc filter add dev eth0 parent 1: protocol ip prio 1 u32 \
-        match ip dst "198.18.$n.3/32" match ip dport "$port" 0xffff action drop ||
-      fail "cannot drop h2's packets to w3's port $port"
+    # No tc action modules here: the filter sends those packets to a class whose queue
+    # holds none (pfifo limit 0), which drops them; the rest goes through the default class.
+    on_h2() { "$on" h2 "$@" 2>>"$dir/tc.log"; }
+    on_h2 tc qdisc add dev eth0 root handle 1: htb default 10 r2q 1000000 &&
+      on_h2 tc class add dev eth0 parent 1: classid 1:10 htb rate 10gbit &&
+      on_h2 tc class add dev eth0 parent 1: classid 1:20 htb rate 8bit &&
+      on_h2 tc qdisc add dev eth0 parent 1:20 handle 20: pfifo limit 0 &&
+      on_h2 tc filter add dev eth0 parent 1: protocol ip prio 1 u32 \
+        match ip dst "198.18.$n.3/32" match ip dport "$port" 0xffff flowid 1:20 ||
+      fail "cannot drop h2's packets to w3's port $port: $(cat "$dir/tc.log")"
     start=$(date +%s%N)
     run_client oneway "w2" "w3"
     echo "oneway: the client's graph ended $(ms_since "$start") ms after it started"
