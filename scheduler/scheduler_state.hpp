@@ -61,7 +61,7 @@ struct SchedulerOptions {
   /// Expected removals do not count, nor, when a nanny reported the death, tasks that were
   /// only queued there.
   int allowed_failures = 3;
-  /// A task errs once its worker failed this many times in a row to fetch an input from the
+  /// A task errs once its worker failed this many times to fetch the same input from the
   /// same holder while the scheduler still counts that holder alive (MissingData): the two
   /// workers cannot reach each other (a one-way partition, a firewall). Each failure drops
   /// that replica and computes the input again, which heals it when the input or the task
@@ -389,13 +389,10 @@ class SchedulerState {
     std::string reason;
   };
   std::vector<DyingWorker> dying_;
-  /// Tasks whose worker could not fetch an input from a live holder: that holder, and how
-  /// many times in a row (allowed_fetch_failures). Dropped when the task finishes, errs or
-  /// leaves (CheckHeartbeats prunes those).
-  struct FetchFailures {
-    std::string holder;
-    int count = 0;
-  };
+  /// Tasks whose worker could not fetch an input from a live holder: how many times, by
+  /// (input, holder) (allowed_fetch_failures). Dropped when the task finishes or errs, and
+  /// pruned on CheckHeartbeats once it is no longer waiting or processing.
+  using FetchFailures = std::map<std::pair<std::string, std::string>, int>;
   std::unordered_map<std::string, FetchFailures> fetch_failures_;
   std::uint64_t attempts_ = 0;  ///< assignments made (TaskState::attempt)
   double last_heartbeat_check_ = -1;  ///< the previous CheckHeartbeats' now; -1: none yet

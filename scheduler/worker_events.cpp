@@ -347,26 +347,22 @@ void SchedulerState::on(const MissingData& e) {
   if (dependent_there) recommend(dts, S::waiting);  // sent again with fresh locations
 }
 
-// A holder that lost a key says so itself (reporter and holder the same); another worker
-// failing to fetch from a holder the scheduler still hears from most likely cannot reach it.
+// A holder that lost a key says so itself (reporter and holder the same), and a key lost
+// with a spill file is not lost again from the same holder each time it is recomputed: the
+// same input failing from the same live holder again and again means the two workers
+// cannot reach each other.
 bool SchedulerState::fetch_failed_for_good(TaskState* dts, const MissingData& e) {
   const WorkerState* holder = find_worker(e.errant_worker);
-  if (!holder || e.errant_worker == e.worker) {
-    fetch_failures_.erase(dts->key);
-    return false;
-  }
-  auto& failures = fetch_failures_[dts->key];
-  failures.count = failures.holder == holder->address ? failures.count + 1 : 1;
-  failures.holder = holder->address;
-  if (failures.count < options_.allowed_fetch_failures) return false;
-  const int count = failures.count;
+  if (!holder || e.errant_worker == e.worker) return false;
+  const int count = ++fetch_failures_[dts->key][{e.key, holder->address}];
+  if (count < options_.allowed_fetch_failures) return false;
   fetch_failures_.erase(dts->key);
   const WorkerState* ws = dts->processing_on;
   auto failure = std::make_shared<const TaskFailure>(TaskFailure{
       dts->key,
       fmt::format("task '{}' ({}) could not get its input '{}': worker {} ({}) failed {} times "
-                  "in a row to fetch it from worker {} ({}), which the scheduler still hears "
-                  "from; the input was computed again each time. Can {} reach {}? (a firewall, "
+                  "to fetch it from worker {} ({}), which the scheduler still hears from; the "
+                  "input was computed again each time. Can {} reach {}? (a firewall, "
                   "a one-way partition; allowed_fetch_failures is {})",
                   dts->key, dts->function, e.key, ws->name, ws->address, count, holder->name,
                   holder->address, ws->name, holder->name, options_.allowed_fetch_failures),

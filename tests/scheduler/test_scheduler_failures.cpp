@@ -514,7 +514,7 @@ TEST_CASE("scheduler: a task whose worker cannot fetch an input from a live hold
     }
     REQUIRE(erred.size() == 1);
     CHECK(erred[0].key == "y");
-    CHECK(erred[0].message.find("failed 3 times in a row to fetch it from worker tcp://b:1") !=
+    CHECK(erred[0].message.find("failed 3 times to fetch it from worker tcp://b:1") !=
           std::string::npos);
     CHECK(h.s.task_state("y") == S::erred);
   }
