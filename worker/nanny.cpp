@@ -114,9 +114,12 @@ class SchedulerLink : public std::enable_shared_from_this<SchedulerLink> {
   /// Opens the link unless it is open or opening (at most one attempt a second). Non-blocking.
   void open();
   void abort() noexcept {
-    std::lock_guard lock(mu_);
-    if (comm_) comm_->abort();
-    comm_.reset();
+    comm::CommPtr comm;
+    {
+      std::lock_guard lock(mu_);
+      comm.swap(comm_);
+    }
+    if (comm) comm->abort();  // outside the lock: its read handler takes it
   }
   /// The scheduler said it is shutting down; `reason` is what it said.
   bool shutting_down() const { return shutting_down_.load(); }

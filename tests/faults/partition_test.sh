@@ -92,6 +92,7 @@ case $mode in
       fail "cannot drop h2's packets to w3's port $port: $(cat "$dir/tc.log")"
     start=$(date +%s%N)
     run_client oneway "w2" "w3"
+    grep "^oneway: .* right" "$dir/client.log"
     echo "oneway: the client's graph ended $(ms_since "$start") ms after it started"
     ;;
   *) fail "unknown mode $mode" ;;
