@@ -193,9 +193,34 @@ void WorkerState::apply(ComputeTaskEvent& e) {
   if (ts.waiting_for_data.empty()) make_ready(ts);
 }
 
+// A value held here whose spill file was found lost, about to be computed here again: local
+// tasks not started wait for it again; one already running took the value before.
+void WorkerState::forget_lost_value(TaskState& ts) {
+  data_->erase(ts.key);
+  std::erase_if(ts.dependents, [&](const Key& d) {
+    TaskState* dt = find(d);
+    if (!dt) return true;
+    if (dt->status != TaskStatus::waiting && dt->status != TaskStatus::ready) {
+      dt->dependencies.erase(ts.key);
+      return true;
+    }
+    dequeue(*dt);
+    dt->status = TaskStatus::waiting;
+    dt->waiting_for_data.insert(ts.key);
+    return false;
+  });
+}
+
 bool WorkerState::reassigned(TaskState& existing, ComputeTaskEvent& e) {
   switch (existing.status) {
     case TaskStatus::memory:
+      // Its spill file was found lost (a peer or client asked for it): computed again here,
+      // not reported from a store that no longer has it (which the scheduler would hear as
+      // held, and every fetch would find missing, round after round).
+      if (data_->lost(existing.key)) {
+        forget_lost_value(existing);
+        return false;
+      }
       // Already here (computed before, or fetched for a local dependent): report it.
       existing.assigned = true;
       emit(SendTaskFinished{existing.key, existing.nbytes, existing.duration_s, stimulus_,

@@ -149,6 +149,7 @@ class WorkerState {
   // compute-task's steps
   /// A task already known here assigned again: true when that settles it.
   bool reassigned(TaskState& existing, ComputeTaskEvent& e);
+  void forget_lost_value(TaskState& ts);
   std::optional<std::string> invalid_spec(const ComputeTaskEvent& e,
                                           const std::vector<Key>& deps) const;
   /// Where each dependency comes from (peers other than this worker); nullopt, with a

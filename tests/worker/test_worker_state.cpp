@@ -490,3 +490,28 @@ TEST_CASE("worker state: a held dependency whose spill file is lost goes back to
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("worker state: a result whose spill file a peer found lost is computed again when "
+          "assigned here again, not reported as held", "[worker][state][spill]") {
+  std::string pattern = (std::filesystem::temp_directory_path() / "taskwire-spill-XXXXXX").string();
+  REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+  const std::filesystem::path dir = pattern;
+  {
+    auto store = std::make_shared<DataStore>(SpillOptions{dir, 0});
+    WorkerState ws(options(), store);
+    step(ws, compute("a"));
+    step(ws, success("a", 7));
+    REQUIRE(store->spill_to(0) > 0);
+    for (const auto& f : std::filesystem::directory_iterator(dir)) std::filesystem::remove(f);
+    CHECK_FALSE(store->get("a"));  // a peer's get_data finds it missing
+    auto e = compute("a");
+    e.attempt = 9;  // the scheduler computes it again, here
+    auto out = step(ws, std::move(e));
+    CHECK(only<SendTaskFinished>(out).empty());
+    CHECK(executed(out) == std::vector<std::string>{"a"});
+    out = step(ws, success("a", 8));
+    REQUIRE(only<SendTaskFinished>(out).size() == 1);
+    CHECK(store->get("a"));
+  }
+  std::filesystem::remove_all(dir);
+}
