@@ -34,11 +34,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -111,6 +113,72 @@ struct TaskDescription {
   SubmitOptions options = {};
 };
 
+/// An argument of Client::map given to every task unchanged, in the place of a sequence:
+/// fixed(x) with x a value (serialized once, for all tasks) or a Future.
+template <class T>
+struct Fixed {
+  T value;
+};
+template <class T>
+Fixed<std::remove_cvref_t<T>> fixed(T&& value) {
+  return {std::forward<T>(value)};
+}
+template <class T>
+struct is_fixed : std::false_type {};
+template <class T>
+struct is_fixed<Fixed<T>> : std::true_type {};
+
+namespace client::detail {
+/// A value already among a message's frames (map's fixed values): the argument refers to it.
+struct FrameAt {
+  std::uint32_t index;
+};
+
+/// map's view of one of its inputs, for a parameter declared `P`: at(i) is the i-th task's
+/// argument. A sequence gives its i-th element; fixed(Future) the future; fixed(value) the
+/// frame it was serialized to once.
+template <class P, class Seq>
+class MapArg {
+ public:
+  static_assert(requires(const Seq& s) { s.size(); s[0]; },
+                "map: each input must be a sequence (a std::vector) or fixed(x)");
+  MapArg(const Seq& seq, std::vector<runtime::Frame>&) : seq_(&seq) {}
+  const auto& at(std::size_t i) const { return (*seq_)[i]; }
+
+ private:
+  const Seq* seq_;
+};
+template <class P, class T>
+class MapArg<P, Fixed<T>> {
+ public:
+  using Param = std::remove_cvref_t<P>;
+  MapArg(const Fixed<T>& f, std::vector<runtime::Frame>& frames) : value_(&f.value) {
+    if constexpr (!is_future<T>::value) {
+      static_assert(std::is_convertible_v<const T&, Param>,
+                    "map: a fixed value must convert to the parameter type");
+      frame_ = FrameAt{static_cast<std::uint32_t>(frames.size())};
+      frames.push_back(runtime::to_frame(static_cast<const Param&>(Param(f.value))));
+    }
+  }
+  auto at(std::size_t) const {
+    if constexpr (is_future<T>::value) return *value_;
+    else return frame_;
+  }
+
+ private:
+  const T* value_;
+  FrameAt frame_{0};
+};
+
+template <class Seq>
+std::optional<std::size_t> map_input_size(const Seq& seq) {
+  if constexpr (is_fixed<Seq>::value) return std::nullopt;
+  else return seq.size();
+}
+/// The sequences' common length; throws std::invalid_argument listing them when they differ.
+std::size_t map_length(std::initializer_list<std::optional<std::size_t>> sizes);
+}  // namespace client::detail
+
 /// wait's answer: the futures done (successfully or not) when it returned, and the others,
 /// each in the order given.
 template <class T>
@@ -157,21 +225,32 @@ class Client {
     return Future<R>(core().submit({std::move(spec)}, std::move(frames)).at(0));
   }
 
-  /// fn applied to every element, sent to the scheduler as one graph message. An element may
-  /// be a Future (a dependency), or a std::vector<Future<T>> for a std::vector<T> parameter.
-  template <class R, class A, class T>
-  std::vector<Future<R>> map(R (*fn)(A), const std::vector<T>& inputs) {
-    return map(SubmitOptions{}, fn, inputs);
+  /// fn applied to every element, sent to the scheduler as one graph message: one task per
+  /// index, as Dask's client.map(fn, xs, ys). With several sequences (one per parameter, all
+  /// of one length; otherwise std::invalid_argument naming the lengths) the i-th task is
+  /// fn(xs[i], ys[i], ...). An element may be a Future (a dependency), or a
+  /// std::vector<Future<T>> for a std::vector<T> parameter. fixed(x) in a parameter's place
+  /// passes the same x (a value, sent once, or a Future) to every task:
+  /// `client.map(partial_sums, chunks, taskwire::fixed(centroids))`.
+  template <class R, class... A, class... Seqs>
+  std::vector<Future<R>> map(R (*fn)(A...), const Seqs&... inputs) {
+    return map(SubmitOptions{}, fn, inputs...);
   }
-  template <class R, class A, class T>
-  std::vector<Future<R>> map(const SubmitOptions& options, R (*fn)(A),
-                             const std::vector<T>& inputs) {
+  template <class R, class... A, class... Seqs>
+  std::vector<Future<R>> map(const SubmitOptions& options, R (*fn)(A...), const Seqs&... inputs) {
+    static_assert(sizeof...(A) == sizeof...(Seqs),
+                  "map: one sequence (or fixed(x)) per parameter of the function");
+    static_assert((!is_fixed<Seqs>::value || ...), "map: at least one input must be a sequence");
+    using client::detail::MapArg;
+    const std::size_t n = client::detail::map_length({client::detail::map_input_size(inputs)...});
     std::vector<runtime::Frame> frames;
+    // A fixed value is serialized once; every task's spec refers to that frame.
+    std::tuple<MapArg<A, Seqs>...> args{MapArg<A, Seqs>(inputs, frames)...};
     std::vector<protocol::TaskSpec> specs;
-    specs.reserve(inputs.size());
-    for (const auto& x : inputs) {
-      specs.push_back(make_spec<R, A>(fn, frames, x));
-      const std::size_t i = specs.size() - 1;
+    specs.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      specs.push_back(std::apply(
+          [&](const auto&... arg) { return make_spec<R, A...>(fn, frames, arg.at(i)...); }, args));
       apply(options, options.key.empty() ? std::string() : options.key + "-" + std::to_string(i),
             specs.back(), frames);
     }
@@ -361,7 +440,10 @@ class Client {
                 std::vector<std::int64_t>& layout, Arg0&& arg, Args&&... rest) {
     using Param = std::remove_cv_t<std::remove_reference_t<A0>>;
     using ArgT = std::remove_cv_t<std::remove_reference_t<Arg0>>;
-    if constexpr (is_future<ArgT>::value) {
+    if constexpr (std::is_same_v<ArgT, client::detail::FrameAt>) {
+      spec.args.push_back({protocol::ArgSpec::frame, arg.index, {}});
+      layout.push_back(runtime::kOneArgument);
+    } else if constexpr (is_future<ArgT>::value) {
       static_assert(std::is_same_v<typename ArgT::value_type, Param>,
                     "a Future<T> argument must match the parameter type T");
       spec.args.push_back({protocol::ArgSpec::dependency, 0, arg.key()});
