@@ -66,6 +66,12 @@ SchedulerInfo Client::scheduler_info(std::chrono::milliseconds timeout) {
   return info;
 }
 
+std::string Client::item_key(const protocol::TaskSpec& spec,
+                             const std::vector<runtime::Frame>& frames) {
+  const auto key = pure_key(spec, frames);  // "<function>-<hash>"
+  return "getitem" + key.substr(key.rfind('-'));
+}
+
 std::string Client::pure_key(const protocol::TaskSpec& spec,
                              const std::vector<runtime::Frame>& frames) {
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);

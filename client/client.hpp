@@ -175,6 +175,10 @@ std::optional<std::size_t> map_input_size(const Seq& seq) {
   if constexpr (is_fixed<Seq>::value) return std::nullopt;
   else return seq.size();
 }
+/// Registers the part functions of C at start-up in every process running this binary.
+template <class C>
+inline const bool kItemsRegistered = (runtime::detail::register_items<C>(), true);
+
 /// The sequences' common length; throws std::invalid_argument listing them when they differ.
 std::size_t map_length(std::initializer_list<std::optional<std::size_t>> sizes);
 }  // namespace client::detail
@@ -258,6 +262,75 @@ class Client {
     std::vector<Future<R>> out;
     out.reserve(refs.size());
     for (auto& r : refs) out.push_back(Future<R>(std::move(r)));
+    return out;
+  }
+
+  /// A future to element `i` of f's result, a std::vector or std::array, as Dask's
+  /// client.submit(operator.getitem, f, i): a built-in task, placed on a worker holding the
+  /// result, copies out element i, reading the whole in place (no decode, no copy of the rest;
+  /// docs/guide/cpp-api.md, "Parts of a result"). Pure: the same part of the same future is
+  /// one task. An index out of range errs the task (std::out_of_range).
+  template <class C>
+  Future<typename C::value_type> getitem(const Future<C>& f, std::size_t i) {
+    static_assert(runtime::detail::ItemAccess<C>::value && runtime::detail::ItemAccess<C>::kRuntimeIndex,
+                  "getitem(f, i): f must be a Future of a std::vector or std::array; "
+                  "use getitem<I>(f) for a tuple or pair");
+    std::vector<runtime::Frame> frames;
+    auto spec = item_spec<C>(f, std::nullopt);
+    spec.args.push_back({protocol::ArgSpec::frame, static_cast<std::uint32_t>(frames.size()), {}});
+    frames.push_back(runtime::to_frame(static_cast<std::uint64_t>(i)));
+    spec.key = item_key(spec, frames);
+    return Future<typename C::value_type>(core().submit({std::move(spec)}, std::move(frames)).at(0));
+  }
+  /// Element I of a std::tuple, std::pair or std::array result, as getitem(f, i).
+  template <std::size_t I, class C>
+  Future<std::tuple_element_t<I, C>> getitem(const Future<C>& f) {
+    static_assert(runtime::detail::ItemAccess<C>::value, "getitem<I>(f): f must be a Future of "
+                  "a std::tuple, std::pair or std::array");
+    if constexpr (runtime::detail::ItemAccess<C>::kRuntimeIndex) {
+      return getitem(f, I);
+    } else {
+      auto spec = item_spec<C>(f, I);
+      spec.key = item_key(spec, {});
+      return Future<std::tuple_element_t<I, C>>(core().submit({std::move(spec)}, {}).at(0));
+    }
+  }
+  /// Every part of a tuple, pair or array result as a future of its own (Dask's nout, Ray's
+  /// num_returns), submitted as one message: `auto [lo, hi] = client.unpack(f);`. Each
+  /// consumer then fetches only its part. A std::tuple of futures (std::array for an array).
+  template <class C>
+  auto unpack(const Future<C>& f) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      if constexpr (runtime::detail::ItemAccess<C>::kRuntimeIndex) {
+        auto parts = unpack(f, sizeof...(I));
+        return std::array<Future<typename C::value_type>, sizeof...(I)>{parts[I]...};
+      } else {
+        std::vector<protocol::TaskSpec> specs;
+        ((specs.push_back(item_spec<C>(f, I)), specs.back().key = item_key(specs.back(), {})), ...);
+        auto refs = core().submit(std::move(specs), {});
+        return std::tuple<Future<std::tuple_element_t<I, C>>...>{
+            Future<std::tuple_element_t<I, C>>(refs[I])...};
+      }
+    }(std::make_index_sequence<std::tuple_size_v<C>>{});
+  }
+  /// The first `n` elements of a std::vector (or std::array) result as futures of their own,
+  /// submitted as one message: the pieces of a split, each sent on to its own consumer.
+  template <class C>
+  std::vector<Future<typename C::value_type>> unpack(const Future<C>& f, std::size_t n) {
+    std::vector<runtime::Frame> frames;
+    std::vector<protocol::TaskSpec> specs;
+    specs.reserve(n);
+    frames.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      specs.push_back(item_spec<C>(f, std::nullopt));
+      specs.back().args.push_back({protocol::ArgSpec::frame, static_cast<std::uint32_t>(i), {}});
+      frames.push_back(runtime::to_frame(static_cast<std::uint64_t>(i)));
+      specs.back().key = item_key(specs.back(), frames);
+    }
+    auto refs = core().submit(std::move(specs), std::move(frames));
+    std::vector<Future<typename C::value_type>> out;
+    out.reserve(refs.size());
+    for (auto& r : refs) out.push_back(Future<typename C::value_type>(std::move(r)));
     return out;
   }
 
@@ -393,6 +466,24 @@ class Client {
     spec.priority = core().next_priority();
     return spec;
   }
+
+  // A part of f's result: the built-in item function of C (element `index` of a tuple, or
+  // the element given as the next argument), f its dependency. The program asking for parts
+  // registers the function too (kItemsRegistered), for workers running this same binary.
+  template <class C>
+  protocol::TaskSpec item_spec(const Future<C>& f, std::optional<std::size_t> index) {
+    (void)client::detail::kItemsRegistered<C>;
+    protocol::TaskSpec spec;
+    spec.function = runtime::detail::item_function_name<C>(index);
+    spec.args.push_back({protocol::ArgSpec::dependency, 0, f.key()});
+    spec.dependencies.push_back(f.key());
+    spec.priority = core().next_priority();
+    return spec;
+  }
+  /// "getitem-<hash of the function, the future's key and the index>": the same part of the
+  /// same result is one task, whoever asks (Dask names getitem tasks alike).
+  static std::string item_key(const protocol::TaskSpec& spec,
+                              const std::vector<runtime::Frame>& frames);
 
   // `key` replaces the generated one unless empty; then options.pure does.
   static void apply(const SubmitOptions& options, const std::string& key, protocol::TaskSpec& spec,
