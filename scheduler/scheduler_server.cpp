@@ -429,6 +429,8 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     UpdateGraph ev;
     ev.client = p->id;
     ev.wanted = std::move(g.wanted);
+    for (auto& k : g.scattered)
+      ev.scattered.push_back({std::move(k.key), static_cast<std::int64_t>(k.nbytes), std::move(k.workers)});
     ev.tasks.reserve(g.tasks.size());
     for (auto& t : g.tasks) {
       StoredSpec stored;
