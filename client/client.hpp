@@ -11,7 +11,10 @@
 //   auto fs = client.map(inc, std::vector<int>{1, 2, 3});
 //   std::vector<int> vs = client.gather(fs);
 //   auto data = client.scatter(std::vector<double>(1000));   // one Future<std::vector<double>>
-//   auto parts = client.scatter_each(std::vector<int>{1, 2});  // one Future<int> per element
+//   auto parts = client.scatter_each(std::vector<int>{1, 2});  // one Future<int> per element,
+//                                               // straight to the workers, spread evenly
+//   auto c2 = client.map(add, std::vector<int>{1, 2}, std::vector<int>{3, 4});  // zipped
+//   auto piece = client.getitem(client.submit(split, xs), 2);   // part 2 of the result
 //   auto c = client.submit({.key = "load-a", .retries = 2}, inc, 1);  // SubmitOptions
 //   auto info = client.scheduler_info();        // workers, their threads and memory, tasks
 //   taskwire::progress(fs);                     // a bar or log lines until fs are done
@@ -78,6 +81,17 @@ struct SubmitOptions {
   /// `workers` is a preference: one of them if any is connected and can take the task
   /// (not paused, enough resources free), any other otherwise.
   bool allow_other_workers = false;
+};
+
+/// Where scatter and scatter_each place data, designated-initializer friendly:
+/// `client.scatter(centroids, {.broadcast = true})`.
+struct ScatterOptions {
+  /// Workers (addresses or names) to place it on; empty: any connected. None of them
+  /// connected: std::invalid_argument.
+  std::vector<std::string> workers = {};
+  /// A copy on every one of those workers (Dask's broadcast=True): for data every task
+  /// reads, so that none fetches it. Each copy counts on its worker.
+  bool broadcast = false;
 };
 
 /// What wait(futures, options) waits for, designated-initializer friendly:
@@ -352,25 +366,25 @@ class Client {
   }
 
   /// Places `value` in the cluster as one piece of data (a vector too: one future for all of
-  /// it); tasks given the future read it where it is.
+  /// it); tasks given the future read it where it is. The bytes go from this client straight
+  /// to a worker (the one holding the fewest bytes; options.workers, options.broadcast), and
+  /// the scheduler only records who holds them, as Dask's scatter(direct=True). With no
+  /// worker connected yet they go through the scheduler, to the first worker free.
   template <class T>
-  Future<T> scatter(const T& value) {
-    std::vector<runtime::Frame> frames{runtime::to_frame(value)};
-    return Future<T>(core().submit({scatter_spec(0)}, std::move(frames)).at(0));
+  Future<T> scatter(const T& value, const ScatterOptions& options = {}) {
+    return Future<T>(
+        core().scatter({runtime::to_frame(value)}, options.workers, options.broadcast).at(0));
   }
-  /// Places each element of `values` in the cluster separately, in one message to the
-  /// scheduler: one future per element, in order.
+  /// Places each element of `values` in the cluster separately, spread evenly over the
+  /// workers by bytes (16 equal chunks on 2 workers: 8 each): one future per element, in
+  /// order. As scatter otherwise.
   template <class T>
-  std::vector<Future<T>> scatter_each(const std::vector<T>& values) {
+  std::vector<Future<T>> scatter_each(const std::vector<T>& values,
+                                      const ScatterOptions& options = {}) {
     std::vector<runtime::Frame> frames;
-    std::vector<protocol::TaskSpec> specs;
     frames.reserve(values.size());
-    specs.reserve(values.size());
-    for (const auto& v : values) {
-      specs.push_back(scatter_spec(static_cast<std::uint32_t>(frames.size())));
-      frames.push_back(runtime::to_frame(v));
-    }
-    auto refs = core().submit(std::move(specs), std::move(frames));
+    for (const auto& v : values) frames.push_back(runtime::to_frame(v));
+    auto refs = core().scatter(std::move(frames), options.workers, options.broadcast);
     std::vector<Future<T>> out;
     out.reserve(refs.size());
     for (auto& r : refs) out.push_back(Future<T>(std::move(r)));
@@ -447,7 +461,8 @@ class Client {
   /// Stops the scheduler and every worker (each exits 0), acknowledged by the scheduler.
   void shutdown() { core().shutdown(); }
 
-  /// Name under which the scatter helper is registered in every process.
+  /// Name under which the scatter helper is registered in every process (data sent through
+  /// the scheduler when no worker is connected).
   static constexpr const char* kIdentity = "taskwire::identity";
 
  private:
@@ -455,16 +470,6 @@ class Client {
   client::ClientCore& core() const {
     if (!core_) throw std::logic_error("taskwire::Client: used after it was moved from");
     return *core_;
-  }
-
-  // A task returning the frame at `frame` unchanged: data placed in the cluster.
-  protocol::TaskSpec scatter_spec(std::uint32_t frame) {
-    protocol::TaskSpec spec;
-    spec.key = core().new_key("scatter");
-    spec.function = kIdentity;
-    spec.args.push_back({protocol::ArgSpec::frame, frame, {}});
-    spec.priority = core().next_priority();
-    return spec;
   }
 
   // A part of f's result: the built-in item function of C (element `index` of a tuple, or

@@ -561,6 +561,19 @@ std::size_t SchedulerServer::held_specs() {
   return count.get();
 }
 
+std::uint64_t SchedulerServer::held_spec_bytes() {
+  auto impl = impl_;
+  auto task = std::make_shared<std::packaged_task<std::uint64_t()>>([impl] {
+    std::uint64_t bytes = 0;
+    for (const auto& [ref, spec] : impl->specs)
+      for (const auto& f : spec.frames) bytes += f.size();
+    return bytes;
+  });
+  auto bytes = task->get_future();
+  asio::post(impl->strand, [task] { (*task)(); });
+  return bytes.get();
+}
+
 namespace detail {
 asio::any_io_executor server_strand(const void* impl) {
   return static_cast<const SchedulerServer::Impl*>(impl)->strand;
