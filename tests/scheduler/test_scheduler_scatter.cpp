@@ -44,7 +44,7 @@ TEST_CASE("scheduler scatter: scattered data is in memory on its workers at once
   CHECK(h.s.who_has("s").empty());
 }
 
-TEST_CASE("scheduler scatter: holders that left are skipped; with none, the task runs",
+TEST_CASE("scheduler scatter: holders that left are skipped, and with none the task runs",
           "[scheduler][scatter]") {
   Harness h;
   h.add_worker("tcp://a:1");
@@ -61,7 +61,7 @@ TEST_CASE("scheduler scatter: holders that left are skipped; with none, the task
   CHECK(h.s.processing_on("kept") == std::optional<std::string>("tcp://b:1"));
 }
 
-TEST_CASE("scheduler scatter: a key known in memory gains replicas; copies nobody counts are freed",
+TEST_CASE("scheduler scatter: a key known in memory gains replicas, copies nobody counts are freed",
           "[scheduler][scatter]") {
   Harness h;
   h.add_worker("tcp://a:1");
