@@ -23,6 +23,7 @@
 
 using namespace taskwire;
 using test::Cluster;
+using test::Connected;
 
 namespace getitem_fns {
 
@@ -73,15 +74,6 @@ TASKWIRE_REGISTER(getitem_fns::three);
 TASKWIRE_REGISTER(getitem_fns::divmod);
 TASKWIRE_REGISTER(getitem_fns::triple);
 
-namespace {
-struct Connected {
-  explicit Connected(int n) : cl(n), client(cl.fx.registry(), cl.address) {
-    REQUIRE(cl.wait_workers(static_cast<std::size_t>(n)));
-  }
-  Cluster cl;
-  Client client;
-};
-}  // namespace
 
 TEST_CASE("getitem: a part is copied out where the result is, the rest neither decoded nor "
           "copied",

@@ -13,16 +13,8 @@
 
 using namespace taskwire;
 using test::Cluster;
+using test::Connected;
 
-namespace {
-struct Connected {
-  explicit Connected(int n) : cl(n), client(cl.fx.registry(), cl.address) {
-    REQUIRE(cl.wait_workers(static_cast<std::size_t>(n)));
-  }
-  Cluster cl;
-  Client client;
-};
-}  // namespace
 
 TEST_CASE("map inputs: several sequences are zipped, one task per index",
           "[cluster][map-inputs]") {

@@ -16,15 +16,9 @@
 
 using namespace taskwire;
 using test::Cluster;
+using test::Connected;
 
 namespace {
-struct Connected {
-  explicit Connected(int n) : cl(n), client(cl.fx.registry(), cl.address) {
-    REQUIRE(cl.wait_workers(static_cast<std::size_t>(n)));
-  }
-  Cluster cl;
-  Client client;
-};
 
 // How many of `futures` each worker holds, by the scheduler's account.
 template <class T>
