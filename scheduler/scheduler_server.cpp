@@ -52,6 +52,9 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   SchedulerState state;
   std::vector<std::unique_ptr<comm::Listener>> listeners;
   std::map<std::string, PeerPtr> workers, clients;
+  // Nannies' links (handshake role "nanny"): told of a shutdown (close_worker) so that a
+  // nanny whose worker is dead or starting ends instead of restarting it (worker/nanny.cpp).
+  std::vector<std::weak_ptr<Peer>> nannies;
   std::unordered_map<SpecRef, StoredSpec> specs;
   SpecRef next_spec = 0;
   std::uint64_t next_client = 0;
@@ -79,6 +82,10 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     peer->comm = std::move(c);
     asio::post(strand, [self = shared_from_this(), peer] {
       if (self->stopping) return peer->comm->close();
+      if (peer->comm->peer().role == "nanny") {
+        std::erase_if(self->nannies, [](const auto& n) { return n.expired(); });
+        self->nannies.push_back(peer);
+      }
       self->read(peer);
     });
   }
@@ -496,6 +503,8 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     for (auto& [addr, w] : workers)
       out_to(w)->add(Op::close_worker, protocol::CloseWorker{"the scheduler is shutting down", false});
     if (requester) out_to(requester)->add(Op::shutting_down, protocol::Empty{});
+    for (const auto& n : nannies)
+      if (auto p = n.lock()) out_to(p)->add(Op::close_worker, protocol::CloseWorker{"the scheduler is shutting down", false});
     flush();
     if (workers.empty()) return finish();
     shutdown_timer.expires_after(std::chrono::seconds(5));
@@ -547,6 +556,8 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     shutdown_timer.cancel();
     for (auto& [id, c] : clients) c->comm->close();
     for (auto& [id, w] : workers) w->comm->close();
+    for (const auto& n : nannies)
+      if (auto p = n.lock()) p->comm->close();
     finished.set_value();
   }
 };

@@ -61,6 +61,13 @@ struct SchedulerOptions {
   /// Expected removals do not count, nor, when a nanny reported the death, tasks that were
   /// only queued there.
   int allowed_failures = 3;
+  /// A task errs once its worker failed this many times to fetch the same input from the
+  /// same holder while the scheduler still counts that holder alive (MissingData): the two
+  /// workers cannot reach each other (a one-way partition, a firewall). Each failure drops
+  /// that replica and computes the input again, which heals it when the input or the task
+  /// lands elsewhere; pinned (restrictions) or placed the same way again, it would go round
+  /// for ever.
+  int allowed_fetch_failures = 3;
   /// How long the tasks of a worker with a nanny wait, after its connection is lost, for the
   /// nanny's report (WorkerDied) of how it died and what it ran; then they are rescheduled
   /// all the same, every one of them blamed. Checked on CheckHeartbeats.
@@ -211,6 +218,9 @@ class SchedulerState {
   void on(const TaskFinished& e);
   void on(const TaskErred& e);
   void on(const MissingData& e);
+  /// MissingData from the worker running `dts`: true if that made `dts` err (see
+  /// SchedulerOptions::allowed_fetch_failures).
+  bool fetch_failed_for_good(TaskState* dts, const MissingData& e);
   void on(const StealResponse& e);
   void on(const WorkerStatusChanged& e);
   void detach_worker(WorkerState* ws, const std::string& reason, bool expected);
@@ -381,6 +391,11 @@ class SchedulerState {
     std::string reason;
   };
   std::vector<DyingWorker> dying_;
+  /// Tasks whose worker could not fetch an input from a live holder: how many times, by
+  /// (input, holder) (allowed_fetch_failures). Dropped when the task finishes or errs, and
+  /// pruned on CheckHeartbeats once it is no longer waiting or processing.
+  using FetchFailures = std::map<std::pair<std::string, std::string>, int>;
+  std::unordered_map<std::string, FetchFailures> fetch_failures_;
   std::uint64_t attempts_ = 0;  ///< assignments made (TaskState::attempt)
   double last_heartbeat_check_ = -1;  ///< the previous CheckHeartbeats' now; -1: none yet
   double looking_since_ = 0;  ///< since when the checks have run unbroken (CheckHeartbeats)

@@ -244,6 +244,11 @@ void SchedulerState::check_no_workers(double now) {
 
 void SchedulerState::on(const CheckHeartbeats& e) {
   expire_death_reports(e.now);
+  std::erase_if(fetch_failures_, [this](const auto& entry) {
+    const TaskState* ts = find_task(entry.first);
+    return !ts || (ts->state != S::processing && ts->state != S::assigned &&
+                   ts->state != S::waiting);
+  });
   check_no_workers(e.now);
   if (e.interval > 0 && last_heartbeat_check_ >= 0 && e.now - last_heartbeat_check_ > 2 * e.interval)
     looking_since_ = e.now;
@@ -287,6 +292,7 @@ void SchedulerState::on(const TaskFinished& e) {
   }
   // An assigned task may be reported before its inputs: its worker held the result already
   // (a copy fetched earlier, say), so the inputs are not needed for it any more.
+  fetch_failures_.erase(ts->key);
   record_duration(ts->function, e.duration);
   metrics_of(ts).durations.observe(e.duration);
   const TaskStatus start = ts->state;
@@ -320,6 +326,10 @@ void SchedulerState::on(const TaskErred& e) {
 }
 
 void SchedulerState::on(const MissingData& e) {
+  TaskState* dts = e.dependent.empty() ? nullptr : find_task(e.dependent);
+  const bool dependent_there = dts && (dts->state == S::processing || dts->state == S::assigned) &&
+                               dts->processing_on->address == e.worker;
+  if (dependent_there && fetch_failed_for_good(dts, e)) return;
   if (TaskState* ts = find_task(e.key)) {
     WorkerState* errant = find_worker(e.errant_worker);
     if (errant && std::find(ts->who_has.begin(), ts->who_has.end(), errant) != ts->who_has.end()) {
@@ -334,12 +344,34 @@ void SchedulerState::on(const MissingData& e) {
       recommend(ts, S::released);
     }
   }
-  if (e.dependent.empty()) return;
-  TaskState* dts = find_task(e.dependent);
-  if (dts && (dts->state == S::processing || dts->state == S::assigned) &&
-      dts->processing_on->address == e.worker) {
-    recommend(dts, S::waiting);  // sent again with fresh locations
-  }
+  if (dependent_there) recommend(dts, S::waiting);  // sent again with fresh locations
+}
+
+// A holder that lost a key says so itself (reporter and holder the same), and a key lost
+// with a spill file is not lost again from the same holder each time it is recomputed: the
+// same input failing from the same live holder again and again means the two workers
+// cannot reach each other.
+bool SchedulerState::fetch_failed_for_good(TaskState* dts, const MissingData& e) {
+  const WorkerState* holder = find_worker(e.errant_worker);
+  if (!holder || e.errant_worker == e.worker) return false;
+  const int count = ++fetch_failures_[dts->key][{e.key, holder->address}];
+  if (count < options_.allowed_fetch_failures) return false;
+  fetch_failures_.erase(dts->key);
+  const WorkerState* ws = dts->processing_on;
+  auto failure = std::make_shared<const TaskFailure>(TaskFailure{
+      dts->key,
+      fmt::format("task '{}' ({}) could not get its input '{}': worker {} ({}) failed {} times "
+                  "to fetch it from worker {} ({}), which the scheduler still hears from; the "
+                  "input was computed again each time. Can {} reach {}? (a firewall, "
+                  "a one-way partition; allowed_fetch_failures is {})",
+                  dts->key, dts->function, e.key, ws->name, ws->address, count, holder->name,
+                  holder->address, ws->name, holder->name, options_.allowed_fetch_failures),
+      "", ws->name, ws->address});
+  log(LogLevel::error, failure->message);
+  const TaskStatus start = dts->state;
+  processing_to_erred(dts, ws->address, std::move(failure));
+  log_transition(dts, start);
+  return true;
 }
 
 }  // namespace taskwire::scheduler

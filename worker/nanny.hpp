@@ -4,7 +4,11 @@
 // signal (a task that segfaults or aborts, the OOM killer, kill -9), tells the scheduler how
 // it died and which tasks it was running, and forwards SIGINT/SIGTERM, killing a child that
 // does not stop in time. A child that exits on its own (a clean shutdown, a lost scheduler, a
-// bad option) ends the nanny with its exit status.
+// bad option) ends the nanny with its exit status. Once its worker has joined, the nanny
+// keeps a link of its own to the scheduler: a scheduler shutting down says so there, and the
+// nanny then ends (exit 0) without restarting a worker that is dead or still starting; a
+// scheduler that merely vanished says nothing, and restarts go on (each restarted worker's
+// wait for it bounded by --death-timeout).
 #include <taskwire/comm/core/registry.hpp>
 
 #include <chrono>

@@ -27,11 +27,8 @@ error_code translate_error(const error_code& ec, std::string_view where) {
 
 TcpComm::TcpComm(Socket socket, const runtime::Limits& limits)
     : StrandComm("tcp", socket.get_executor(), limits), socket_(std::move(socket)) {
+  set_socket_options(socket_, "tcp");
   error_code ec;
-  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
-  if (ec) spdlog::debug("tcp: cannot set TCP_NODELAY: {}", ec.message());
-  socket_.set_option(asio::socket_base::keep_alive(true), ec);
-  if (ec) spdlog::debug("tcp: cannot set SO_KEEPALIVE: {}", ec.message());
   socket_.non_blocking(true, ec);  // send_queued() offers each message to the socket directly
   if (ec) spdlog::debug("tcp: cannot make the socket non-blocking: {}", ec.message());
   const auto local = socket_.local_endpoint(ec);

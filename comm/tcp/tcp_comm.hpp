@@ -23,7 +23,11 @@
 #include <taskwire/comm/tcp/strand_comm.hpp>
 #include <taskwire/runtime/config.hpp>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -39,6 +43,26 @@ using Socket = asio::basic_stream_socket<asio::ip::tcp, Strand>;
 
 /// "tcp://HOST:PORT" for an endpoint (IPv6 hosts bracketed).
 std::string format_endpoint(const asio::ip::tcp::endpoint& endpoint);
+/// Data left unacknowledged this long fails the comm (ETIMEDOUT), as Dask's
+/// distributed.comm.timeouts.tcp: without it a host cut off for a while keeps its comms for
+/// the kernel's ~15 minutes of retransmissions, backed off so far apart (25 s after 30 s of
+/// silence) that a healed worker learns of it only at the next one; failed, the worker
+/// reconnects with fresh SYNs that get through within a second of the heal.
+inline constexpr std::chrono::milliseconds kUserTimeout{30'000};
+
+/// Sets TCP_NODELAY, SO_KEEPALIVE and TCP_USER_TIMEOUT (kUserTimeout) on a connected socket,
+/// logging at debug what it cannot set; `scheme` names the comm in that log.
+template <class Socket>
+void set_socket_options(Socket& socket, const char* scheme) {
+  error_code ec;
+  socket.set_option(asio::ip::tcp::no_delay(true), ec);
+  if (ec) spdlog::debug("{}: cannot set TCP_NODELAY: {}", scheme, ec.message());
+  socket.set_option(asio::socket_base::keep_alive(true), ec);
+  if (ec) spdlog::debug("{}: cannot set SO_KEEPALIVE: {}", scheme, ec.message());
+  using UserTimeout = asio::detail::socket_option::integer<IPPROTO_TCP, TCP_USER_TIMEOUT>;
+  socket.set_option(UserTimeout(static_cast<int>(kUserTimeout.count())), ec);
+  if (ec) spdlog::debug("{}: cannot set TCP_USER_TIMEOUT: {}", scheme, ec.message());
+}
 
 /// Translates an Asio/system error into the comm vocabulary: eof, reset, broken pipe -> closed;
 /// refused -> refused; operation_aborted -> aborted; anything else -> io (the original text is

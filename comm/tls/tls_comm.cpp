@@ -27,11 +27,8 @@ TlsComm::TlsComm(std::unique_ptr<TlsStream> stream, const runtime::Limits& limit
     : StrandComm("tls", stream->socket.get_executor(), limits), stream_(std::move(stream)) {
   read_through_buffer(ssl());
   auto& socket = stream_->socket;
+  tcp::set_socket_options(socket, "tls");
   error_code ec;
-  socket.set_option(asio::ip::tcp::no_delay(true), ec);
-  if (ec) spdlog::debug("tls: cannot set TCP_NODELAY: {}", ec.message());
-  socket.set_option(asio::socket_base::keep_alive(true), ec);
-  if (ec) spdlog::debug("tls: cannot set SO_KEEPALIVE: {}", ec.message());
   const auto local = socket.local_endpoint(ec);
   local_ = ec ? std::string("tls://?") : format_endpoint(local);
   const auto remote = socket.remote_endpoint(ec);

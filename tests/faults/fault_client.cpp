@@ -9,6 +9,11 @@
 //                              the other worker (none waits behind the hung one)
 //   fault_client hang FILE     leaves a task that never returns running, and exits
 //   fault_client serves FILE [WHEN]  100 tasks, every result right
+//   fault_client oneway FILE WA WB  2 x 10 tasks, each adding a result made on worker WB to
+//                              one made on WA, run on WA (the test stops WA reaching WB):
+//                              preferring WA (allow_other_workers), then pinned there
+//                              (workers = {WA}): each is right or errs naming WB, within 60 s
+//                              (never a hang); some of those free to move are right
 //   fault_client shutdown FILE shuts the cluster down (the test calls it once every worker
 //                              its nanny restarted is back, not while one is starting)
 // Prints "CHECKED <what>" / "FAILED <what>"; exits 0 only if every check passed.
@@ -19,6 +24,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -118,6 +124,43 @@ void chaos(Client& client, int rounds) {
   }
 }
 
+// Each consumer needs a result held only on `holder` while it prefers (or must run on)
+// `consumer`, which cannot reach `holder`.
+void oneway_round(Client& client, const std::string& consumer, const std::string& holder,
+                  bool pinned) {
+  constexpr int kTasks = 10;
+  const auto at = [](const std::string& w) { return SubmitOptions{.workers = {w}}; };
+  SubmitOptions there = at(consumer);
+  there.allow_other_workers = !pinned;
+  std::vector<Future<int>> sums;
+  for (int i = 0; i < kTasks; ++i) {
+    auto far = client.submit(at(holder), fault_fns::inc, 1000 + i);
+    auto near = client.submit(at(consumer), fault_fns::inc, i);
+    sums.push_back(client.submit(there, fault_fns::add, far, near));
+  }
+  const char* how = pinned ? "pinned to" : "preferring";
+  int right = 0, erred = 0, named = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (int i = 0; i < kTasks; ++i) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (!sums[i].wait_for(std::max(left, std::chrono::milliseconds(0)))) continue;
+    try {
+      right += sums[i].get() == 1000 + i + 1 + i + 1;
+    } catch (const TaskError& e) {
+      ++erred;
+      named += contains(e.what(), holder) ? 1 : 0;
+      if (erred == 1) fmt::print("oneway: {} {}: {}\n", how, consumer, e.what());
+    }
+  }
+  fmt::print("oneway: {} {}: {} right, {} erred ({} naming {})\n", how, consumer, right, erred,
+             named, holder);
+  check(right + erred == kTasks, fmt::format("oneway: every task {} {} ended within 60 s", how,
+                                             consumer));
+  check(named == erred, "oneway: every error names the worker that could not be reached");
+  check(pinned || right > 0, "oneway: some of the tasks free to move are right");
+}
+
 void leave_hanging(Client& client) {
   auto stuck = client.submit(fault_fns::hang, 2);
   check(!stuck.wait_for(std::chrono::seconds(1)), "the hung task is running");
@@ -162,6 +205,10 @@ int main(int argc, char** argv) {
     else if (mode == "hung") hung(client);
     else if (mode == "hang") leave_hanging(client);
     else if (mode == "shutdown") client.shutdown();
+    else if (mode == "oneway" && argc > 4) {
+      oneway_round(client, argv[3], argv[4], false);
+      oneway_round(client, argv[3], argv[4], true);
+    }
     else if (mode == "serves") serves(client, "(" + std::string(argc > 3 ? argv[3] : "") + ")");
     else throw std::invalid_argument("unknown mode " + mode);
     fmt::print("client: done, {} failures\n", failures);

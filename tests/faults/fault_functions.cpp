@@ -30,6 +30,14 @@ int hang(int x) {
   return x;
 }
 int where(int) { return static_cast<int>(::getpid()); }
+
+// A worker that crashes while it starts (faults_test.sh shutdown-restart): loading this
+// library aborts while the file named by TASKWIRE_FAULTS_CRASH_FILE exists.
+const bool crash_at_load = [] {
+  const char* file = std::getenv("TASKWIRE_FAULTS_CRASH_FILE");
+  if (file && *file && ::access(file, F_OK) == 0) std::abort();
+  return false;
+}();
 }  // namespace fault_fns
 
 TASKWIRE_REGISTER(fault_fns::inc);

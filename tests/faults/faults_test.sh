@@ -10,16 +10,23 @@
 #           every worker process ends (non-zero: the scheduler was lost) within 15 s
 #   chaos:  4 workers; one worker process SIGKILLed at random every 0.3-1 s while the client
 #           runs 10 (CHAOS_ROUNDS) rounds of a 2 600-task graph: every result right
-#   frozen: 2 workers, heartbeat timeout 2 s; one worker SIGSTOPped for 5 s is dropped, and
-#           once SIGCONTed it joins again (its nanny still running) within 10 s; tasks right
+#   frozen: 2 workers, heartbeat timeout 2 s; one worker SIGSTOPped for 5 s (FREEZE_SECONDS)
+#           is dropped, and once SIGCONTed it joins again (its nanny still running) within
+#           10 s; tasks right
 #   scheduler-frozen: 2 workers, heartbeat timeout 2 s; the scheduler SIGSTOPped for 5 s
-#           drops no worker when it wakes (their heartbeats wait in its sockets); tasks right
+#           (FREEZE_SECONDS) drops no worker when it wakes (their heartbeats wait in its
+#           sockets); tasks right
+#   shutdown-restart: 2 workers; w1's worker process killed, and every one started after it
+#           crashing while it loads (its nanny restarting it, waiting longer each time): a
+#           shutdown then ends w1's nanny (exit 0, within 10 s) with no restart after it heard
 # Afterwards every daemon must have exited 0 and no process of the test may be left.
 set -uo pipefail
 mode=$1 scheduler=$2 worker=$3 lib=$4 client=$5
 dir=$(mktemp -d /tmp/taskwire-faults-XXXXXX)
 cleanup() { pkill -KILL -f "$dir" 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
+# FAULTS_KEEP=DIR: a copy of the logs is left there (for the measured runs, docs/faults.md).
+[ -n "${FAULTS_KEEP:-}" ] && trap "cp -r \"\$dir\" \"\$FAULTS_KEEP\"; cleanup" EXIT
 fail() {
   echo "FAILED $*"
   # What the test's processes were doing, and all they wrote (.out: stdout and stderr).
@@ -42,7 +49,8 @@ nworkers=2
 [ "$mode" = chaos ] && nworkers=4
 nannies=()
 for w in $(seq 1 $nworkers); do
-  "$worker" --scheduler-file "$dir/s.json" --preload "$lib" --name "w$w" --restart-limit 100 \
+  TASKWIRE_FAULTS_CRASH_FILE="$dir/crash-at-load" \
+    "$worker" --scheduler-file "$dir/s.json" --preload "$lib" --name "w$w" --restart-limit 100 \
     "${worker_args[@]}" \
     --log-file "$dir/worker$w.log" >"$dir/worker$w.out" 2>&1 &
   nannies+=($!)
@@ -69,14 +77,44 @@ if [ "$mode" = lost ]; then
 fi
 
 joined() { grep -c "^taskwire-worker w$1 at" "$dir/worker$1.out"; }
+# wait_line PATTERN FILE SECONDS: a bounded wait for a line in a log.
+wait_line() {
+  for _ in $(seq 1 $(($3 * 10))); do grep -q -- "$1" "$2" && return 0; sleep 0.1; done
+  fail "no '$1' in $(basename "$2") within $3 s"
+}
+if [ "$mode" = shutdown-restart ]; then
+  wait_line "nanny: linked to scheduler" "$dir/worker1.out" 30
+  touch "$dir/crash-at-load"
+  child=$(pgrep -P "${nannies[0]}" | head -n 1)
+  [ -n "$child" ] || fail "no worker process under nanny ${nannies[0]}"
+  kill -KILL "$child"
+  # Its restarts now crash while loading; by this line one is pending for 0.8 s.
+  wait_line "restarting the worker in 800 ms" "$dir/worker1.out" 30
+  timeout 60 "$client" shutdown "$dir/s.json" || fail "shutdown"
+  for p in "${daemons[@]}"; do
+    timeout 10 tail --pid="$p" -f /dev/null || fail "daemon $p still running 10 s after shutdown"
+    wait "$p" || fail "daemon $p exited $?"
+  done
+  grep -q "nanny: the scheduler said: the scheduler is shutting down" "$dir/worker1.out" ||
+    fail "w1's nanny did not hear of the shutdown"
+  awk '/nanny: the scheduler said/ { heard = 1 } heard && /nanny: started worker process/ { bad = 1 }
+       END { exit bad }' "$dir/worker1.out" || fail "w1's nanny started a worker after the shutdown"
+  for _ in $(seq 1 50); do pgrep -f "$dir" >/dev/null || break; sleep 0.1; done
+  pgrep -af "$dir" && fail "processes left after the daemons exited"
+  echo "faults: shutdown-restart: the nanny ended with its scheduler, no restart after it"
+  exit 0
+fi
 if [ "$mode" = frozen ]; then
   timeout 60 "$client" serves "$dir/s.json" before >>"$dir/client.log" 2>&1 || fail "client before"
   child=$(pgrep -P "${nannies[0]}" | head -n 1)
   [ -n "$child" ] || fail "no worker process under nanny ${nannies[0]}"
   kill -STOP "$child"
+  frozen_at=$(date +%s%N)
   for _ in $(seq 1 100); do grep -q "closing worker" "$dir/scheduler.log" && break; sleep 0.1; done
   grep -q "closing worker" "$dir/scheduler.log" || fail "the frozen worker was not dropped in 10 s"
-  sleep 3  # frozen 5 s in all
+  # Frozen FREEZE_SECONDS (5) in all: the documented long run is 30 (docs/faults.md).
+  left=$((${FREEZE_SECONDS:-5} * 1000 - ($(date +%s%N) - frozen_at) / 1000000))
+  [ "$left" -le 0 ] || sleep "$((left / 1000)).$(printf '%03d' $((left % 1000)))"
   kill -CONT "$child"
   start=$(date +%s%N)
   for _ in $(seq 1 100); do [ "$(joined 1)" -ge 2 ] && break; sleep 0.1; done
@@ -87,7 +125,7 @@ fi
 if [ "$mode" = scheduler-frozen ]; then
   timeout 60 "$client" serves "$dir/s.json" before >>"$dir/client.log" 2>&1 || fail "client before"
   kill -STOP "${daemons[0]}"
-  sleep 5
+  sleep "${FREEZE_SECONDS:-5}"  # the documented long run: 15 (docs/faults.md)
   kill -CONT "${daemons[0]}"
 fi
 client_args=("$mode" "$dir/s.json")

@@ -481,3 +481,67 @@ TEST_CASE("scheduler: after being paused itself, it drops no worker whose heartb
   CHECK(closed[0].worker == "tcp://b:1");
   CHECK(h.s.workers().size() == 1);
 }
+
+namespace {
+// x pinned to b, y(x) pinned to a: y can only ever fetch x from b.
+void y_on_a_needs_x_pinned_to_b(Harness& h) {
+  h.add_worker("tcp://a:1");
+  h.add_worker("tcp://b:1");
+  auto x = task("x");
+  x.workers = {"tcp://b:1"};
+  auto y = task("y", {"x"});
+  y.workers = {"tcp://a:1"};
+  h.submit({x, y}, {"y"});
+}
+}  // namespace
+
+TEST_CASE("scheduler: a task whose worker cannot fetch an input from a live holder errs after "
+          "allowed_fetch_failures tries, naming both workers",
+          "[scheduler]") {
+  Harness h(waiting_for_inputs());
+  y_on_a_needs_x_pinned_to_b(h);
+  for (int round = 1; round <= 3; ++round) {
+    INFO("round " << round);
+    REQUIRE(h.s.processing_on("x") == "tcp://b:1");
+    h.finish("x");
+    REQUIRE(h.s.processing_on("y") == "tcp://a:1");
+    const auto& out = h.handle(MissingData{"tcp://a:1", "x", "tcp://b:1", "y", ""});
+    const auto erred = only<ReportTaskErred>(out);
+    if (round < 3) {
+      CHECK(erred.empty());
+      CHECK(h.s.task_state("y") == S::waiting);  // x computed again, y sent again
+      continue;
+    }
+    REQUIRE(erred.size() == 1);
+    CHECK(erred[0].key == "y");
+    CHECK(erred[0].message.find("failed 3 times to fetch it from worker tcp://b:1") !=
+          std::string::npos);
+    CHECK(h.s.task_state("y") == S::erred);
+  }
+}
+
+TEST_CASE("scheduler: fetch failures from another holder start the count again",
+          "[scheduler]") {
+  Harness h(waiting_for_inputs());
+  h.add_worker("tcp://a:1");
+  h.handle(AddWorker{"tcp://b:1", 1, "wb", 0, ""});
+  auto x = task("x");
+  x.workers = {"wb"};
+  auto y = task("y", {"x"});
+  y.workers = {"tcp://a:1"};
+  h.submit({x, y}, {"y"});
+  const auto fail_fetch = [&](const std::string& holder) {
+    REQUIRE(h.s.processing_on("x") == holder);
+    h.finish("x");
+    REQUIRE(h.s.processing_on("y") == "tcp://a:1");
+    return only<ReportTaskErred>(h.handle(MissingData{"tcp://a:1", "x", holder, "y", ""}));
+  };
+  CHECK(fail_fetch("tcp://b:1").empty());
+  CHECK(fail_fetch("tcp://b:1").empty());
+  // wb restarted (a new address): what failed with the old process says nothing of the new.
+  h.handle(RemoveWorker{"tcp://b:1", "killed", false, ""});
+  h.handle(AddWorker{"tcp://b:2", 1, "wb", 0, ""});
+  CHECK(fail_fetch("tcp://b:2").empty());
+  CHECK(fail_fetch("tcp://b:2").empty());
+  CHECK(fail_fetch("tcp://b:2").size() == 1);
+}
