@@ -2,6 +2,7 @@
 #include <taskwire/runtime/scheduler_file.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -12,6 +13,24 @@
 #include <stdexcept>
 
 namespace taskwire {
+
+std::size_t client::detail::map_length(std::initializer_list<std::optional<std::size_t>> sizes) {
+  std::optional<std::size_t> n;
+  bool differ = false;
+  for (const auto& size : sizes) {
+    if (!size) continue;
+    if (n && *n != *size) differ = true;
+    if (!n) n = size;
+  }
+  if (differ) {
+    std::vector<std::string> listed;
+    for (const auto& size : sizes) listed.push_back(size ? std::to_string(*size) : "fixed");
+    throw std::invalid_argument(fmt::format(
+        "map: the input sequences must all have one length, got lengths ({})",
+        fmt::join(listed, ", ")));
+  }
+  return n.value_or(0);
+}
 
 SchedulerInfo Client::scheduler_info(std::chrono::milliseconds timeout) {
   auto reply = core().scheduler_info(timeout);
@@ -45,6 +64,12 @@ SchedulerInfo Client::scheduler_info(std::chrono::milliseconds timeout) {
   for (auto& u : reply.unrunnable)
     info.unrunnable.push_back({std::move(u.key), std::move(u.needs)});
   return info;
+}
+
+std::string Client::item_key(const protocol::TaskSpec& spec,
+                             const std::vector<runtime::Frame>& frames) {
+  const auto key = pure_key(spec, frames);  // "<function>-<hash>"
+  return "getitem" + key.substr(key.rfind('-'));
 }
 
 std::string Client::pure_key(const protocol::TaskSpec& spec,

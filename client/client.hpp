@@ -11,7 +11,10 @@
 //   auto fs = client.map(inc, std::vector<int>{1, 2, 3});
 //   std::vector<int> vs = client.gather(fs);
 //   auto data = client.scatter(std::vector<double>(1000));   // one Future<std::vector<double>>
-//   auto parts = client.scatter_each(std::vector<int>{1, 2});  // one Future<int> per element
+//   auto parts = client.scatter_each(std::vector<int>{1, 2});  // one Future<int> per element,
+//                                               // straight to the workers, spread evenly
+//   auto c2 = client.map(add, std::vector<int>{1, 2}, std::vector<int>{3, 4});  // zipped
+//   auto piece = client.getitem(client.submit(split, xs), 2);   // part 2 of the result
 //   auto c = client.submit({.key = "load-a", .retries = 2}, inc, 1);  // SubmitOptions
 //   auto info = client.scheduler_info();        // workers, their threads and memory, tasks
 //   taskwire::progress(fs);                     // a bar or log lines until fs are done
@@ -34,11 +37,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -78,6 +83,17 @@ struct SubmitOptions {
   bool allow_other_workers = false;
 };
 
+/// Where scatter and scatter_each place data, designated-initializer friendly:
+/// `client.scatter(centroids, {.broadcast = true})`.
+struct ScatterOptions {
+  /// Workers (addresses or names) to place it on; empty: any connected. None of them
+  /// connected: std::invalid_argument.
+  std::vector<std::string> workers = {};
+  /// A copy on every one of those workers (Dask's broadcast=True): for data every task
+  /// reads, so that none fetches it. Each copy counts on its worker.
+  bool broadcast = false;
+};
+
 /// What wait(futures, options) waits for, designated-initializer friendly:
 /// `client.wait(futures, {.count = 1, .timeout = 5s})`.
 struct WaitOptions {
@@ -110,6 +126,76 @@ struct TaskDescription {
   std::optional<std::int64_t> order = std::nullopt;
   SubmitOptions options = {};
 };
+
+/// An argument of Client::map given to every task unchanged, in the place of a sequence:
+/// fixed(x) with x a value (serialized once, for all tasks) or a Future.
+template <class T>
+struct Fixed {
+  T value;
+};
+template <class T>
+Fixed<std::remove_cvref_t<T>> fixed(T&& value) {
+  return {std::forward<T>(value)};
+}
+template <class T>
+struct is_fixed : std::false_type {};
+template <class T>
+struct is_fixed<Fixed<T>> : std::true_type {};
+
+namespace client::detail {
+/// A value already among a message's frames (map's fixed values): the argument refers to it.
+struct FrameAt {
+  std::uint32_t index;
+};
+
+/// map's view of one of its inputs, for a parameter declared `P`: at(i) is the i-th task's
+/// argument. A sequence gives its i-th element; fixed(Future) the future; fixed(value) the
+/// frame it was serialized to once.
+template <class P, class Seq>
+class MapArg {
+ public:
+  static_assert(requires(const Seq& s) { s.size(); s[0]; },
+                "map: each input must be a sequence (a std::vector) or fixed(x)");
+  MapArg(const Seq& seq, std::vector<runtime::Frame>&) : seq_(&seq) {}
+  const auto& at(std::size_t i) const { return (*seq_)[i]; }
+
+ private:
+  const Seq* seq_;
+};
+template <class P, class T>
+class MapArg<P, Fixed<T>> {
+ public:
+  using Param = std::remove_cvref_t<P>;
+  MapArg(const Fixed<T>& f, std::vector<runtime::Frame>& frames) : value_(&f.value) {
+    if constexpr (!is_future<T>::value) {
+      static_assert(std::is_convertible_v<const T&, Param>,
+                    "map: a fixed value must convert to the parameter type");
+      frame_ = FrameAt{static_cast<std::uint32_t>(frames.size())};
+      frames.push_back(runtime::to_frame(static_cast<const Param&>(Param(f.value))));
+    }
+  }
+  auto at(std::size_t) const {
+    if constexpr (is_future<T>::value) return *value_;
+    else return frame_;
+  }
+
+ private:
+  const T* value_;
+  FrameAt frame_{0};
+};
+
+template <class Seq>
+std::optional<std::size_t> map_input_size(const Seq& seq) {
+  if constexpr (is_fixed<Seq>::value) return std::nullopt;
+  else return seq.size();
+}
+/// Registers the part functions of C at start-up in every process running this binary.
+template <class C>
+inline const bool kItemsRegistered = (runtime::detail::register_items<C>(), true);
+
+/// The sequences' common length; throws std::invalid_argument listing them when they differ.
+std::size_t map_length(std::initializer_list<std::optional<std::size_t>> sizes);
+}  // namespace client::detail
 
 /// wait's answer: the futures done (successfully or not) when it returned, and the others,
 /// each in the order given.
@@ -157,21 +243,32 @@ class Client {
     return Future<R>(core().submit({std::move(spec)}, std::move(frames)).at(0));
   }
 
-  /// fn applied to every element, sent to the scheduler as one graph message. An element may
-  /// be a Future (a dependency), or a std::vector<Future<T>> for a std::vector<T> parameter.
-  template <class R, class A, class T>
-  std::vector<Future<R>> map(R (*fn)(A), const std::vector<T>& inputs) {
-    return map(SubmitOptions{}, fn, inputs);
+  /// fn applied to every element, sent to the scheduler as one graph message: one task per
+  /// index, as Dask's client.map(fn, xs, ys). With several sequences (one per parameter, all
+  /// of one length; otherwise std::invalid_argument naming the lengths) the i-th task is
+  /// fn(xs[i], ys[i], ...). An element may be a Future (a dependency), or a
+  /// std::vector<Future<T>> for a std::vector<T> parameter. fixed(x) in a parameter's place
+  /// passes the same x (a value, sent once, or a Future) to every task:
+  /// `client.map(partial_sums, chunks, taskwire::fixed(centroids))`.
+  template <class R, class... A, class... Seqs>
+  std::vector<Future<R>> map(R (*fn)(A...), const Seqs&... inputs) {
+    return map(SubmitOptions{}, fn, inputs...);
   }
-  template <class R, class A, class T>
-  std::vector<Future<R>> map(const SubmitOptions& options, R (*fn)(A),
-                             const std::vector<T>& inputs) {
+  template <class R, class... A, class... Seqs>
+  std::vector<Future<R>> map(const SubmitOptions& options, R (*fn)(A...), const Seqs&... inputs) {
+    static_assert(sizeof...(A) == sizeof...(Seqs),
+                  "map: one sequence (or fixed(x)) per parameter of the function");
+    static_assert((!is_fixed<Seqs>::value || ...), "map: at least one input must be a sequence");
+    using client::detail::MapArg;
+    const std::size_t n = client::detail::map_length({client::detail::map_input_size(inputs)...});
     std::vector<runtime::Frame> frames;
+    // A fixed value is serialized once; every task's spec refers to that frame.
+    std::tuple<MapArg<A, Seqs>...> args{MapArg<A, Seqs>(inputs, frames)...};
     std::vector<protocol::TaskSpec> specs;
-    specs.reserve(inputs.size());
-    for (const auto& x : inputs) {
-      specs.push_back(make_spec<R, A>(fn, frames, x));
-      const std::size_t i = specs.size() - 1;
+    specs.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      specs.push_back(std::apply(
+          [&](const auto&... arg) { return make_spec<R, A...>(fn, frames, arg.at(i)...); }, args));
       apply(options, options.key.empty() ? std::string() : options.key + "-" + std::to_string(i),
             specs.back(), frames);
     }
@@ -179,6 +276,75 @@ class Client {
     std::vector<Future<R>> out;
     out.reserve(refs.size());
     for (auto& r : refs) out.push_back(Future<R>(std::move(r)));
+    return out;
+  }
+
+  /// A future to element `i` of f's result, a std::vector or std::array, as Dask's
+  /// client.submit(operator.getitem, f, i): a built-in task, placed on a worker holding the
+  /// result, copies out element i, reading the whole in place (no decode, no copy of the rest;
+  /// docs/guide/cpp-api.md, "Parts of a result"). Pure: the same part of the same future is
+  /// one task. An index out of range errs the task (std::out_of_range).
+  template <class C>
+  Future<typename C::value_type> getitem(const Future<C>& f, std::size_t i) {
+    static_assert(runtime::detail::ItemAccess<C>::value && runtime::detail::ItemAccess<C>::kRuntimeIndex,
+                  "getitem(f, i): f must be a Future of a std::vector or std::array; "
+                  "use getitem<I>(f) for a tuple or pair");
+    std::vector<runtime::Frame> frames;
+    auto spec = item_spec<C>(f, std::nullopt);
+    spec.args.push_back({protocol::ArgSpec::frame, static_cast<std::uint32_t>(frames.size()), {}});
+    frames.push_back(runtime::to_frame(static_cast<std::uint64_t>(i)));
+    spec.key = item_key(spec, frames);
+    return Future<typename C::value_type>(core().submit({std::move(spec)}, std::move(frames)).at(0));
+  }
+  /// Element I of a std::tuple, std::pair or std::array result, as getitem(f, i).
+  template <std::size_t I, class C>
+  Future<std::tuple_element_t<I, C>> getitem(const Future<C>& f) {
+    static_assert(runtime::detail::ItemAccess<C>::value, "getitem<I>(f): f must be a Future of "
+                  "a std::tuple, std::pair or std::array");
+    if constexpr (runtime::detail::ItemAccess<C>::kRuntimeIndex) {
+      return getitem(f, I);
+    } else {
+      auto spec = item_spec<C>(f, I);
+      spec.key = item_key(spec, {});
+      return Future<std::tuple_element_t<I, C>>(core().submit({std::move(spec)}, {}).at(0));
+    }
+  }
+  /// Every part of a tuple, pair or array result as a future of its own (Dask's nout, Ray's
+  /// num_returns), submitted as one message: `auto [lo, hi] = client.unpack(f);`. Each
+  /// consumer then fetches only its part. A std::tuple of futures (std::array for an array).
+  template <class C>
+  auto unpack(const Future<C>& f) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      if constexpr (runtime::detail::ItemAccess<C>::kRuntimeIndex) {
+        auto parts = unpack(f, sizeof...(I));
+        return std::array<Future<typename C::value_type>, sizeof...(I)>{parts[I]...};
+      } else {
+        std::vector<protocol::TaskSpec> specs;
+        ((specs.push_back(item_spec<C>(f, I)), specs.back().key = item_key(specs.back(), {})), ...);
+        auto refs = core().submit(std::move(specs), {});
+        return std::tuple<Future<std::tuple_element_t<I, C>>...>{
+            Future<std::tuple_element_t<I, C>>(refs[I])...};
+      }
+    }(std::make_index_sequence<std::tuple_size_v<C>>{});
+  }
+  /// The first `n` elements of a std::vector (or std::array) result as futures of their own,
+  /// submitted as one message: the pieces of a split, each sent on to its own consumer.
+  template <class C>
+  std::vector<Future<typename C::value_type>> unpack(const Future<C>& f, std::size_t n) {
+    std::vector<runtime::Frame> frames;
+    std::vector<protocol::TaskSpec> specs;
+    specs.reserve(n);
+    frames.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      specs.push_back(item_spec<C>(f, std::nullopt));
+      specs.back().args.push_back({protocol::ArgSpec::frame, static_cast<std::uint32_t>(i), {}});
+      frames.push_back(runtime::to_frame(static_cast<std::uint64_t>(i)));
+      specs.back().key = item_key(specs.back(), frames);
+    }
+    auto refs = core().submit(std::move(specs), std::move(frames));
+    std::vector<Future<typename C::value_type>> out;
+    out.reserve(refs.size());
+    for (auto& r : refs) out.push_back(Future<typename C::value_type>(std::move(r)));
     return out;
   }
 
@@ -200,25 +366,25 @@ class Client {
   }
 
   /// Places `value` in the cluster as one piece of data (a vector too: one future for all of
-  /// it); tasks given the future read it where it is.
+  /// it); tasks given the future read it where it is. The bytes go from this client straight
+  /// to a worker (the one holding the fewest bytes; options.workers, options.broadcast), and
+  /// the scheduler only records who holds them, as Dask's scatter(direct=True). With no
+  /// worker connected yet they go through the scheduler, to the first worker free.
   template <class T>
-  Future<T> scatter(const T& value) {
-    std::vector<runtime::Frame> frames{runtime::to_frame(value)};
-    return Future<T>(core().submit({scatter_spec(0)}, std::move(frames)).at(0));
+  Future<T> scatter(const T& value, const ScatterOptions& options = {}) {
+    return Future<T>(
+        core().scatter({runtime::to_frame(value)}, options.workers, options.broadcast).at(0));
   }
-  /// Places each element of `values` in the cluster separately, in one message to the
-  /// scheduler: one future per element, in order.
+  /// Places each element of `values` in the cluster separately, spread evenly over the
+  /// workers by bytes (16 equal chunks on 2 workers: 8 each): one future per element, in
+  /// order. As scatter otherwise.
   template <class T>
-  std::vector<Future<T>> scatter_each(const std::vector<T>& values) {
+  std::vector<Future<T>> scatter_each(const std::vector<T>& values,
+                                      const ScatterOptions& options = {}) {
     std::vector<runtime::Frame> frames;
-    std::vector<protocol::TaskSpec> specs;
     frames.reserve(values.size());
-    specs.reserve(values.size());
-    for (const auto& v : values) {
-      specs.push_back(scatter_spec(static_cast<std::uint32_t>(frames.size())));
-      frames.push_back(runtime::to_frame(v));
-    }
-    auto refs = core().submit(std::move(specs), std::move(frames));
+    for (const auto& v : values) frames.push_back(runtime::to_frame(v));
+    auto refs = core().scatter(std::move(frames), options.workers, options.broadcast);
     std::vector<Future<T>> out;
     out.reserve(refs.size());
     for (auto& r : refs) out.push_back(Future<T>(std::move(r)));
@@ -295,7 +461,8 @@ class Client {
   /// Stops the scheduler and every worker (each exits 0), acknowledged by the scheduler.
   void shutdown() { core().shutdown(); }
 
-  /// Name under which the scatter helper is registered in every process.
+  /// Name under which the scatter helper is registered in every process (data sent through
+  /// the scheduler when no worker is connected).
   static constexpr const char* kIdentity = "taskwire::identity";
 
  private:
@@ -305,15 +472,23 @@ class Client {
     return *core_;
   }
 
-  // A task returning the frame at `frame` unchanged: data placed in the cluster.
-  protocol::TaskSpec scatter_spec(std::uint32_t frame) {
+  // A part of f's result: the built-in item function of C (element `index` of a tuple, or
+  // the element given as the next argument), f its dependency. The program asking for parts
+  // registers the function too (kItemsRegistered), for workers running this same binary.
+  template <class C>
+  protocol::TaskSpec item_spec(const Future<C>& f, std::optional<std::size_t> index) {
+    (void)client::detail::kItemsRegistered<C>;
     protocol::TaskSpec spec;
-    spec.key = core().new_key("scatter");
-    spec.function = kIdentity;
-    spec.args.push_back({protocol::ArgSpec::frame, frame, {}});
+    spec.function = runtime::detail::item_function_name<C>(index);
+    spec.args.push_back({protocol::ArgSpec::dependency, 0, f.key()});
+    spec.dependencies.push_back(f.key());
     spec.priority = core().next_priority();
     return spec;
   }
+  /// "getitem-<hash of the function, the future's key and the index>": the same part of the
+  /// same result is one task, whoever asks (Dask names getitem tasks alike).
+  static std::string item_key(const protocol::TaskSpec& spec,
+                              const std::vector<runtime::Frame>& frames);
 
   // `key` replaces the generated one unless empty; then options.pure does.
   static void apply(const SubmitOptions& options, const std::string& key, protocol::TaskSpec& spec,
@@ -361,7 +536,10 @@ class Client {
                 std::vector<std::int64_t>& layout, Arg0&& arg, Args&&... rest) {
     using Param = std::remove_cv_t<std::remove_reference_t<A0>>;
     using ArgT = std::remove_cv_t<std::remove_reference_t<Arg0>>;
-    if constexpr (is_future<ArgT>::value) {
+    if constexpr (std::is_same_v<ArgT, client::detail::FrameAt>) {
+      spec.args.push_back({protocol::ArgSpec::frame, arg.index, {}});
+      layout.push_back(runtime::kOneArgument);
+    } else if constexpr (is_future<ArgT>::value) {
       static_assert(std::is_same_v<typename ArgT::value_type, Param>,
                     "a Future<T> argument must match the parameter type T");
       spec.args.push_back({protocol::ArgSpec::dependency, 0, arg.key()});

@@ -76,8 +76,26 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// A key whose submission cannot be sent errs, saying why.
   std::vector<std::shared_ptr<KeyRef>> submit(std::vector<protocol::TaskSpec> tasks,
                                               std::vector<runtime::Frame> frames);
-  /// Uploads data straight to the cluster as tasks that return it (scatter).
+  /// Holds a reference to `key` (a submission's, or a scattered key's).
   std::shared_ptr<KeyRef> hold(const std::string& key);
+  /// Places each frame on a worker, straight from here (client/scatter.cpp): on those named
+  /// in `workers` (addresses or names; empty: any connected; none of them connected:
+  /// std::invalid_argument), each on the one holding the fewest bytes, or with `broadcast`
+  /// on every one; then tells the scheduler who holds what. With no worker connected, or
+  /// for a worker that cannot be reached, the data goes through the scheduler as a task
+  /// returning it. One reference per frame, in order.
+  std::vector<std::shared_ptr<KeyRef>> scatter(std::vector<runtime::Frame> frames,
+                                               const std::vector<std::string>& workers,
+                                               bool broadcast);
+  /// Which frames go to which of the workers holding `held` bytes: the least loaded by
+  /// bytes, ties round robin; all of them to each with `broadcast`.
+  static std::vector<std::vector<std::size_t>> place_evenly(
+      const std::vector<std::uint64_t>& held, const std::vector<runtime::Frame>& frames,
+      bool broadcast);
+  /// The built-in task of a scattered key, run only if its data was lost: it errs saying so.
+  static constexpr const char* kScatteredFunction = "taskwire::scattered";
+  /// Built in (runtime/function_registry.cpp): returns its argument, data sent with the task.
+  static constexpr const char* kIdentityFunction = "taskwire::identity";
 
   /// Blocks until the key is done (memory, erred, cancelled, lost) or `timeout` passes.
   bool wait(const std::string& key, std::optional<std::chrono::milliseconds> timeout);
@@ -160,6 +178,10 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
                 std::map<std::string, runtime::Frame>& out);
   void fetch_from(const std::string& address, const std::vector<std::string>& keys,
                   std::map<std::string, runtime::Frame>& out);
+  std::vector<std::size_t> send_to_worker(const std::string& address, const std::vector<std::string>& keys,
+                                          const std::vector<runtime::Frame>& frames,
+                                          const std::vector<std::size_t>& placed,
+                                          std::vector<protocol::ScatteredKey>& where);
   /// fetch_timeout_, plus 1 s per 100 MB of the keys' reported sizes.
   std::chrono::milliseconds fetch_time_allowed(const std::vector<std::string>& keys);
   void fail_all(const std::string& why);

@@ -35,6 +35,17 @@ template <class R, class P>
 Job map_job(const MapGraph<R, P>& g, std::size_t chunksize) {
   Job job;
   const auto name = runtime::FunctionRegistry::global().name_of(reinterpret_cast<const void*>(g.fn));
+  if (!g.futures.empty()) {
+    if (chunksize != 1)
+      throw std::invalid_argument("execute: a map over futures runs one task per future, where "
+                                  "its data is: chunksize must be 1");
+    job.function = name;
+    for (std::size_t i = 0; i < g.futures.size(); ++i) {
+      job.futures.push_back(g.futures[i].template as<runtime::Frame>());
+      job.tasks.push_back({{}, i, {static_cast<std::uint32_t>(i)}});
+    }
+    return job;
+  }
   const std::size_t n = g.inputs.size();
   if (chunksize == 1 || n == 0) {
     job.function = name;
@@ -97,10 +108,10 @@ std::vector<R> execute(const MapGraph<R, P>& g, Client& client, const ExecuteOpt
   detail::validate(options);
   auto job = detail::map_job(g, options.chunksize);
   std::vector<R> out;
-  out.reserve(g.inputs.size());
+  out.reserve(g.size());
   for (auto& batch : detail::decode_batches<R>(job, detail::run(client, job, options)))
     std::move(batch.begin(), batch.end(), std::back_inserter(out));
-  if (out.size() != g.inputs.size())
+  if (out.size() != g.size())
     throw std::runtime_error("graph: the map tasks returned a different number of results");
   detail::arm_exit_watchdog(options);
   return out;
@@ -111,7 +122,7 @@ template <class R, class P>
 R execute(const ReduceGraph<R, P>& g, Client& client, const ExecuteOptions& options = {}) {
   detail::validate(options);
   const auto& ro = g.options;
-  detail::validate_reduce(ro.mode, ro.n_batch, g.map.inputs.size(), ro.initial.has_value());
+  detail::validate_reduce(ro.mode, ro.n_batch, g.map.size(), ro.initial.has_value());
   auto job = detail::map_job(g.map, options.chunksize);
   const std::size_t leaves = job.tasks.size() + (ro.initial ? 1 : 0);
   const auto plan = plan_reduce(leaves, ro.mode, ro.n_batch, job.chunked);

@@ -7,6 +7,8 @@
 //   auto g = graph::reduce(graph::map(f, xs), sum);                       // binary tree
 //   auto h = graph::reduce(graph::map(f, xs), sum, {.mode = graph::ReduceMode::tree_n, .n_batch = 8});
 //   double total = graph::execute(g, client);
+//   auto parts = client.scatter_each(chunks);                      // data already in the cluster
+//   double t2 = graph::execute(graph::reduce(graph::map(f_chunk, parts), sum), client);
 //
 // `fn` and `combine` must be registered (TASKWIRE_REGISTER). `combine` takes a batch of results,
 // optionally followed by one parameter (given to reduce()), and returns one result; it must give
@@ -24,8 +26,9 @@
 //
 // Bad graphs fail loudly with std::invalid_argument, from reduce() and again from execute():
 // an unknown mode; n_batch below 2 (in every mode, though only tree_n reads it); a reduce over
-// an empty input list without ReduceOptions::initial. A map over no inputs is valid and returns
-// an empty vector. A result type that cannot be serialized is a compile-time error.
+// an empty input list without ReduceOptions::initial; a map over futures with chunksize > 1 (from
+// execute()). A map over no inputs is valid and returns an empty vector. A result type that cannot be serialized is a compile-time error.
+#include <taskwire/client/future.hpp>
 #include <taskwire/runtime/function_registry.hpp>
 #include <taskwire/runtime/serialize.hpp>
 
@@ -58,13 +61,16 @@ struct ReduceOptions {
   std::optional<R> initial{};
 };
 
-/// fn applied to every input: the map stage. `P` is fn's declared parameter type.
+/// fn applied to every input: the map stage. `P` is fn's declared parameter type. The inputs
+/// are values (sent with the tasks) or futures to data already in the cluster, never both.
 template <class R, class P>
 struct MapGraph {
   using result_type = R;
   using input_type = std::remove_cvref_t<P>;
   R (*fn)(P) = nullptr;
   std::vector<input_type> inputs;
+  std::vector<Future<input_type>> futures;
+  std::size_t size() const noexcept { return inputs.size() + futures.size(); }
 };
 
 /// A map stage followed by a reduction of its results.
@@ -102,12 +108,26 @@ MapGraph<R, P> map(R (*fn)(P), const std::vector<T>& inputs) {
   return g;
 }
 
+/// The map stage over data already in the cluster (scattered, or results of earlier tasks):
+/// fn(the result of future i) for each, one task per future, each run where its data is (a
+/// `const P&` parameter reads it in place). ExecuteOptions::chunksize must be 1 for it.
+template <class R, class P, class T>
+MapGraph<R, P> map(R (*fn)(P), const std::vector<Future<T>>& inputs) {
+  detail::check_result_type<R>();
+  static_assert(std::is_same_v<T, std::remove_cvref_t<P>>,
+                "taskwire::graph::map: a Future<T> input must match the function's parameter type");
+  MapGraph<R, P> g;
+  g.fn = fn;
+  g.futures = inputs;
+  return g;
+}
+
 /// Reduces the results of `g` with `combine(std::vector<R>) -> R`.
 template <class R, class P, class C>
 ReduceGraph<R, P> reduce(MapGraph<R, P> g, R (*combine)(C), ReduceOptions<R> options = {}) {
   static_assert(std::is_same_v<std::remove_cvref_t<C>, std::vector<R>>,
                 "taskwire::graph::reduce: combine must take a std::vector of the map's result type");
-  detail::validate_reduce(options.mode, options.n_batch, g.inputs.size(),
+  detail::validate_reduce(options.mode, options.n_batch, g.size(),
                           options.initial.has_value());
   ReduceGraph<R, P> r;
   r.map = std::move(g);
@@ -125,7 +145,7 @@ ReduceGraph<R, P> reduce(MapGraph<R, P> g, R (*combine)(C, Q), Params&& params,
                 "taskwire::graph::reduce: combine must take a std::vector of the map's result type");
   using Param = std::remove_cvref_t<Q>;
   (void)runtime::check_sendable<Param>();  // fails to compile, naming the type, if it cannot be sent
-  detail::validate_reduce(options.mode, options.n_batch, g.inputs.size(),
+  detail::validate_reduce(options.mode, options.n_batch, g.size(),
                           options.initial.has_value());
   Param bound(std::forward<Params>(params));
   ReduceGraph<R, P> r;

@@ -145,6 +145,7 @@ class Runner {
       const auto s = offset_ + next_task_;
       auto task = task_for(job_.function, s);
       for (auto i : job_.tasks[next_task_].args) task.args.push_back(job_.frames.at(i));
+      for (auto i : job_.tasks[next_task_].futures) task.args.push_back(job_.futures.at(i));
       tasks.push_back(std::move(task));
       submitted.push_back(s);
       slots_[s].submitted = true;

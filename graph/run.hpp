@@ -26,11 +26,13 @@ inline constexpr const char* kCombineSteps = "taskwire::graph::combine_steps";
 struct MapTask {
   std::vector<std::uint32_t> args;  ///< indices into Job::frames
   std::size_t first_input = 0;      ///< the graph's index of the task's first input
+  std::vector<std::uint32_t> futures = {};  ///< then indices into Job::futures
 };
 
 struct Job {
   std::string function;                ///< what every map task calls: fn, or kMapChunk
   std::vector<runtime::Frame> frames;  ///< the map tasks' argument frames, shared by index
+  std::vector<Future<runtime::Frame>> futures;  ///< the map tasks' inputs in the cluster
   std::vector<MapTask> tasks;
   bool chunked = false;  ///< each map task returns a std::vector of results
   // A reduction in the cluster, when `plan` is set; its leaves are `initial` (when set), then the

@@ -14,6 +14,8 @@
 
 #include <boost/serialization/vector.hpp>
 
+#include <array>
+
 #include <cstdint>
 #include <functional>
 #include <iterator>
@@ -24,6 +26,7 @@
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -334,6 +337,69 @@ std::string qualified_name_of() {
   return canonical_function_name(__PRETTY_FUNCTION__);
 }
 
+/// Parts of a result (Client::getitem, Client::unpack): built-in functions that copy out one
+/// element of a std::vector, std::array, std::tuple or std::pair, reading the whole by
+/// `const C&` (in place, on the worker holding it). Registered per container type, under a
+/// name made of the type's mangled name, so every process built by the same compiler agrees:
+/// by TASKWIRE_REGISTER for each function's result and parameter types, and by the client
+/// code that asks for parts (for the processes running the same binary).
+template <class C>
+struct ItemAccess : std::false_type {};
+template <class T, class Alloc>
+struct ItemAccess<std::vector<T, Alloc>> : std::true_type {
+  static constexpr bool kRuntimeIndex = true;
+};
+template <class T, std::size_t N>
+struct ItemAccess<std::array<T, N>> : std::true_type {
+  static constexpr bool kRuntimeIndex = true;
+};
+template <class... T>
+struct ItemAccess<std::tuple<T...>> : std::true_type {
+  static constexpr bool kRuntimeIndex = false;
+};
+template <class A, class B>
+struct ItemAccess<std::pair<A, B>> : std::true_type {
+  static constexpr bool kRuntimeIndex = false;
+};
+
+/// The registered name of part access on a C: element i (an argument) of a vector or array,
+/// or, with `index`, the fixed element of a tuple or pair.
+template <class C>
+std::string item_function_name(std::optional<std::size_t> index = std::nullopt) {
+  auto name = std::string("taskwire::getitem<") + typeid(C).name() + ">";
+  return index ? name + "[" + std::to_string(*index) + "]" : name;
+}
+
+template <class C>
+typename C::value_type item_at(const C& whole, std::uint64_t i) {
+  if (i >= whole.size())
+    throw std::out_of_range("getitem: index " + std::to_string(i) + " past the " +
+                            std::to_string(whole.size()) + " element(s) of the result");
+  return whole[static_cast<std::size_t>(i)];
+}
+template <class C, std::size_t I>
+std::tuple_element_t<I, C> item_get(const C& whole) {
+  return std::get<I>(whole);
+}
+
+template <class C>
+void register_items() {
+  if constexpr (ItemAccess<C>::value) {
+    auto& registry = FunctionRegistry::global();
+    if constexpr (ItemAccess<C>::kRuntimeIndex) {
+      constexpr auto fn = &item_at<C>;
+      registry.add(item_function_name<C>(), reinterpret_cast<const void*>(fn), 2,
+                   make_invoker(fn));
+    } else {
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        ((registry.add(item_function_name<C>(I), reinterpret_cast<const void*>(&item_get<C, I>), 1,
+                       make_invoker(&item_get<C, I>))),
+         ...);
+      }(std::make_index_sequence<std::tuple_size_v<C>>{});
+    }
+  }
+}
+
 struct Registrar {
   template <class R, class... A>
   Registrar(std::string name, R (*fn)(A...)) {
@@ -345,6 +411,8 @@ struct Registrar {
                    make_each_invoker(fn), make_gather_invoker(fn));
       if constexpr ((is_vector<arg_t<A>>::value || ...))
         registry.add_list_form(name, sizeof...(A) + 1, make_list_invoker(fn));
+      register_items<Result>();  // Client::getitem on its results, and on its inputs'
+      (register_items<arg_t<A>>(), ...);
     }
   }
 };

@@ -75,13 +75,27 @@ enum class Op : std::uint8_t {
   steal_request = 67,    // since protocol version 8; answered by steal_response
   // anyone -> worker (peer data)
   get_data = 80, data_reply = 81,
+  // client -> worker (since protocol version 15): data scattered straight to a worker
+  update_data = 82, update_data_reply = 83,
 };
 
+/// A key a client placed on workers itself (scatter, since protocol version 15): the
+/// scheduler records its holders and size; the bytes never pass through it.
+struct ScatteredKey {
+  Key key;
+  std::uint64_t nbytes = 0;
+  std::vector<std::string> workers;  ///< addresses as they registered
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & key & nbytes & workers; }
+};
 struct UpdateGraph {
   std::vector<TaskSpec> tasks;
   std::vector<Key> wanted;  ///< keys the client holds futures to
+  /// Tasks of `tasks` whose data a client already placed on these workers: in memory there
+  /// at once (their task runs only if every holder left before this arrived).
+  std::vector<ScatteredKey> scattered = {};
   template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & tasks & wanted; }
+  void serialize(Ar& ar, unsigned) { ar & tasks & wanted & scattered; }
 };
 struct Keys {  ///< release_keys, free_keys, key_lost
   std::vector<Key> keys;
@@ -276,6 +290,22 @@ struct DataReply {  ///< payload frame i holds keys[i]; `missing` were not held
   std::vector<Key> missing;
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & request_id & keys & missing; }
+};
+/// update_data: a client places data on this worker (scatter); payload frame i holds
+/// keys[i]. Answered by update_data_reply once the worker holds them.
+struct UpdateData {
+  std::uint64_t request_id = 0;
+  std::vector<Key> keys;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & request_id & keys; }
+};
+/// update_data_reply: echoes request_id; nbytes[i] is the size held for keys[i].
+struct UpdateDataReply {
+  std::uint64_t request_id = 0;
+  std::vector<Key> keys;
+  std::vector<std::uint64_t> nbytes;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & request_id & keys & nbytes; }
 };
 /// scheduler_info: a client asks for a snapshot of the cluster; the reply echoes request_id.
 struct SchedulerInfoRequest {

@@ -118,10 +118,40 @@ void SchedulerState::on(const UpdateGraph& e) {
   refuse_over_limit(scan);
   std::vector<TaskState*> to_wait = add_tasks(scan.new_specs);
   add_wants(e, cs, scan, to_wait);
+  place_scattered(e, to_wait);
   std::sort(to_wait.begin(), to_wait.end(),
             [](const TaskState* a, const TaskState* b) { return ByPriority{}(b, a); });
   for (TaskState* ts : to_wait) recommend(ts, S::waiting);
   drop_unused_specs(e);
+}
+
+// Data a client scattered straight to workers: a new key is in memory there at once (as if
+// its task had run on the first of them and been replicated to the others), and does not
+// wait; a key in memory already gains the holders as replicas. Holders that left before this
+// arrived are skipped: a key left with none waits and runs its task (which says the data
+// was lost), and a copy the scheduler does not count is freed where it is.
+void SchedulerState::place_scattered(const UpdateGraph& e, std::vector<TaskState*>& to_wait) {
+  for (const ScatteredKey& s : e.scattered) {
+    TaskState* ts = find_task(s.key);
+    std::vector<WorkerState*> holders;
+    for (const std::string& address : s.workers)
+      if (WorkerState* ws = find_worker(address)) holders.push_back(ws);
+    auto waiting = std::find(to_wait.begin(), to_wait.end(), ts);
+    const bool fresh = ts && waiting != to_wait.end() && ts->state == S::released &&
+                       ts->dependencies.empty();
+    if (!ts || (!fresh && ts->state != S::memory)) {
+      for (WorkerState* ws : holders) free_keys(ws, s.key);
+      continue;
+    }
+    if (holders.empty()) continue;
+    if (fresh) {
+      to_wait.erase(waiting);
+      ts->nbytes = s.nbytes;
+      add_to_memory(ts, holders.front());  // reports it to the clients that want it
+      log_transition(ts, S::released);
+    }
+    for (WorkerState* ws : holders) add_replica(ts, ws);
+  }
 }
 
 void SchedulerState::refuse_over_limit(GraphScan& scan) {

@@ -16,16 +16,26 @@ namespace taskwire::scheduler {
 
 // ---- from clients ----
 
+/// A key whose data a client placed on workers itself (scatter straight to workers).
+struct ScatteredKey {
+  std::string key;
+  std::int64_t nbytes = 0;
+  std::vector<std::string> workers;  ///< addresses; unknown ones (gone since) are skipped
+};
+
 /// New tasks, and the keys the client wants results for. Tasks already known keep their
 /// first spec; tasks that no wanted key needs are dropped (culled). A wanted key whose
 /// dependencies are unknown (or cyclic) is reported cancelled. Keys already in memory or
-/// erred are reported at once.
+/// erred are reported at once. A new task listed in `scattered` goes to memory on its
+/// workers at once, without running (its task runs only if none of them is connected);
+/// a known one in memory gains them as replicas.
 struct UpdateGraph {
   static constexpr std::string_view kind = "update-graph";
   std::string client;
   std::vector<TaskSpec> tasks;
   std::vector<std::string> wanted;
   std::string stimulus_id;
+  std::vector<ScatteredKey> scattered = {};
 };
 
 /// The client no longer holds futures for these keys (reference count reached zero).

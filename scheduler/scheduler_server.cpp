@@ -436,6 +436,8 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     UpdateGraph ev;
     ev.client = p->id;
     ev.wanted = std::move(g.wanted);
+    for (auto& k : g.scattered)
+      ev.scattered.push_back({std::move(k.key), static_cast<std::int64_t>(k.nbytes), std::move(k.workers)});
     ev.tasks.reserve(g.tasks.size());
     for (auto& t : g.tasks) {
       StoredSpec stored;
@@ -568,6 +570,19 @@ std::size_t SchedulerServer::held_specs() {
   auto count = task->get_future();
   asio::post(impl->strand, [task] { (*task)(); });
   return count.get();
+}
+
+std::uint64_t SchedulerServer::held_spec_bytes() {
+  auto impl = impl_;
+  auto task = std::make_shared<std::packaged_task<std::uint64_t()>>([impl] {
+    std::uint64_t bytes = 0;
+    for (const auto& [ref, spec] : impl->specs)
+      for (const auto& f : spec.frames) bytes += f.size();
+    return bytes;
+  });
+  auto bytes = task->get_future();
+  asio::post(impl->strand, [task] { (*task)(); });
+  return bytes.get();
 }
 
 namespace detail {

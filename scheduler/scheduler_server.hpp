@@ -62,6 +62,9 @@ class SchedulerServer {
   /// How many task specs (with their argument frames) the server holds (for tests). Not from
   /// the context's own threads.
   std::size_t held_specs();
+  /// The bytes of the argument frames those specs hold (data sent with tasks, or scattered
+  /// through the scheduler), for tests. Not from the context's own threads.
+  std::uint64_t held_spec_bytes();
 
   struct Impl;  ///< implementation detail (scheduler_server.cpp)
 

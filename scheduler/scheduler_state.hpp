@@ -200,6 +200,8 @@ class SchedulerState {
   /// to wait (a known, released key is appended to `to_wait`).
   void add_wants(const UpdateGraph& e, ClientState* cs, const GraphScan& scan,
                  std::vector<TaskState*>& to_wait);
+  /// Puts e.scattered's keys in memory on their workers (out of `to_wait`).
+  void place_scattered(const UpdateGraph& e, std::vector<TaskState*>& to_wait);
   /// Drops the specs of `e` that did not become tasks (culled, refused, already known).
   void drop_unused_specs(const UpdateGraph& e);
   /// Tells the server to drop the task's payload (see TaskState::spec_held).

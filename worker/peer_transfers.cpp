@@ -178,7 +178,7 @@ void Worker::Impl::fail_link(PeerLink& link, const std::string& reason) {
   handle(std::move(events));
 }
 
-// ---- serving get_data ----
+// ---- serving get_data (and update_data: client_data.cpp) ----
 
 void Worker::Impl::on_accept(comm::CommPtr comm) {
   {
@@ -213,8 +213,10 @@ void Worker::Impl::stop_serving(const comm::CommPtr& comm) {
 
 bool Worker::Impl::answer(const comm::CommPtr& comm, const runtime::Message& request) {
   runtime::BatchWriter reply;
+  std::vector<ClientData> updates;
   try {
     runtime::for_each_op(request, [&](runtime::OpReader& r) {
+      if (r.op() == Op::update_data) return take_client_data(r, updates);  // client_data.cpp
       if (r.op() != Op::get_data)
         throw runtime::SerializationError(
             fmt::format("unexpected operation {} (expected get_data)", static_cast<int>(r.op())));
@@ -237,6 +239,7 @@ bool Worker::Impl::answer(const comm::CommPtr& comm, const runtime::Message& req
     comm->abort();
     return false;
   }
+  if (!updates.empty()) return store_client_data(comm, std::move(updates), std::move(reply));
   if (reply.empty()) {
     serve(comm);
     return true;

@@ -40,6 +40,15 @@ struct FreeKeysEvent {
   std::string stimulus_id;
 };
 
+/// A client placed data here itself (scatter, protocol::UpdateData): each key not known here,
+/// or only waiting to be fetched, is held from now on as this worker's (the client tells the
+/// scheduler next). Data for a key this worker holds or computes already is dropped.
+struct UpdateDataEvent {
+  static constexpr std::string_view kind = "update-data";
+  std::vector<std::pair<Key, Frame>> data;
+  std::string stimulus_id;
+};
+
 /// The scheduler would move `key` to another worker (work stealing): give it up if it is
 /// still waiting here, and say whether it was (SendStealResponse).
 struct StealRequestEvent {
@@ -106,6 +115,6 @@ struct ExecuteFailure {
 };
 
 using Event = std::variant<ComputeTaskEvent, FreeKeysEvent, StealRequestEvent, GatherDepDone,
-                           GatherDepFailed, ExecuteSuccess, ExecuteFailure>;
+                           GatherDepFailed, ExecuteSuccess, ExecuteFailure, UpdateDataEvent>;
 
 }  // namespace taskwire::worker

@@ -149,6 +149,15 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   /// Answers `request`, then serves the comm's next one once the reply is handed over; false
   /// (the comm aborted) for a malformed request.
   bool answer(const comm::CommPtr& comm, const runtime::Message& request);
+  // Data a client scattered here (update_data, client_data.cpp): read from the request on
+  // the comm's strand, stored by the state machine on the worker's, answered from there.
+  struct ClientData {
+    std::uint64_t request_id = 0;
+    std::vector<std::pair<protocol::Key, runtime::Frame>> data;
+  };
+  static void take_client_data(runtime::OpReader& r, std::vector<ClientData>& out);
+  bool store_client_data(const comm::CommPtr& comm, std::vector<ClientData> updates,
+                         runtime::BatchWriter reply);
   void stop_serving(const comm::CommPtr& comm);
   void close_served_comms();
 

@@ -145,6 +145,7 @@ class WorkerState {
   void apply(GatherDepFailed& e);
   void apply(ExecuteSuccess& e);
   void apply(ExecuteFailure& e);
+  void apply(UpdateDataEvent& e);
 
   // compute-task's steps
   /// A task already known here assigned again: true when that settles it.

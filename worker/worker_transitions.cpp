@@ -36,6 +36,23 @@ void WorkerState::apply(GatherDepDone& e) {
   }
 }
 
+// ---- data from clients ----
+
+void WorkerState::apply(UpdateDataEvent& e) {
+  for (auto& [key, frame] : e.data) {
+    TaskState* ts = find(key);
+    if (ts && ts->status != TaskStatus::fetch && ts->status != TaskStatus::flight) continue;
+    if (!ts) {
+      ts = &tasks_[key];
+      ts->key = key;
+    }
+    dequeue(*ts);  // a fetch planned, or in flight: GatherDepDone then finds it held
+    ts->coming_from.clear();
+    ts->assigned = true;  // the scheduler counts it as this worker's once the client says so
+    transition_to_memory(*ts, Value(std::move(frame)), false);
+  }
+}
+
 void WorkerState::apply(GatherDepFailed& e) {
   std::vector<Key> asked;
   if (auto it = in_flight_.find(e.worker); it != in_flight_.end()) {

@@ -51,7 +51,9 @@ namespace taskwire::comm {
 /// 11: compute_task carries an attempt id, echoed in task_finished and task_erred.
 /// 12: register_worker carries the results a worker joining again kept (`held`).
 /// 13: steal_request and steal_response carry the assignment's attempt.
-inline constexpr std::uint32_t kProtocolVersion = 13;
+/// 15 (14 is another branch's): scatter goes straight to workers: update_data and
+///    update_data_reply (client <-> worker); update_graph carries the scattered keys' holders.
+inline constexpr std::uint32_t kProtocolVersion = 15;
 
 /// What a comm accepts while its peer has not authenticated: the handshake's messages are
 /// one frame of a few KiB at most, so a peer announcing more is refused before anything is

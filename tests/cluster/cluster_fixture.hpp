@@ -3,8 +3,11 @@
 // in this process.
 #include "tests/comm/fixture.hpp"
 
+#include <taskwire/client/client.hpp>
 #include <taskwire/scheduler/scheduler_server.hpp>
 #include <taskwire/worker/worker_server.hpp>
+
+#include <catch2/catch.hpp>
 
 #include <chrono>
 #include <functional>
@@ -67,6 +70,15 @@ struct Cluster {
     }
     return done();
   }
+};
+
+/// A cluster of `n` workers, every one connected, and a client of it.
+struct Connected {
+  explicit Connected(int n) : cl(n), client(cl.fx.registry(), cl.address) {
+    REQUIRE(cl.wait_workers(static_cast<std::size_t>(n)));
+  }
+  Cluster cl;
+  Client client;
 };
 
 }  // namespace taskwire::test

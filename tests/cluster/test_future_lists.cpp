@@ -15,18 +15,11 @@
 
 using namespace taskwire;
 using test::Cluster;
+using test::Connected;
 
 namespace {
 std::string name_of(const void* fn) { return runtime::FunctionRegistry::global().name_of(fn); }
 
-// A cluster of `n` workers, every one connected, and a client of it.
-struct Connected {
-  explicit Connected(int n) : cl(n), client(cl.fx.registry(), cl.address) {
-    REQUIRE(cl.wait_workers(static_cast<std::size_t>(n)));
-  }
-  Cluster cl;
-  Client client;
-};
 }  // namespace
 
 TEST_CASE("future lists: a vector of futures is one argument, each element a dependency",

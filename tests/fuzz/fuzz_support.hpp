@@ -36,7 +36,8 @@ namespace taskwire::fuzz {
   X(free_processing, Keys) X(get_data, GetData) X(data_reply, DataReply)              \
   X(scheduler_info, SchedulerInfoRequest) X(scheduler_info_reply, SchedulerInfo)          \
   X(steal_request, StealRequest) X(steal_response, StealResponse)                         \
-  X(worker_status, WorkerStatus)
+  X(worker_status, WorkerStatus) X(update_data, UpdateData)                               \
+  X(update_data_reply, UpdateDataReply)
 
 /// Calls `visit(std::type_identity<Body>{})` with the body type of `op`; false (and no
 /// call) for a code no reader accepts.

@@ -40,7 +40,9 @@ protocol::TaskSpec sample_task() {
   t.allow_other_workers = true;
   return t;
 }
-void fill(protocol::UpdateGraph& b) { b = {{sample_task()}, {"inc-1"}}; }
+void fill(protocol::UpdateGraph& b) {
+  b = {{sample_task()}, {"inc-1"}, {{"scatter-1", 4096, {"tcp://127.0.0.1:4000", "mpi://2"}}}};
+}
 void fill(protocol::Keys& b) { b.keys = {"a", "bb"}; }
 void fill(protocol::CancelKeys& b) { b = {{"a", "bb"}, true}; }
 void fill(protocol::KeysCancelled& b) { b = {{"a"}, "cancelled by client"}; }
@@ -72,6 +74,8 @@ void fill(protocol::MissingData& b) { b = {"k", "dep", "tcp://127.0.0.1:4001"}; 
 void fill(protocol::ComputeTask& b) { b = {sample_task(), {{"inc-0", {"tcp://127.0.0.1:4001"}}}}; }
 void fill(protocol::GetData& b) { b = {7, {"a", "b"}}; }
 void fill(protocol::DataReply& b) { b = {7, {"a"}, {"b"}}; }
+void fill(protocol::UpdateData& b) { b = {5, {"scatter-1"}}; }
+void fill(protocol::UpdateDataReply& b) { b = {5, {"scatter-1"}, {8}}; }
 void fill(protocol::Empty&) {}
 
 /// Payload frames a sample operation of `op` carries, as its sender attaches them.
@@ -82,7 +86,8 @@ std::vector<Frame> sample_payload(protocol::Op op) {
     case protocol::Op::update_graph:
     case protocol::Op::task_finished:
     case protocol::Op::key_in_memory:
-    case protocol::Op::data_reply: return {bytes};
+    case protocol::Op::data_reply:
+    case protocol::Op::update_data: return {bytes};
     default: return {};
   }
 }

@@ -109,6 +109,33 @@ TEST_CASE("graph: every reduce mode equals a sequential reduction, in the pool a
   CHECK(graph::execute(squares, *cl.client) == 999L * 1000 * 1999 / 6);
 }
 
+TEST_CASE("graph: map and reduce over futures run on the data already in the cluster",
+          "[graph][futures]") {
+  GraphCluster cl;
+  auto parts = cl.client->scatter_each(iota(40));
+  auto squares = graph::execute(graph::map(graph_fns::widen_square, parts), *cl.client);
+  REQUIRE(squares.size() == 40);
+  for (int i = 0; i < 40; ++i) CHECK(squares[static_cast<std::size_t>(i)] == long{i} * i);
+  for (auto mode : {ReduceMode::single_node, ReduceMode::tree, ReduceMode::tree_n}) {
+    for (bool in_pool : {true, false}) {
+      for (std::size_t fuse : {1, 3}) {
+        INFO("mode " << graph::to_string(mode) << " in pool " << in_pool << " fuse " << fuse);
+        auto g = graph::reduce(graph::map(graph_fns::tag, cl.client->scatter_each(iota(13))),
+                               graph_fns::concat, {.mode = mode, .n_batch = 3});
+        CHECK(graph::execute(g, *cl.client, {.reduce_in_pool = in_pool, .reduce_fuse_levels = fuse}) ==
+              tags(13));
+      }
+    }
+  }
+  // The inputs stay the caller's: a second graph over the same futures reads them again.
+  auto total = graph::reduce(graph::map(graph_fns::widen_square, parts), graph_fns::sum);
+  CHECK(graph::execute(total, *cl.client) == 39L * 40 * 79 / 6);
+  CHECK(graph::execute(total, *cl.client) == 39L * 40 * 79 / 6);
+  // Chunks would gather data from several workers into one task: refused.
+  CHECK_THROWS_WITH(graph::execute(total, *cl.client, {.chunksize = 4}),
+                    Catch::Contains("chunksize must be 1"));
+}
+
 TEST_CASE("graph: fused reduce tasks make the same combine calls in the same order",
           "[graph]") {
   GraphCluster cl;

@@ -53,6 +53,9 @@ int nap(int ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   return ms;
 }
+long scaled_total(const std::vector<int>& xs, int factor) {
+  return factor * std::accumulate(xs.begin(), xs.end(), 0L);
+}
 int rank_of(int) {
   const char* r = std::getenv("PMI_RANK");
   return r ? std::atoi(r) : -1;
@@ -66,6 +69,7 @@ TASKWIRE_REGISTER(launch_fns::fail_on_13);
 TASKWIRE_REGISTER(launch_fns::die);
 TASKWIRE_REGISTER(launch_fns::nap);
 TASKWIRE_REGISTER(launch_fns::rank_of);
+TASKWIRE_REGISTER(launch_fns::scaled_total);
 
 namespace {
 
@@ -129,6 +133,15 @@ void compute(Client& client, const std::string& label, int workers, const std::s
     check(std::string(e.what()).find("bad input 13") != std::string::npos,
           label + ": task error reaches get()");
   }
+
+  // Scatter straight to the worker ranks (and a broadcast copy on each), a map over the
+  // scattered chunks with the broadcast value fixed, a part of a scattered vector.
+  auto chunks = client.scatter_each(std::vector<std::vector<int>>(2 * workers, std::vector<int>(1000, 1)));
+  auto factor = client.scatter(3, {.broadcast = true});
+  auto scaled = client.gather(client.map(launch_fns::scaled_total, chunks, fixed(factor)));
+  check(std::all_of(scaled.begin(), scaled.end(), [](long v) { return v == 3000; }) &&
+            client.getitem(chunks[0], 999).get() == 1,
+        label + ": scatter to the workers, map with a fixed future, getitem");
 
   std::vector<int> naps(8 * workers, 20);
   auto ranks = client.gather(client.map(launch_fns::rank_of, naps));
