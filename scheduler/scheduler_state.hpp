@@ -256,9 +256,11 @@ class SchedulerState {
   /// The worker `ts` may be sent to ahead of its dependencies, or null.
   void adopt_held_data(WorkerState* ws, const std::vector<std::string>& held);
   WorkerState* assign_ahead_target(const TaskState* ts) const;
+  bool has_ahead_room(const WorkerState* ws, const TaskState* ts) const;
   void recommend_assign_ahead(TaskState* ts);
   void assign_ahead(TaskState* ts);
   void assigned_to_processing(TaskState* ts);
+  void refill_ahead(TaskState* ts);
   void unassign_dependents(TaskState* ts);
   void assigned_to_waiting(TaskState* ts);
   void processing_to_memory(TaskState* ts, WorkerState* ws, std::int64_t nbytes);

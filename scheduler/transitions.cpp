@@ -261,6 +261,8 @@ namespace {
 /// another worker idles: TaskBench's stencil (2 workers) runs 5x faster so at 12 us tasks and
 /// breaks even at ~150 us (docs/scheduling.md, "Assign ahead").
 constexpr double kAheadPastIdleBelowSeconds = 100e-6;
+/// Tasks visited when a slot of the window comes free (bounds the walk on wide graphs).
+constexpr std::size_t kRefillScan = 64;
 }  // namespace
 
 WorkerState* SchedulerState::assign_ahead_target(const TaskState* ts) const {
@@ -273,10 +275,7 @@ WorkerState* SchedulerState::assign_ahead_target(const TaskState* ts) const {
     if (ws && dep->processing_on != ws) return nullptr;
     ws = dep->processing_on;
   }
-  if (!ws || ws->removed ||
-      ws->assigned >= static_cast<std::size_t>(ws->nthreads) *
-                          static_cast<std::size_t>(options_.assign_ahead))
-    return nullptr;
+  if (!ws || !has_ahead_room(ws, ts)) return nullptr;
   const bool strict = !(ts->restrictions && ts->restrictions->loose);
   if (!eligible(ts, ws, strict)) return nullptr;
   // A task sent ahead cannot be stolen: sending a stencil step's tasks ahead to the busy
@@ -288,6 +287,21 @@ WorkerState* SchedulerState::assign_ahead_target(const TaskState* ts) const {
   for (const WorkerState* idle : idle_)
     if (idle != ws && eligible(ts, idle, strict)) return nullptr;
   return ws;
+}
+
+// The window per thread: assign_ahead tasks, or for known-short ones as many as cover
+// short_task_cover_seconds of work (at most max_short_task_slots), as for root tasks. The
+// scheduler hears that a task's inputs finished a round trip after the worker could start
+// it; a window of 4 tasks of 10 us ran dry in 40 us and was then refilled a task per round
+// trip (docs/scheduling.md, "Assign ahead").
+bool SchedulerState::has_ahead_room(const WorkerState* ws, const TaskState* ts) const {
+  if (ws->removed) return false;
+  double per_thread = options_.assign_ahead;
+  if (options_.short_task_cover_seconds > 0)
+    per_thread = std::max(per_thread, std::min(options_.short_task_cover_seconds /
+                                                   std::max(expected_duration(ts->function), 1e-9),
+                                               static_cast<double>(options_.max_short_task_slots)));
+  return static_cast<double>(ws->assigned) < per_thread * ws->nthreads;
 }
 
 void SchedulerState::recommend_assign_ahead(TaskState* ts) {
@@ -308,7 +322,23 @@ void SchedulerState::assigned_to_processing(TaskState* ts) {
   --ws->assigned;
   ts->state = S::processing;
   classify_for_stealing(ws);
-  for (TaskState* d : ts->dependents) recommend_assign_ahead(d);
+  refill_ahead(ts);
+}
+
+// A slot of the window came free: the tasks it held back wait behind the assigned
+// descendants of the task that took it, a few levels down (a stencil's next steps). Without
+// this walk a task was assigned ahead only once one of its inputs had finished, one level
+// ahead of the work, whatever the window.
+void SchedulerState::refill_ahead(TaskState* ts) {
+  std::vector<TaskState*> stack(ts->dependents.begin(), ts->dependents.end());
+  for (std::size_t visits = 0; !stack.empty() && visits < kRefillScan; ++visits) {
+    TaskState* d = stack.back();
+    stack.pop_back();
+    if (d->state == S::assigned)
+      stack.insert(stack.end(), d->dependents.begin(), d->dependents.end());
+    else
+      recommend_assign_ahead(d);
+  }
 }
 
 // Back to waiting (an input left its worker, or could not be fetched), not through released:

@@ -41,6 +41,40 @@ TEST_CASE("assign ahead: a chain on one worker is sent a link ahead, and never s
   CHECK(h.s.task_counts().completed == 3);
 }
 
+TEST_CASE("assign ahead: a slot that comes free is refilled several links down a chain",
+          "[scheduler][assign]") {
+  SchedulerOptions o;
+  o.assign_ahead = 2;
+  Harness h(o);
+  h.add_worker("tcp://a:1");
+  h.submit({task("w"), task("x", {"w"}), task("y", {"x"}), task("z", {"y"})}, {"z"});
+  CHECK(h.s.task_state("x") == S::assigned);
+  CHECK(h.s.task_state("y") == S::assigned);
+  CHECK(h.s.task_state("z") == S::waiting);  // the window (2 a thread) is full
+  // w finishes: x leaves the window; z, two links down, takes its slot at once rather than
+  // once y finishes (one link ahead of the work).
+  CHECK(computed(h.finish("w", 8, 1.0)) == std::vector<std::string>{"z"});
+  CHECK(h.s.task_state("z") == S::assigned);
+}
+
+TEST_CASE("assign ahead: known-short tasks get a window that covers a round trip",
+          "[scheduler][assign]") {
+  for (const double seconds : {10e-3, 10e-6}) {
+    INFO("tasks of " << seconds << " s");
+    Harness h(ahead());  // 1 task a thread, or short_task_cover_seconds (2 ms) of them
+    h.add_worker("tcp://a:1");
+    h.submit({task("warm")}, {"warm"});
+    h.finish("warm", 8, seconds);  // the scheduler learns how long "inc" takes
+    const auto link = [](int i) { return fmt::format("c{}", i); };
+    std::vector<TaskSpec> chain{task(link(0))};
+    for (int i = 1; i < 10; ++i) chain.push_back(task(link(i), {link(i - 1)}));
+    h.submit(chain, {link(9)});
+    int assigned = 0;
+    for (int i = 1; i < 10; ++i) assigned += h.s.task_state(link(i)) == S::assigned;
+    CHECK(assigned == (seconds < 1e-3 ? 9 : 1));
+  }
+}
+
 TEST_CASE("assign ahead: off, a dependent waits for its input to finish", "[scheduler][assign]") {
   SchedulerOptions o;
   o.assign_ahead = 0;
