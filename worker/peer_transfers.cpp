@@ -25,6 +25,13 @@ void Worker::Impl::gather(GatherDep request) {
 
 void Worker::Impl::connect_peer(const std::shared_ptr<PeerLink>& link) {
   link->connecting = true;
+  // Requests sent on a comm that closed before its read error was handled (a push or a
+  // fetch found it closed first) are asked again on the new one: the old comm's error is
+  // ignored once it is replaced, and nothing else would answer or fail them.
+  for (auto it = link->outstanding.rbegin(); it != link->outstanding.rend(); ++it)
+    link->pending.emplace_front(it->first, std::move(it->second));
+  link->outstanding.clear();
+  link->sent_at.clear();
   link->comm.reset();
   comm::ConnectOptions options;
   options.timeout = options_.peer_connect_timeout;
