@@ -51,7 +51,8 @@ struct SchedulerOptions {
   /// Tasks per worker thread that may be assigned ahead: sent to the worker that runs all
   /// their unfinished dependencies before those finish, so that they start there with no
   /// scheduler round trip (Charm++'s and PaRSEC's producer -> consumer release). 0: off.
-  /// 4 is the measured choice: docs/scheduling.md, "Assign ahead".
+  /// 4 is the measured choice: docs/scheduling.md, "Assign ahead". Known-short tasks get
+  /// as many as cover short_task_cover_seconds, as root tasks do ("The window in time").
   int assign_ahead = 4;
   /// Move tasks not yet started from saturated workers to idle ones, the victim confirming
   /// (Dask's distributed.scheduler.work-stealing).
