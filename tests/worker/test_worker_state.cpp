@@ -1,5 +1,6 @@
 // The worker state machine without any network: dependencies held or fetched, priority
 // order, free_keys, failures, unknown functions. Every step validates the invariants.
+#include "tests/worker/temp_dir.hpp"
 #include "tests/worker/worker_state_harness.hpp"
 #include <taskwire/worker/data_store.hpp>
 
@@ -460,18 +461,24 @@ TEST_CASE("worker state: a stolen task waiting for data stops waiting for it",
   CHECK(executed(step(ws, done("inproc://peer", {"d"}))).empty());
 }
 
+namespace {
+// `key` computed here and spilled, then its spill file deleted (an operator, a /tmp cleaner).
+void hold_and_lose_spill_file(WorkerState& ws, DataStore& store,
+                              const std::filesystem::path& dir, const std::string& key) {
+  step(ws, compute(key));
+  step(ws, success(key, 7));
+  REQUIRE(store.spill_to(0) > 0);
+  for (const auto& f : std::filesystem::directory_iterator(dir)) std::filesystem::remove(f);
+}
+}  // namespace
+
 TEST_CASE("worker state: a held dependency whose spill file is lost goes back to the scheduler "
           "as missing data, not as an error", "[worker][state][spill]") {
-  std::string pattern = (std::filesystem::temp_directory_path() / "taskwire-spill-XXXXXX").string();
-  REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-  const std::filesystem::path dir = pattern;
+  taskwire::test::TempDir dir;
   {
-    auto store = std::make_shared<DataStore>(SpillOptions{dir, 0});
+    auto store = std::make_shared<DataStore>(SpillOptions{dir.path, 0});
     WorkerState ws(options(), store);
-    step(ws, compute("a"));
-    step(ws, success("a", 7));
-    REQUIRE(store->spill_to(0) > 0);
-    for (const auto& f : std::filesystem::directory_iterator(dir)) std::filesystem::remove(f);
+    hold_and_lose_spill_file(ws, *store, dir.path, "a");
     auto out = step(ws, compute("b", 0, {{"a", {"inproc://me"}}}));
     CHECK(only<Execute>(out).empty());
     CHECK(only<SendTaskErred>(out).empty());
@@ -488,21 +495,15 @@ TEST_CASE("worker state: a held dependency whose spill file is lost goes back to
     out = step(ws, compute("b", 0, {{"a", {"inproc://me"}}}));
     CHECK(executed(out) == std::vector<std::string>{"b"});
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("worker state: a result whose spill file a peer found lost is computed again when "
           "assigned here again, not reported as held", "[worker][state][spill]") {
-  std::string pattern = (std::filesystem::temp_directory_path() / "taskwire-spill-XXXXXX").string();
-  REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-  const std::filesystem::path dir = pattern;
+  taskwire::test::TempDir dir;
   {
-    auto store = std::make_shared<DataStore>(SpillOptions{dir, 0});
+    auto store = std::make_shared<DataStore>(SpillOptions{dir.path, 0});
     WorkerState ws(options(), store);
-    step(ws, compute("a"));
-    step(ws, success("a", 7));
-    REQUIRE(store->spill_to(0) > 0);
-    for (const auto& f : std::filesystem::directory_iterator(dir)) std::filesystem::remove(f);
+    hold_and_lose_spill_file(ws, *store, dir.path, "a");
     CHECK_FALSE(store->get("a"));  // a peer's get_data finds it missing
     auto e = compute("a");
     e.attempt = 9;  // the scheduler computes it again, here
@@ -513,5 +514,4 @@ TEST_CASE("worker state: a result whose spill file a peer found lost is computed
     REQUIRE(only<SendTaskFinished>(out).size() == 1);
     CHECK(store->get("a"));
   }
-  std::filesystem::remove_all(dir);
 }
