@@ -55,14 +55,15 @@ Piece pick_ref(const std::vector<Piece>& whole, std::uint64_t j) { return whole.
 // the same whichever way the pieces came): {count, sum, 1 if each piece is sorted and all lie
 // between min and max, min, max}.
 std::vector<std::int64_t> merge(const std::vector<Piece>& pieces) {
-  std::int64_t count = 0, sum = 0, sorted = 1, lo = INT64_MAX, hi = INT64_MIN;
+  std::int64_t count = 0, sorted = 1, lo = INT64_MAX, hi = INT64_MIN;
+  std::uint64_t sum = 0;  // wraps: a checksum, not a total (signed overflow is undefined)
   for (const auto& p : pieces) {
     if (!std::is_sorted(p.begin(), p.end())) sorted = 0;
-    for (auto v : p) sum += v;
+    for (auto v : p) sum += static_cast<std::uint64_t>(v);
     count += static_cast<std::int64_t>(p.size());
     if (!p.empty()) lo = std::min(lo, p.front()), hi = std::max(hi, p.back());
   }
-  return {count, sum, sorted, lo, hi};
+  return {count, static_cast<std::int64_t>(sum), sorted, lo, hi};
 }
 }  // namespace split_parts
 
@@ -123,11 +124,12 @@ int main(int argc, char** argv) {
   for (std::uint64_t j = 1; j < parts; ++j)
     splitters.push_back(static_cast<std::int64_t>((std::uint64_t{1} << 63) / parts * j));
   const std::uint64_t per = n / parts;
-  std::int64_t expected_count = 0, expected_sum = 0;
+  std::int64_t expected_count = 0;
+  std::uint64_t expected_sum = 0;  // wraps, as merge's
   for (std::uint64_t p = 0; p < parts; ++p)
     for (const auto& piece : split(p, per, splitters)) {
       expected_count += static_cast<std::int64_t>(piece.size());
-      for (auto v : piece) expected_sum += v;
+      for (auto v : piece) expected_sum += static_cast<std::uint64_t>(v);
     }
 
   fmt::print("sample-sort exchange: {} int64 in {} partitions, {} pieces, 2 workers, {}\n",
@@ -147,10 +149,11 @@ int main(int argc, char** argv) {
       const auto outs = exchange(client, splits, ways[w]);
       seconds[w].push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      std::int64_t count = 0, sum = 0, last = INT64_MIN;
+      std::int64_t count = 0, last = INT64_MIN;
+      std::uint64_t sum = 0;
       for (const auto& o : outs) {
         count += o[0];
-        sum += o[1];
+        sum += static_cast<std::uint64_t>(o[1]);
         if (o[2] != 1 || (o[0] > 0 && o[3] < last)) return fmt::print(stderr, "unsorted output\n"), 1;
         if (o[0] > 0) last = o[4];
       }
