@@ -399,6 +399,9 @@ bool adopt_nanny() {
   ::fcntl(std::atoi(fd), F_SETFD, FD_CLOEXEC);  // not for the tasks' own children
   ::unsetenv(crash::kRecordFdVariable);
   if (nanny == 0) return false;  // not a record a nanny made
+  // Started as /proc/self/exe (the nanny's own binary, even one replaced on disk since), the
+  // process is named "exe" in top and ps -e; named as its parent would be instead.
+  ::prctl(PR_SET_NAME, "taskwire-worker");
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // the nanny gone: shut down as if told to
   if (::getppid() != nanny) ::raise(SIGTERM);
   return true;

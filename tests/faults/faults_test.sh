@@ -108,6 +108,8 @@ if [ "$mode" = frozen ]; then
   timeout 60 "$client" serves "$dir/s.json" before >>"$dir/client.log" 2>&1 || fail "client before"
   child=$(pgrep -P "${nannies[0]}" | head -n 1)
   [ -n "$child" ] || fail "no worker process under nanny ${nannies[0]}"
+  [ "$(cat "/proc/$child/comm")" = taskwire-worker ] ||
+    fail "the nanny's worker is named '$(cat "/proc/$child/comm")' in ps, not taskwire-worker"
   kill -STOP "$child"
   frozen_at=$(date +%s%N)
   for _ in $(seq 1 100); do grep -q "closing worker" "$dir/scheduler.log" && break; sleep 0.1; done
