@@ -1,27 +1,26 @@
 #include <taskwire/runtime/scheduler_file.hpp>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <thread>
-#include <sstream>
 #include <stdexcept>
 
 namespace taskwire::runtime {
 
 void SchedulerFile::write(const std::string& path) const {
   if (addresses.empty()) throw std::runtime_error("scheduler file: no address to write");
+  nlohmann::json j{{"address", addresses.front()}, {"addresses", addresses}};
+  if (!dashboard.empty()) j["dashboard"] = dashboard;
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);
     if (!out) throw std::runtime_error("cannot write scheduler file '" + tmp + "'");
-    out << "{\"address\": \"" << addresses.front() << "\", \"addresses\": [";
-    for (std::size_t i = 0; i < addresses.size(); ++i)
-      out << (i ? ", " : "") << '"' << addresses[i] << '"';
-    out << "]}\n";
+    out << j.dump() << "\n";
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
     throw std::runtime_error("cannot move scheduler file into place at '" + path + "'");
@@ -30,23 +29,22 @@ void SchedulerFile::write(const std::string& path) const {
 SchedulerFile SchedulerFile::read(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot open scheduler file '" + path + "': does it exist yet?");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  SchedulerFile f;
-  // Addresses never contain quotes; take every quoted string with "://" inside the array.
-  auto arr = text.find("\"addresses\"");
-  if (arr == std::string::npos)
-    throw std::runtime_error("scheduler file '" + path + "' has no \"addresses\" entry");
-  for (auto p = text.find('"', text.find('[', arr)); p != std::string::npos;) {
-    auto q = text.find('"', p + 1);
-    if (q == std::string::npos) break;
-    auto s = text.substr(p + 1, q - p - 1);
-    if (s.find("://") != std::string::npos) f.addresses.push_back(s);
-    p = text.find('"', q + 1);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error("scheduler file '" + path + "' is not JSON: " + e.what());
   }
+  const auto listed = j.find("addresses");
+  if (!j.is_object() || listed == j.end() || !listed->is_array())
+    throw std::runtime_error("scheduler file '" + path + "' has no \"addresses\" entry");
+  SchedulerFile f;
+  for (const auto& a : *listed)
+    if (a.is_string() && a.get<std::string>().find("://") != std::string::npos)
+      f.addresses.push_back(a.get<std::string>());
   if (f.addresses.empty())
     throw std::runtime_error("scheduler file '" + path + "' lists no address");
+  if (const auto d = j.find("dashboard"); d != j.end() && d->is_string()) f.dashboard = *d;
   return f;
 }
 

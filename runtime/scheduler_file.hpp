@@ -1,7 +1,8 @@
 #pragma once
 // The scheduler file: how clients and workers find a scheduler started elsewhere (as in
-// Dask's --scheduler-file). A small JSON object: {"address": "...", "addresses": [...]} where
-// "address" is the preferred contact address and "addresses" every transport it listens on.
+// Dask's --scheduler-file). A small JSON object: {"address": "...", "addresses": [...],
+// "dashboard": "http://..."} where "address" is the preferred contact address, "addresses"
+// every transport it listens on, and "dashboard" (if it runs one) its dashboard's URL.
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -12,6 +13,9 @@ namespace taskwire::runtime {
 
 struct SchedulerFile {
   std::vector<std::string> addresses;  ///< first is the preferred one
+  /// The scheduler's dashboard URL ("dashboard" in the file; empty: none). The port it got,
+  /// which differs from the one asked for when that was taken (as Dask's "services").
+  std::string dashboard = {};
 
   /// Writes atomically (temp file + rename). Throws std::runtime_error.
   void write(const std::string& path) const;

@@ -139,7 +139,9 @@ int run_scheduler(MainOptions& o) {
   for (const auto& a : addresses) fmt::print("taskwire-scheduler listening at {}\n", a);
   if (!o.no_dashboard) fmt::print("taskwire-scheduler dashboard at {}\n", server.dashboard_url());
   std::fflush(stdout);
-  if (!o.scheduler_file.empty()) runtime::SchedulerFile{addresses}.write(o.scheduler_file);
+  if (!o.scheduler_file.empty())
+    runtime::SchedulerFile{addresses, o.no_dashboard ? "" : server.dashboard_url()}.write(
+        o.scheduler_file);
 
   runtime::StopSignals stops(rt.context());
   auto finished = server.finished();

@@ -54,6 +54,8 @@ nthreads=2
 pids+=($!)
 wait_for "$dir/scheduler.log" "dashboard at http://"
 surl=$(url_in "$dir/scheduler.log")
+# The scheduler file names the dashboard's URL (its port is the one it got, not the one asked).
+grep -q "\"dashboard\":\"$surl\"" "$dir/s.json" || fail "the scheduler file does not name $surl: $(cat "$dir/s.json")"
 for i in 1 2; do
   "$worker" --scheduler-file "$dir/s.json" --preload "$lib" --nthreads $nthreads --name "w$i" \
     --dashboard-address :0 >"$dir/worker$i.log" 2>&1 &

@@ -60,6 +60,16 @@ TEST_CASE("scheduler file: one that exists is read at once, and a malformed one 
   auto read = runtime::SchedulerFile::wait_and_read(file, std::nullopt);
   REQUIRE(read);
   CHECK(read->address_for("mpi") == "mpi://0");
+  CHECK(read->dashboard.empty());
+  runtime::SchedulerFile{{"tcp://127.0.0.1:8786"}, "http://127.0.0.1:41234"}.write(file);
+  CHECK(runtime::SchedulerFile::read(file).dashboard == "http://127.0.0.1:41234");
+  {
+    std::FILE* f = std::fopen(file.c_str(), "w");
+    REQUIRE(f);
+    std::fputs("{\"addresses\": [\"tcp://", f);  // cut short
+    std::fclose(f);
+  }
+  CHECK_THROWS_WITH(runtime::SchedulerFile::read(file), Contains("is not JSON"));
   {
     std::FILE* f = std::fopen(file.c_str(), "w");
     REQUIRE(f);
