@@ -668,34 +668,43 @@ std::shared_ptr<ClientCore::WorkerLink> ClientCore::worker_link(const std::strin
 
 void ClientCore::fetch_from(const std::string& address, const std::vector<std::string>& keys,
                             std::map<std::string, runtime::Frame>& out) {
+  exchange_with_worker(address, fetch_time_allowed(keys),
+                       [&](const comm::CommPtr& comm, const TimeLeft& left) {
+                         get_data(comm, address, keys, left, out);
+                       });
+}
+
+void ClientCore::exchange_with_worker(
+    const std::string& address, std::chrono::milliseconds allowed,
+    const std::function<void(const comm::CommPtr&, const TimeLeft&)>& exchange) {
   auto link = worker_link(address);
   std::lock_guard lock(link->mu);
-  auto awake = context_->keep_awake();  // the io thread does the fetch: it must not linger
-  // A worker that accepts but never answers (stopped, wedged) would hold get() forever: the
-  // connect, the write and the read share one deadline.
-  const auto deadline = std::chrono::steady_clock::now() + fetch_time_allowed(keys);
-  const auto left = [deadline] {
+  auto awake = context_->keep_awake();  // the io thread does the exchange: it must not linger
+  // A worker that accepts but never answers (stopped, wedged) would hold the caller forever:
+  // the connect, the write and the read share one deadline.
+  const auto deadline = std::chrono::steady_clock::now() + allowed;
+  const TimeLeft left = [deadline] {
     using std::chrono::milliseconds;
     const auto now = std::chrono::steady_clock::now();
     return std::max(std::chrono::duration_cast<milliseconds>(deadline - now), milliseconds(1));
   };
   // A kept connection may be to a worker that has since died (and maybe restarted on the
-  // same address): it fails on first use, and the fetch is tried once more on a fresh one.
+  // same address): it fails on first use, and the exchange is tried once more on a fresh one.
   const bool kept = link->comm && !link->comm->closed();
   for (int round = kept ? 0 : 1; round < 2; ++round) {
     if (!link->comm || link->comm->closed()) {
-      // The scheduler said this worker holds the keys: if nothing listens there, it is gone.
+      // The scheduler listed this worker: if nothing listens there, it is gone.
       comm::ConnectOptions options;
       options.timeout = left();
       options.retry_refused = false;
       link->comm = comm::connect(*registry_, address, std::move(options));
     }
     try {
-      return get_data(link->comm, address, keys, left, out);
+      return exchange(link->comm, left);
     } catch (const std::exception& e) {
       link->comm->abort();
       link->comm.reset();
-      // A holder that did not answer in time (frozen, partitioned) had its whole deadline.
+      // A worker that did not answer in time (frozen, partitioned) had its whole deadline.
       const auto* comm_error = dynamic_cast<const comm::CommError*>(&e);
       if (round == 1 || (comm_error && comm_error->code() == comm::errc::timeout)) throw;
       spdlog::debug("client: the kept connection to {} failed ({}); connecting again", address,
@@ -705,8 +714,7 @@ void ClientCore::fetch_from(const std::string& address, const std::vector<std::s
 }
 
 void ClientCore::get_data(const comm::CommPtr& comm, const std::string& address,
-                          const std::vector<std::string>& keys,
-                          const std::function<std::chrono::milliseconds()>& left,
+                          const std::vector<std::string>& keys, const TimeLeft& left,
                           std::map<std::string, runtime::Frame>& out) {
   runtime::BatchWriter w;
   static std::atomic<std::uint64_t> ids{0};
@@ -725,13 +733,17 @@ void ClientCore::get_data(const comm::CommPtr& comm, const std::string& address,
 }
 
 std::chrono::milliseconds ClientCore::fetch_time_allowed(const std::vector<std::string>& keys) {
-  constexpr std::uint64_t kBytesPerMs = 100'000;  // 100 MB/s: slow for any of our transports
   std::uint64_t bytes = 0;
   {
     std::lock_guard lock(mu_);
     for (const auto& k : keys)
       if (auto it = keys_.find(k); it != keys_.end()) bytes += it->second.nbytes;
   }
+  return time_allowed(bytes);
+}
+
+std::chrono::milliseconds ClientCore::time_allowed(std::uint64_t bytes) const {
+  constexpr std::uint64_t kBytesPerMs = 100'000;  // 100 MB/s: slow for any of our transports
   return fetch_timeout_ + std::chrono::milliseconds(bytes / kBytesPerMs);
 }
 

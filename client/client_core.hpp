@@ -169,21 +169,31 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     comm::CommPtr comm;
   };
   std::shared_ptr<WorkerLink> worker_link(const std::string& address);
-  /// Fetches keys from one holder; fills `out` for the keys it had. A holder that has not
-  /// answered within fetch_time_allowed(keys) counts as gone for this fetch (CommError).
+  /// Time left of an exchange's deadline (at least 1 ms).
+  using TimeLeft = std::function<std::chrono::milliseconds()>;
+  /// One request and its answer on the link to the worker at `address` (connected if need
+  /// be; the connect, the write and the read share `allowed`). A kept connection that fails
+  /// (its worker died, maybe restarted on the same address) is tried once more on a fresh
+  /// one, unless it timed out. Throws what the last try threw.
+  void exchange_with_worker(const std::string& address, std::chrono::milliseconds allowed,
+                            const std::function<void(const comm::CommPtr&, const TimeLeft&)>& exchange);
   /// One get_data exchange on `comm`; throws on any failure (the caller aborts the comm).
   void get_data(const comm::CommPtr& comm, const std::string& address,
-                const std::vector<std::string>& keys,
-                const std::function<std::chrono::milliseconds()>& left,
+                const std::vector<std::string>& keys, const TimeLeft& left,
                 std::map<std::string, runtime::Frame>& out);
+  /// Fetches keys from one holder; fills `out` for the keys it had. A holder that has not
+  /// answered within fetch_time_allowed(keys) counts as gone for this fetch (CommError).
   void fetch_from(const std::string& address, const std::vector<std::string>& keys,
                   std::map<std::string, runtime::Frame>& out);
-  std::vector<std::size_t> send_to_worker(const std::string& address, const std::vector<std::string>& keys,
+  std::vector<std::size_t> send_to_worker(const std::string& address,
+                                          const std::vector<std::string>& keys,
                                           const std::vector<runtime::Frame>& frames,
                                           const std::vector<std::size_t>& placed,
                                           std::vector<protocol::ScatteredKey>& where);
   /// fetch_timeout_, plus 1 s per 100 MB of the keys' reported sizes.
   std::chrono::milliseconds fetch_time_allowed(const std::vector<std::string>& keys);
+  /// fetch_timeout_, plus 1 s per 100 MB.
+  std::chrono::milliseconds time_allowed(std::uint64_t bytes) const;
   void fail_all(const std::string& why);
   /// Waits (mu_ held through `lock`) until done() or the deadline; true if done(). The calling
   /// thread runs the context's event loop meanwhile when it may (runtime::Context::Drive), so

@@ -137,40 +137,34 @@ std::vector<std::shared_ptr<KeyRef>> ClientCore::scatter(std::vector<runtime::Fr
 
 // One update_data exchange with the worker at `address`: frames[placed...] under their keys;
 // returns those it holds and sets their sizes in `where`. Throws on any failure.
-std::vector<std::size_t> ClientCore::send_to_worker(const std::string& address, const std::vector<std::string>& keys,
-                                const std::vector<runtime::Frame>& frames,
-                                const std::vector<std::size_t>& placed,
-                                std::vector<protocol::ScatteredKey>& where) {
-  protocol::UpdateData body;
-  std::vector<runtime::Frame> payload;
-  std::uint64_t bytes = 0;
-  for (auto i : placed) {
-    body.keys.push_back(keys[i]);
-    payload.push_back(frames[i]);
-    bytes += frames[i].size();
-  }
+std::vector<std::size_t> ClientCore::send_to_worker(const std::string& address,
+                                                    const std::vector<std::string>& keys,
+                                                    const std::vector<runtime::Frame>& frames,
+                                                    const std::vector<std::size_t>& placed,
+                                                    std::vector<protocol::ScatteredKey>& where) {
   static std::atomic<std::uint64_t> ids{0};
-  body.request_id = ++ids;
-  auto link = worker_link(address);
-  std::lock_guard lock(link->mu);
-  auto awake = context_->keep_awake();
-  const auto timeout = fetch_timeout_ + std::chrono::milliseconds(bytes / 100'000);
-  if (!link->comm || link->comm->closed()) {
-    comm::ConnectOptions options;
-    options.timeout = timeout;
-    link->comm = comm::connect(*registry_, address, std::move(options));
-  }
+  const std::uint64_t id = ++ids;
+  std::uint64_t bytes = 0;
+  for (auto i : placed) bytes += frames[i].size();
   std::vector<std::size_t> held;
-  try {
+  exchange_with_worker(address, time_allowed(bytes), [&](const comm::CommPtr& comm,
+                                                         const TimeLeft& left) {
+    protocol::UpdateData body{id, {}};
+    std::vector<runtime::Frame> payload;
+    for (auto i : placed) {
+      body.keys.push_back(keys[i]);
+      payload.push_back(frames[i]);
+    }
     runtime::BatchWriter w;
     w.add(Op::update_data, body, std::move(payload));
-    comm::write_sync(link->comm, w.take(), timeout);
-    auto reply = comm::read_sync(link->comm, timeout);
+    comm::write_sync(comm, w.take(), left());
+    auto reply = comm::read_sync(comm, left());
+    held.clear();  // a second try on a fresh connection starts over
     runtime::for_each_op(reply, [&](runtime::OpReader& r) {
       if (r.op() != Op::update_data_reply)
         throw runtime::SerializationError("expected update_data_reply from " + address);
       auto b = r.body<protocol::UpdateDataReply>();
-      if (b.request_id != body.request_id || b.nbytes.size() != b.keys.size())
+      if (b.request_id != id || b.nbytes.size() != b.keys.size())
         throw runtime::SerializationError("a malformed update_data_reply from " + address);
       for (std::size_t k = 0; k < b.keys.size(); ++k)
         for (auto i : placed)
@@ -179,11 +173,7 @@ std::vector<std::size_t> ClientCore::send_to_worker(const std::string& address, 
             where[i].nbytes = std::max(where[i].nbytes, b.nbytes[k]);
           }
     });
-  } catch (...) {
-    link->comm->abort();
-    link->comm.reset();
-    throw;
-  }
+  });
   return held;
 }
 

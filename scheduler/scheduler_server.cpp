@@ -437,7 +437,8 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     ev.client = p->id;
     ev.wanted = std::move(g.wanted);
     for (auto& k : g.scattered)
-      ev.scattered.push_back({std::move(k.key), static_cast<std::int64_t>(k.nbytes), std::move(k.workers)});
+      ev.scattered.push_back(
+          {std::move(k.key), static_cast<std::int64_t>(k.nbytes), std::move(k.workers)});
     ev.tasks.reserve(g.tasks.size());
     for (auto& t : g.tasks) {
       StoredSpec stored;
@@ -504,7 +505,9 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
       out_to(w)->add(Op::close_worker, protocol::CloseWorker{"the scheduler is shutting down", false});
     if (requester) out_to(requester)->add(Op::shutting_down, protocol::Empty{});
     for (const auto& n : nannies)
-      if (auto p = n.lock()) out_to(p)->add(Op::close_worker, protocol::CloseWorker{"the scheduler is shutting down", false});
+      if (auto p = n.lock())
+        out_to(p)->add(Op::close_worker,
+                       protocol::CloseWorker{"the scheduler is shutting down", false});
     flush();
     if (workers.empty()) return finish();
     shutdown_timer.expires_after(std::chrono::seconds(5));
@@ -562,27 +565,29 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   }
 };
 
-std::size_t SchedulerServer::held_specs() {
-  auto impl = impl_;
-  // Shared with the handler, as in inspect().
-  auto task = std::make_shared<std::packaged_task<std::size_t()>>(
-      [impl] { return impl->specs.size(); });
-  auto count = task->get_future();
+namespace {
+// `fn(impl)` run on the server's strand, its result waited for (as in inspect()).
+template <class ImplPtr, class F>
+auto on_strand(const ImplPtr& impl, F fn) {
+  using R = decltype(fn(*impl));
+  auto task = std::make_shared<std::packaged_task<R()>>([impl, fn] { return fn(*impl); });
+  auto result = task->get_future();
   asio::post(impl->strand, [task] { (*task)(); });
-  return count.get();
+  return result.get();
+}
+}  // namespace
+
+std::size_t SchedulerServer::held_specs() {
+  return on_strand(impl_, [](const Impl& impl) { return impl.specs.size(); });
 }
 
 std::uint64_t SchedulerServer::held_spec_bytes() {
-  auto impl = impl_;
-  auto task = std::make_shared<std::packaged_task<std::uint64_t()>>([impl] {
+  return on_strand(impl_, [](const Impl& impl) {
     std::uint64_t bytes = 0;
-    for (const auto& [ref, spec] : impl->specs)
+    for (const auto& [ref, spec] : impl.specs)
       for (const auto& f : spec.frames) bytes += f.size();
     return bytes;
   });
-  auto bytes = task->get_future();
-  asio::post(impl->strand, [task] { (*task)(); });
-  return bytes.get();
 }
 
 namespace detail {

@@ -292,7 +292,7 @@ void SchedulerState::on(const TaskFinished& e) {
   }
   // An assigned task may be reported before its inputs: its worker held the result already
   // (a copy fetched earlier, say), so the inputs are not needed for it any more.
-  fetch_failures_.erase(ts->key);
+  if (!fetch_failures_.empty()) fetch_failures_.erase(ts->key);  // empty but after failures
   record_duration(ts->function, e.duration);
   metrics_of(ts).durations.observe(e.duration);
   const TaskStatus start = ts->state;

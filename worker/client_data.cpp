@@ -22,7 +22,7 @@ void Worker::Impl::take_client_data(runtime::OpReader& r, std::vector<ClientData
 
 // The state machine holds the data on the worker's strand; the answer (with any get_data
 // replies of the same request) is written from there, and the next request read after it.
-bool Worker::Impl::store_client_data(const comm::CommPtr& comm, std::vector<ClientData> updates,
+void Worker::Impl::store_client_data(const comm::CommPtr& comm, std::vector<ClientData> updates,
                                      runtime::BatchWriter reply) {
   std::weak_ptr<Impl> weak = shared_from_this();
   std::weak_ptr<comm::Comm> weak_comm = comm;
@@ -51,16 +51,9 @@ bool Worker::Impl::store_client_data(const comm::CommPtr& comm, std::vector<Clie
       spdlog::debug("worker {}: holds {} key(s) a client scattered", self->name_, answer.keys.size());
       reply->add(Op::update_data_reply, answer);
     }
-    comm->async_write(reply->take(), [weak, weak_comm](error_code ec) {
-      auto self = weak.lock();
-      auto comm = weak_comm.lock();
-      if (!self || !comm) return;
-      if (!ec) return self->serve(comm);
-      self->stop_serving(comm);
-    });
+    self->reply_then_serve(comm, std::move(*reply));
   };
   asio::post(strand_, std::move(store));
-  return true;
 }
 
 }  // namespace taskwire::worker

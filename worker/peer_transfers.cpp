@@ -246,11 +246,16 @@ bool Worker::Impl::answer(const comm::CommPtr& comm, const runtime::Message& req
     comm->abort();
     return false;
   }
-  if (!updates.empty()) return store_client_data(comm, std::move(updates), std::move(reply));
-  if (reply.empty()) {
-    serve(comm);
-    return true;
-  }
+  if (!updates.empty())
+    store_client_data(comm, std::move(updates), std::move(reply));
+  else
+    reply_then_serve(comm, std::move(reply));
+  return true;
+}
+
+// The next request on `comm` is read once the reply's write handler ran (see serve()).
+void Worker::Impl::reply_then_serve(const comm::CommPtr& comm, runtime::BatchWriter reply) {
+  if (reply.empty()) return serve(comm);
   std::weak_ptr<Impl> weak = shared_from_this();
   std::weak_ptr<comm::Comm> weak_comm = comm;
   comm->async_write(reply.take(), [weak, weak_comm](error_code ec) {
@@ -260,7 +265,6 @@ bool Worker::Impl::answer(const comm::CommPtr& comm, const runtime::Message& req
     if (!ec) return self->serve(comm);
     self->stop_serving(comm);  // a failed write aborted the comm
   });
-  return true;
 }
 
 void Worker::Impl::close_served_comms() {

@@ -156,8 +156,10 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
     std::vector<std::pair<protocol::Key, runtime::Frame>> data;
   };
   static void take_client_data(runtime::OpReader& r, std::vector<ClientData>& out);
-  bool store_client_data(const comm::CommPtr& comm, std::vector<ClientData> updates,
+  void store_client_data(const comm::CommPtr& comm, std::vector<ClientData> updates,
                          runtime::BatchWriter reply);
+  /// Writes `reply` (if any), then reads the comm's next request (serve()).
+  void reply_then_serve(const comm::CommPtr& comm, runtime::BatchWriter reply);
   void stop_serving(const comm::CommPtr& comm);
   void close_served_comms();
 
