@@ -131,27 +131,30 @@ void SchedulerState::on(const UpdateGraph& e) {
 // arrived are skipped: a key left with none waits and runs its task (which says the data
 // was lost), and a copy the scheduler does not count is freed where it is.
 void SchedulerState::place_scattered(const UpdateGraph& e, std::vector<TaskState*>& to_wait) {
+  if (e.scattered.empty()) return;
+  const std::unordered_set<const TaskState*> waiting(to_wait.begin(), to_wait.end());
+  std::unordered_set<const TaskState*> placed;
   for (const ScatteredKey& s : e.scattered) {
     TaskState* ts = find_task(s.key);
     std::vector<WorkerState*> holders;
     for (const std::string& address : s.workers)
       if (WorkerState* ws = find_worker(address)) holders.push_back(ws);
-    auto waiting = std::find(to_wait.begin(), to_wait.end(), ts);
-    const bool fresh = ts && waiting != to_wait.end() && ts->state == S::released &&
-                       ts->dependencies.empty();
+    const bool fresh = ts && waiting.count(ts) && !placed.count(ts) &&
+                       ts->state == S::released && ts->dependencies.empty();
     if (!ts || (!fresh && ts->state != S::memory)) {
       for (WorkerState* ws : holders) free_keys(ws, s.key);
       continue;
     }
     if (holders.empty()) continue;
     if (fresh) {
-      to_wait.erase(waiting);
+      placed.insert(ts);
       ts->nbytes = s.nbytes;
       add_to_memory(ts, holders.front());  // reports it to the clients that want it
       log_transition(ts, S::released);
     }
     for (WorkerState* ws : holders) add_replica(ts, ws);
   }
+  std::erase_if(to_wait, [&](const TaskState* ts) { return placed.count(ts) != 0; });
 }
 
 void SchedulerState::refuse_over_limit(GraphScan& scan) {
