@@ -31,6 +31,7 @@ void for_each_op(const Message& message, const std::function<void(OpReader&)>& v
                                "+" + std::to_string(count) + " of " +
                                std::to_string(payload.size()));
     OpReader r(in, static_cast<protocol::Op>(code), payload.subspan(first, count));
+    trace::record(trace::What::received, static_cast<protocol::Op>(code));
     visit(r);
     if (!r.consumed_) throw std::logic_error("operation body not read by its handler");
   }

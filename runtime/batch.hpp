@@ -3,6 +3,7 @@
 // which payload frames belong to it, and its body; payload frames follow. Servers batch
 // small operations per peer into one message (one write, one read) instead of one each.
 #include <taskwire/runtime/protocol.hpp>
+#include <taskwire/runtime/trace.hpp>
 #include <taskwire/runtime/serialize.hpp>
 #include <taskwire/runtime/wire_codec.hpp>
 
@@ -27,6 +28,7 @@ class BatchWriter {
     wire::Writer(buf_) << more << code << first << count << body;
     for (auto& f : payload) payload_.push_back(std::move(f));
     ++ops_;
+    trace::record(trace::What::queued, op);
   }
   std::size_t size() const noexcept { return ops_; }
   bool empty() const noexcept { return ops_ == 0; }

@@ -12,6 +12,7 @@ PACKAGES=(
   libssl-dev openssl
   iproute2 iputils-ping procps
   gnuplot-nox
+  python3   # bench/trace_hops.py (the hop trace) and its test
   nlohmann-json3-dev
   prometheus curl chromium
   clang libclang-rt-14-dev

@@ -17,6 +17,7 @@
 #include <taskwire/worker/worker_server_impl.hpp>
 
 #include <taskwire/runtime/function_registry.hpp>
+#include <taskwire/runtime/trace.hpp>
 #include <taskwire/worker/crash_record.hpp>
 
 #include <boost/core/demangle.hpp>
@@ -42,6 +43,7 @@ std::string current_exception_type() {
 Event Worker::Impl::run_task(Execute& task) {
   using Clock = std::chrono::steady_clock;
   const auto* fn = runtime::FunctionRegistry::global().find(task.function);
+  runtime::trace::record(runtime::trace::What::task_start, {}, task.key);
   const auto t0 = Clock::now();
   auto elapsed = [&t0] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   Event result;
@@ -61,6 +63,7 @@ Event Worker::Impl::run_task(Execute& task) {
                               elapsed(), current_exception_type(), ""};
     }
   }
+  runtime::trace::record(runtime::trace::What::task_end, {}, task.key);
   // An argument the task decoded is now held live: the bytes it came as can go.
   for (const auto& arg : task.args) data_->settle(arg);
   task.args.clear();  // release the arguments on the thread that ran the task

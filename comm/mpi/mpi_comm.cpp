@@ -1,6 +1,7 @@
 #include <taskwire/comm/core/held_handlers.hpp>
 #include <taskwire/comm/mpi/mpi_comm.hpp>
 #include <taskwire/comm/mpi/mpi_poller.hpp>
+#include <taskwire/runtime/trace.hpp>
 
 #include <utility>
 
@@ -73,6 +74,10 @@ void MpiComm::flush_read() {
 }
 
 void MpiComm::async_write(Message message, WriteHandler handler) {
+  if (runtime::trace::enabled() && !message.frames.empty() && message.frames[0].size() > 1 &&
+      message.frames[0].data()[0] == 1)
+    runtime::trace::record(runtime::trace::What::sent,
+                           static_cast<protocol::Op>(message.frames[0].data()[1]));
   if (aborted_ || local_closed_) {
     const auto code = aborted_ ? errc::aborted : errc::closed;
     asio::post(strand_, [self = shared_from_this(), h = std::move(handler), code] {

@@ -4,6 +4,7 @@
 #include <taskwire/comm/mpi/mpi_poll_stats.hpp>
 #include <taskwire/runtime/context.hpp>
 #include <taskwire/runtime/mpi_hosts.hpp>
+#include <taskwire/runtime/trace.hpp>
 
 #include <fcntl.h>
 #include <sched.h>
@@ -199,6 +200,7 @@ void PollDriver::sleep(std::chrono::microseconds wait) {
   if (kicked_.load()) return stay_awake();  // a wake() raced with the decision to sleep
   const std::uint64_t id = ++sleep_id_;
   in_sleep_ = true;
+  runtime::trace::record(runtime::trace::What::sleep);
   poll_counters().sleeps.fetch_add(1, std::memory_order_relaxed);
   if (word) read_wake_socket();
   if (word && untimed_) return;
@@ -245,6 +247,7 @@ void PollDriver::woken(std::uint64_t id, std::atomic<std::uint64_t>& by) {
   if (!in_sleep_ || id != sleep_id_) return;  // not asleep, or a sleep that already ended
   by.fetch_add(1, std::memory_order_relaxed);
   in_sleep_ = false;
+  runtime::trace::record(runtime::trace::What::woken);
   ++sleep_id_;
   sleeping_ = false;
   if (wake_fd_) board_->own_word()->store(runtime::WakeBoard::kAwake, std::memory_order_seq_cst);
