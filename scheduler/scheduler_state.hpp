@@ -87,7 +87,7 @@ struct SchedulerOptions {
   /// keys reported erred.
   std::size_t max_tasks = 1'000'000;
   /// Transitions kept for story(); 0 keeps none.
-  std::size_t transition_log_length = 100'000;
+  std::size_t transition_log_length = 1000;
 };
 
 struct WorkerInfo {

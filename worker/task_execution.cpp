@@ -84,11 +84,22 @@ double duration_of(const Event& e) {
 }
 }  // namespace
 
+// A worker of one thread has no other slot that an inline run could hold up, so there a
+// function runs inline when it fits in one handler's budget; a worker of several threads keeps
+// inline the functions quicker than a hand-over (docs/measurements.md, "Very short tasks").
+double Worker::Impl::inline_limit_seconds() const {
+  if (options_.inline_task_seconds <= 0) return 0;
+  if (options_.nthreads == 1)
+    return std::max(options_.inline_task_seconds,
+                    std::chrono::duration<double>(kInlineBudget).count());
+  return options_.inline_task_seconds;
+}
+
 bool Worker::Impl::runs_inline(const std::string& function) const {
-  if (options_.inline_task_seconds <= 0) return false;
+  const double limit = inline_limit_seconds();
+  if (limit <= 0) return false;
   auto it = timings_.find(function);
-  return it != timings_.end() && !it->second.banned &&
-         it->second.mean_seconds <= options_.inline_task_seconds &&
+  return it != timings_.end() && !it->second.banned && it->second.mean_seconds <= limit &&
          std::chrono::steady_clock::now() < inline_deadline_;
 }
 
@@ -108,7 +119,8 @@ void Worker::Impl::record_duration(const std::string& function, const Event& res
   t.mean_seconds = t.runs == 0 ? seconds : 0.8 * t.mean_seconds + 0.2 * seconds;
   ++t.runs;
   if (!ran_inline || t.banned) return;
-  if (seconds <= kInlineBanFactor * options_.inline_task_seconds) {
+  const double limit = inline_limit_seconds();
+  if (seconds <= kInlineBanFactor * limit) {
     if (t.strikes > 0 && ++t.short_runs == kInlineStrikeFade) {
       t.strikes = std::max(0, t.strikes - kInlineStrikeWeight);
       t.short_runs = 0;
@@ -120,7 +132,7 @@ void Worker::Impl::record_duration(const std::string& function, const Event& res
   // (frequent with more busy threads than cores, and no fault of the function) or blocked
   // (sleep, I/O, a lock: the event loop waited all the same), which counts for less.
   const double cpu = thread_cpu_seconds() - inline_cpu_start_;
-  const bool on_cpu = cpu > kInlineBanFactor * options_.inline_task_seconds && cpu >= 0.5 * seconds;
+  const bool on_cpu = cpu > kInlineBanFactor * limit && cpu >= 0.5 * seconds;
   t.strikes += on_cpu ? kInlineStrikeWeight : 1;
   t.short_runs = 0;
   if (t.strikes < kInlineStrikes * kInlineStrikeWeight) return;

@@ -94,7 +94,8 @@ po::options_description describe(MainOptions& o) {
       "nthreads", po::value(&o.nthreads)->default_value(o.nthreads), "threads running tasks")(
       "inline-task-us", po::value(&o.inline_task_us)->default_value(o.inline_task_us),
       "a function whose runs average at most this many microseconds runs on the event loop "
-      "instead of a pool thread (saves two thread hand-overs per task); 0: always the pool")(
+      "instead of a pool thread (saves two thread hand-overs per task); with --nthreads 1, "
+      "any function averaging at most 1 ms does; 0: always the pool")(
       "preload", po::value(&o.libraries)->composing(),
       "shared library whose TASKWIRE_REGISTER'ed functions this worker can run; repeatable")(
       "name", po::value(&o.name), "this worker's name (default: its contact address)")(

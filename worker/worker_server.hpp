@@ -85,7 +85,9 @@ struct WorkerOptions {
   std::size_t inline_result_bytes = 8 * 1024;
   /// Tasks of a function whose runs averaged at most this long run on the worker's event
   /// loop instead of a pool thread (while a thread slot is free), saving two thread
-  /// hand-overs per task; 0 always uses the pool. See worker/task_execution.cpp.
+  /// hand-overs per task; 0 always uses the pool. A worker of one thread runs inline every
+  /// function that averaged at most 1 ms (one handler's budget: it has no other slot to hold
+  /// up). See worker/task_execution.cpp.
   double inline_task_seconds = 20e-6;
   /// Serve a dashboard page, /metrics, /json/... and /health over HTTP (the taskwire-worker
   /// daemon does unless --no-dashboard). Off for workers made in-process.

@@ -102,6 +102,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   void execute(Execute task);
   Event run_task(Execute& task);
   bool runs_inline(const std::string& function) const;
+  double inline_limit_seconds() const;
   void record_duration(const std::string& function, const Event& result, bool ran_inline);
   void log_result(const std::string& function, const Event& result) const;
   void on_executed(std::string function, Event result);
