@@ -35,7 +35,7 @@ void SchedulerState::set_restrictions(TaskState* ts, const TaskSpec& spec) {
 
 bool SchedulerState::eligible(const TaskState* ts, const WorkerState* ws,
                               bool honour_workers) const {
-  if (ws->paused) return false;
+  if (ws->paused || ws->retiring) return false;
   const TaskRestrictions* r = ts->restrictions.get();
   if (!r) return true;
   if (honour_workers && !r->workers.empty() && !named(r->workers, ws)) return false;
