@@ -411,6 +411,9 @@ void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message)
           events.emplace_back(StealRequestEvent{std::move(b.key), "", b.attempt});
           break;
         }
+        case Op::acquire_replicas:
+          events.emplace_back(AcquireReplicasEvent{r.body<protocol::AcquireReplicas>().who_has, ""});
+          break;
         case Op::close_worker:
           close_requested = r.body<protocol::CloseWorker>();
           break;
@@ -539,6 +542,7 @@ void Worker::Impl::run(Instructions instructions) {
             [this](SendMissingData& i) {
               to_scheduler(Op::missing_data, protocol::MissingData{i.key, i.missing, i.from});
             },
+            [this](SendAddKeys& i) { to_scheduler(Op::add_keys, protocol::Keys{std::move(i.keys)}); },
             [this](SendStealResponse& i) {
               to_scheduler(Op::steal_response, protocol::StealResponse{i.key, i.stolen, i.attempt});
             },
