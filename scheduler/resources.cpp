@@ -112,6 +112,7 @@ void SchedulerState::on(const WorkerStatusChanged& e) {
                                   e.paused ? "paused: no new task goes there" : "resumed"));
   classify_for_stealing(ws);
   if (!e.paused && !unrunnable_.empty()) retry_unrunnable_ = true;
+  if (!e.paused) retirement_touched_all();  // it may take a retiring worker's copies now
 }
 
 std::string SchedulerState::validate_resources(const WorkerState* ws) const {

@@ -348,6 +348,9 @@ void SchedulerState::on(const MissingData& e) {
           fmt::format("'{}' lost: {} could not get it from {}", e.key, e.worker, e.errant_worker));
       ++counts_.lost;
       recommend(ts, S::released);
+    } else if (ClientState* cs = find_client(e.worker); cs && ts->state == S::memory) {
+      // A client was told of holders that left (a retired worker): it hears of the others.
+      report_state(ts, cs);
     }
   }
   if (dependent_there) recommend(dts, S::waiting);  // sent again with fresh locations

@@ -198,3 +198,30 @@ TEST_CASE("retirement: assigned-ahead tasks are asked back once they may start",
   out = h.handle(AddKeys{"b", {"x"}, ""});
   CHECK(only<CloseWorker>(out).size() == 1);
 }
+
+TEST_CASE("retirement: a client that finds a retired holder gone hears of the new one",
+          "[scheduler][retirement]") {
+  Harness h(without_stealing());
+  two_results_on_a(h);
+  h.handle(RetireWorker{"a", "", ""});
+  h.handle(AddKeys{"b", {"x", "y"}, ""});
+  REQUIRE_FALSE(h.s.worker("a"));
+  const auto& out = h.handle(MissingData{"c1", "x", "a", "", ""});
+  const auto told = only<ReportKeyInMemory>(out);
+  REQUIRE(told.size() == 1);
+  CHECK(told[0].client == "c1");
+  CHECK(told[0].key == "x");
+  CHECK(h.s.task_state("x") == TaskStatus::memory);  // not recomputed
+  CHECK(computed(out).empty());
+}
+
+TEST_CASE("retirement: a paused worker takes no copies until it resumes",
+          "[scheduler][retirement]") {
+  Harness h(without_stealing());
+  two_results_on_a(h);
+  h.handle(WorkerStatusChanged{"b", true, ""});
+  auto out = h.handle(RetireWorker{"a", "", ""});
+  CHECK(only<AcquireReplicas>(out).empty());
+  out = h.handle(WorkerStatusChanged{"b", false, ""});
+  CHECK(replicas_asked(out, "b") == std::vector<std::string>{"x", "y"});
+}
