@@ -78,13 +78,18 @@ void SchedulerState::forget_replication_target(WorkerState* target) {
 }
 
 void SchedulerState::drain_retiring() {
-  if (retiring_.empty()) return;
-  const std::vector<WorkerState*> due(retiring_.begin(), retiring_.end());
-  for (WorkerState* ws : due) {
-    if (!std::exchange(ws->drain_due, false)) continue;
-    drain(ws);
+  // Again while one is due: a worker that closes may leave another holding the only copy
+  // of a key they both held. Each round closes a worker or settles every one.
+  for (bool again = true; again;) {
+    again = false;
+    const std::vector<WorkerState*> retiring(retiring_.begin(), retiring_.end());
+    for (WorkerState* ws : retiring) {
+      if (!std::exchange(ws->drain_due, false)) continue;
+      drain(ws);
+      again = true;
+    }
+    run_transitions();
   }
-  run_transitions();
 }
 
 void SchedulerState::drain(WorkerState* ws) {

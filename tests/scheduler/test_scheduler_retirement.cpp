@@ -225,3 +225,17 @@ TEST_CASE("retirement: a paused worker takes no copies until it resumes",
   out = h.handle(WorkerStatusChanged{"b", false, ""});
   CHECK(replicas_asked(out, "b") == std::vector<std::string>{"x", "y"});
 }
+
+TEST_CASE("retirement: two retiring workers sharing a copy: the one left with it copies it",
+          "[scheduler][retirement]") {
+  Harness h(without_stealing());
+  two_results_on_a(h);  // x, y on a; b idle
+  h.handle(RetireWorker{"a", "", ""});
+  h.handle(AddKeys{"b", {"x"}, ""});  // y's copy is still on its way
+  h.add_worker("c");
+  // b retires: it runs nothing and x is on a too, so b closes at once, and a (earlier by
+  // address, already looked at) now holds x's only copy: it must go to c.
+  const auto& out = h.handle(RetireWorker{"b", "", ""});
+  CHECK(only<CloseWorker>(out).size() == 1);
+  CHECK(replicas_asked(out, "c") == std::vector<std::string>{"x", "y"});
+}
