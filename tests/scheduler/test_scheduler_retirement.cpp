@@ -61,7 +61,7 @@ TEST_CASE("retirement: the only copies go to another worker, then the worker clo
   CHECK(h.s.task_counts().workers_retired == 1);
 }
 
-TEST_CASE("retirement: tasks not started are asked back and placed elsewhere; a running one "
+TEST_CASE("retirement: tasks not started are asked back and placed elsewhere, and a running one "
           "finishes there and its result is copied",
           "[scheduler][retirement]") {
   Harness h(without_stealing());
