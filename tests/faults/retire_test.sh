@@ -32,6 +32,7 @@ wait_for() {
 # started N: worker wN printed its address; settled N PID: it did, or its nanny PID is gone.
 started() { grep -q "^taskwire-worker w$1 at" "$dir/worker$1.out"; }
 settled() { started "$1" || ! kill -0 "$2" 2>/dev/null; }
+command -v curl >/dev/null || fail "curl is missing (third_party/install-deps.sh installs it)"
 gone() { ! kill -0 "$1" 2>/dev/null || [ "$(ps -o stat= -p "$1" | cut -c1)" = Z ]; }
 
 "$scheduler" --listen tcp://127.0.0.1:0 --scheduler-file "$dir/s.json" \
@@ -64,7 +65,7 @@ grep -q "held the only copy" "$dir/scheduler.log" && fail "w1 left with only cop
 [ "$(grep -c "nanny: started worker process" "$dir/worker1.out")" -le 1 ] ||
   fail "w1's nanny restarted its retired worker"
 
-url=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["dashboard"])' "$dir/s.json")
+url=$(sed -n 's/.*"dashboard":"\([^"]*\)".*/\1/p' "$dir/s.json")
 [ -n "$url" ] || fail "the scheduler file names no dashboard"
 metrics=$(curl -sf --max-time 10 "$url/metrics") || fail "no /metrics at $url"
 metric() { awk -v m="$1" '$1 == m { print $2 + 0 }' <<<"$metrics"; }
