@@ -25,6 +25,10 @@ namespace taskwire::scheduler {
 
 namespace {
 using S = TaskStatus;
+/// A copy asked for and not confirmed this long after is asked for again (of the worker
+/// holding the fewest bytes then, maybe the same): the target may have held a stale run of
+/// the key, or lost the request with a blip. A working copy takes milliseconds.
+constexpr double kReplicationPatience = 10;
 }  // namespace
 
 void SchedulerState::on(const RetireWorker& e) {
@@ -71,10 +75,29 @@ void SchedulerState::retirement_touched_all() {
 
 void SchedulerState::forget_replication_target(WorkerState* target) {
   std::erase_if(replicating_, [&](const auto& entry) {
-    if (entry.second != target) return false;
+    if (entry.second.target != target) return false;
     retirement_touched(entry.first);
     return true;
   });
+}
+
+void SchedulerState::retry_replications(double now) {
+  std::size_t again = 0;
+  for (auto it = replicating_.begin(); it != replicating_.end();) {
+    auto& [ts, replication] = *it;
+    if (replication.asked_at < 0) replication.asked_at = now;
+    if (now - replication.asked_at < kReplicationPatience) {
+      ++it;
+      continue;
+    }
+    ++again;
+    retirement_touched(ts);
+    it = replicating_.erase(it);
+  }
+  if (again > 0)
+    log(LogLevel::info, fmt::format("{} cop{} asked of other workers not confirmed in {} s: "
+                                    "asking again",
+                                    again, again == 1 ? "y" : "ies", kReplicationPatience));
 }
 
 void SchedulerState::drain_retiring() {
@@ -111,7 +134,7 @@ void SchedulerState::drain(WorkerState* ws) {
       ++unplaced;
       continue;
     }
-    replicating_.emplace(ts, target);
+    replicating_.emplace(ts, Replication{target, last_heartbeat_check_});
     planned[target] += size_of(ts);
     auto& request = requests[target];
     request.worker = target->address;
@@ -179,7 +202,8 @@ std::string SchedulerState::validate_retiring() const {
     if (ws->processing.empty() && only_copies == 0)
       return fmt::format("retiring worker {} runs and keeps nothing but was not closed", address);
   }
-  for (const auto& [ts, target] : replicating_) {
+  for (const auto& [ts, replication] : replicating_) {
+    const WorkerState* target = replication.target;
     if (find_task(ts->key) != ts || ts->state != S::memory || ts->who_has.size() != 1 ||
         !ts->who_has.front()->retiring)
       return fmt::format("'{}' is being copied but is not an only copy on a retiring worker",

@@ -246,6 +246,8 @@ class SchedulerState {
   void close_retired(WorkerState* ws);
   /// Its replication is void (the target left or retires): the holders look again.
   void forget_replication_target(WorkerState* target);
+  /// CheckHeartbeats: copies asked for long ago and never confirmed are asked for again.
+  void retry_replications(double now);
   std::string validate_retiring() const;
   void detach_worker(WorkerState* ws, const std::string& reason, bool expected);
   /// `report`: the nanny's, if any (then only its running tasks are blamed); `how` ends the
@@ -389,9 +391,15 @@ class SchedulerState {
   std::set<WorkerState*, ByAddress> idle_;
   std::set<WorkerState*, ByAddress> saturated_;
   /// Workers retiring (WorkerState::retiring), and the only copies they hold that are being
-  /// copied: the task -> the worker asked to fetch it (AcquireReplicas).
+  /// copied: the task -> the worker asked to fetch it (AcquireReplicas), and when (the
+  /// latest CheckHeartbeats' now; -1: before any): a copy not confirmed in
+  /// kReplicationPatience is asked for again.
+  struct Replication {
+    WorkerState* target = nullptr;
+    double asked_at = -1;
+  };
   std::set<WorkerState*, ByAddress> retiring_;
-  std::unordered_map<TaskState*, WorkerState*> replicating_;
+  std::unordered_map<TaskState*, Replication> replicating_;
   std::unordered_map<std::string, double, StringHash, std::equal_to<>> durations_;
   // A ring of the last transition_log_length transitions; once full, a record's strings are
   // overwritten in place (their capacity reused), so logging allocates nothing (it was 7 % of

@@ -239,3 +239,20 @@ TEST_CASE("retirement: two retiring workers sharing a copy: the one left with it
   CHECK(only<CloseWorker>(out).size() == 1);
   CHECK(replicas_asked(out, "c") == std::vector<std::string>{"x", "y"});
 }
+
+TEST_CASE("retirement: a copy never confirmed is asked for again", "[scheduler][retirement]") {
+  Harness h(without_stealing());
+  h.add_worker("a");
+  h.submit({task("x")});
+  h.finish("x");
+  h.add_worker("b");
+  h.handle(CheckHeartbeats{1, 0, ""});
+  auto out = h.handle(RetireWorker{"a", "", ""});
+  REQUIRE(replicas_asked(out, "b") == std::vector<std::string>{"x"});
+  out = h.handle(CheckHeartbeats{6, 0, ""});
+  CHECK(only<AcquireReplicas>(out).empty());  // a copy takes milliseconds, but not always
+  out = h.handle(CheckHeartbeats{12, 0, ""});
+  CHECK(replicas_asked(out, "b") == std::vector<std::string>{"x"});
+  out = h.handle(AddKeys{"b", {"x"}, ""});
+  CHECK(only<CloseWorker>(out).size() == 1);
+}
