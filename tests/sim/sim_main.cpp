@@ -96,7 +96,9 @@ void print_stats(const taskwire::sim::SimStats& s) {
             << s.removed_by_heartbeat << ", pauses " << s.pauses << ", stalls " << s.stalls
             << ", spill files lost " << s.spill_losses << ", rejoins with data " << s.rejoins
             << "\n"
-            << "steal requests " << s.steal_requests << ", steals " << s.steals << "\n";
+            << "steal requests " << s.steal_requests << ", steals " << s.steals << "\n"
+            << "graceful retirements " << s.drains << " (" << s.drains_closed
+            << " closed by the scheduler), copies made " << s.replicas_added << "\n";
 }
 
 int long_run(const LongRun& run) {
