@@ -59,6 +59,7 @@ SchedulerInfo Client::scheduler_info(std::chrono::milliseconds timeout) {
     worker.resources = std::move(w.resources);
     worker.used_resources = std::move(w.used_resources);
     worker.paused = w.paused;
+    worker.retiring = w.retiring;
     info.workers.push_back(std::move(worker));
   }
   for (auto& u : reply.unrunnable)

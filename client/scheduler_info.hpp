@@ -30,6 +30,9 @@ struct WorkerInfo {
   std::map<std::string, double> used_resources;  ///< held by the tasks placed on it
   /// Its memory is past the pause threshold: it starts no task, and gets none.
   bool paused = false;
+  /// Retiring (its --lifetime ended): it takes no new task and leaves once its data is
+  /// copied to other workers.
+  bool retiring = false;
 };
 
 /// A task no connected worker can run (SubmitOptions::resources no worker has, or workers

@@ -35,6 +35,7 @@ void check(const JobClusterOptions& o) {
     throw std::invalid_argument("job_name '" + o.job_name +
                                 "': letters, digits, '_', '.' and '-' only (workers are named "
                                 "JOBNAME-JOBID-I)");
+  worker_lifetime(o);  // throws if it leaves no time before the walltime
 }
 
 std::string host_of(const std::string& address) {
@@ -63,7 +64,10 @@ struct JobCluster::Impl {
     std::size_t connected = 0;     ///< its workers connected at the last check
     std::size_t busy = 0;          ///< tasks placed on its workers at the last check
     std::size_t keys = 0;          ///< results its workers held at the last check
+    std::size_t retiring = 0;      ///< of its connected workers, those retiring
     std::size_t order = 0;         ///< submission order
+    /// Its workers retire (their lifetime ended): it ends soon, and no longer counts.
+    bool leaving = false;
   };
 
   JobClusterOptions options;
@@ -120,7 +124,8 @@ struct JobCluster::Impl {
 
   std::size_t live_jobs() const {
     std::size_t n = 0;
-    for (const auto& [id, job] : jobs) n += job.state != JobState::finished && !job.cancelled;
+    for (const auto& [id, job] : jobs)
+      n += job.state != JobState::finished && !job.cancelled && !job.leaving;
     return n;
   }
 
@@ -139,7 +144,7 @@ struct JobCluster::Impl {
   std::vector<std::string> victims(std::size_t n) const {
     std::vector<std::pair<std::tuple<int, std::size_t, std::size_t, long>, std::string>> order;
     for (const auto& [id, job] : jobs) {
-      if (job.state == JobState::finished || job.cancelled) continue;
+      if (job.state == JobState::finished || job.cancelled || job.leaving) continue;
       const int started = job.state == JobState::running || job.connected > 0;
       order.push_back({{started, job.busy, job.keys, -static_cast<long>(job.order)}, id});
     }
@@ -177,7 +182,7 @@ struct JobCluster::Impl {
   }
 
   void note_workers(const SchedulerInfo& info) {
-    for (auto& [id, job] : jobs) job.connected = job.busy = job.keys = 0;
+    for (auto& [id, job] : jobs) job.connected = job.busy = job.keys = job.retiring = 0;
     for (const auto& w : info.workers) {
       const auto it = jobs.find(job_of(w.name));
       if (it == jobs.end()) continue;
@@ -185,7 +190,18 @@ struct JobCluster::Impl {
       ++it->second.connected;
       it->second.busy += w.processing;
       it->second.keys += w.keys_held;
+      it->second.retiring += w.retiring;
       failed_starts = 0;
+    }
+    // A job ended by its workers' lifetime is replaced once they start to retire, not when
+    // the batch system reports it gone (dask-jobqueue#691: such jobs were not replaced).
+    for (auto& [id, job] : jobs) {
+      if (job.leaving || job.cancelled || job.connected == 0 || job.retiring < job.connected)
+        continue;
+      job.leaving = true;
+      spdlog::info("SlurmCluster: the workers of job {} retire (their lifetime is over); a job "
+                   "takes its place",
+                   id);
     }
   }
 
@@ -330,7 +346,7 @@ std::vector<JobStatus> JobCluster::jobs() const {
   std::lock_guard lock(impl_->mu);
   std::vector<JobStatus> out;
   for (const auto& [id, job] : impl_->jobs)
-    if (!job.cancelled) out.push_back({id, job.state, job.connected});
+    if (!job.cancelled) out.push_back({id, job.state, job.connected, job.leaving});
   return out;
 }
 

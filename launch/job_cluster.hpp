@@ -47,6 +47,23 @@ struct JobClusterOptions {
   /// A worker that cannot reach the scheduler this long, at start or after losing it, exits
   /// (its --connect-timeout and --death-timeout).
   std::chrono::seconds death_timeout{60};
+  /// Each worker's --lifetime (soft, job_plan.hpp's worker_lifetime): that long after it
+  /// started, a worker asks the scheduler to retire it: it hands back the tasks it has not
+  /// started, finishes the running ones, its data is copied to other workers, then it exits
+  /// and its job ends before the walltime kills it mid-task; the cluster submits a job in its
+  /// place as soon as the retirement starts. -1 (the default): from the walltime: 5 minutes
+  /// before it when it is over 10 minutes, else at 80 % of it (none without a walltime);
+  /// 0: none.
+  std::chrono::seconds worker_lifetime{-1};
+  /// A random amount between -this and +this added to each worker's lifetime, so that the
+  /// workers of jobs started together do not leave together. -1: from the walltime (2
+  /// minutes over 10 minutes, else 5 % of it), or a twentieth of an explicit lifetime.
+  std::chrono::seconds worker_lifetime_stagger{-1};
+  /// How long a retiring worker waits for the scheduler to close it before it exits by itself
+  /// (what it held alone is then recomputed). -1: from the walltime (2 minutes over 10
+  /// minutes, else 10 % of it), half the time an explicit lifetime leaves before it (at most
+  /// 2 minutes), or 60 s without a walltime.
+  std::chrono::seconds worker_lifetime_grace{-1};
   /// How often the batch system is asked which jobs are still there (squeue), to replace
   /// the ones that ended; its controller is shared by every user, so not often (the
   /// scheduler, this process's own, is asked every 500 ms).
@@ -67,6 +84,8 @@ struct JobStatus {
   std::string id = {};
   JobState state = JobState::pending;
   std::size_t workers = 0;  ///< of its workers, those connected to the scheduler now
+  /// Its workers retire (their lifetime ended): a job was submitted in its place.
+  bool leaving = false;
 };
 
 class JobCluster {
@@ -87,7 +106,8 @@ class JobCluster {
   /// Holds `workers` workers: jobs = workers / processes, rounded up. Submits or cancels at
   /// once (pending jobs first, then those whose workers are idle), then keeps the count:
   /// a job that ends by itself (walltime, node failure) is replaced, unless jobs keep
-  /// ending before any worker of theirs connected (three in a row: logged, not replaced).
+  /// ending before any worker of theirs connected (three in a row: logged, not replaced);
+  /// a job whose workers retire (worker_lifetime) is replaced as soon as they start to.
   /// Stops adapt(). Throws BatchError when the batch system refuses, std::logic_error once
   /// shut_down().
   void scale(std::size_t workers);

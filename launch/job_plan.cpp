@@ -4,7 +4,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <stdexcept>
+
 namespace taskwire::launch {
+
+using namespace std::chrono_literals;
 
 std::string worker_command(const JobClusterOptions& o, const std::string& scheduler,
                            const std::string& job_id_variable, std::uint64_t worker_memory) {
@@ -13,6 +18,12 @@ std::string worker_command(const JobClusterOptions& o, const std::string& schedu
   if (worker_memory > 0) args.insert(args.end(), {"--memory-limit", std::to_string(worker_memory)});
   const auto death = fmt::format("{}s", o.death_timeout.count());
   args.insert(args.end(), {"--connect-timeout", death, "--death-timeout", death});
+  if (const auto life = worker_lifetime(o); life.lifetime.count() > 0) {
+    const auto text = [](std::chrono::seconds s) { return fmt::format("{}s", s.count()); };
+    args.insert(args.end(), {"--lifetime", text(life.lifetime), "--lifetime-stagger",
+                             life.stagger.count() > 0 ? text(life.stagger) : "0",
+                             "--lifetime-grace", text(std::max(life.grace, 1s))});
+  }
   args.insert(args.end(), o.worker_extra_args.begin(), o.worker_extra_args.end());
   const auto line = command_line(args);
   const auto name = [&](const std::string& i) {
@@ -25,6 +36,36 @@ std::string worker_command(const JobClusterOptions& o, const std::string& schedu
   return fmt::format("trap 'kill $(jobs -p) 2>/dev/null; wait; exit 0' TERM\n"
                      "for i in $(seq 0 {}); do\n  {} {} &\ndone\nwait",
                      o.processes - 1, line, name("$i"));
+}
+
+WorkerLifetime worker_lifetime(const JobClusterOptions& o) {
+  using std::chrono::seconds;
+  const seconds wall = o.walltime;
+  WorkerLifetime w;
+  if (o.worker_lifetime.count() == 0 || (o.worker_lifetime.count() < 0 && wall.count() <= 0))
+    return w;
+  if (o.worker_lifetime.count() < 0) {  // dask-jobqueue's advice: leave before the walltime
+    const bool long_job = wall > 10min;
+    w.lifetime = long_job ? wall - 5min : wall * 8 / 10;
+    w.stagger = long_job ? seconds(2min) : wall / 20;
+    w.grace = long_job ? seconds(2min) : wall / 10;
+  } else {
+    w.lifetime = o.worker_lifetime;
+    w.stagger = o.worker_lifetime / 20;
+    w.grace = 60s;
+  }
+  if (o.worker_lifetime_stagger.count() >= 0) w.stagger = o.worker_lifetime_stagger;
+  if (wall.count() > 0 && o.worker_lifetime.count() > 0) {
+    const seconds left = wall - w.lifetime - w.stagger;
+    if (left.count() <= 0)
+      throw std::invalid_argument(fmt::format(
+          "worker_lifetime {}s plus its stagger {}s leaves no time before the walltime {}s: "
+          "give a shorter worker_lifetime so that workers retire before their job is killed",
+          w.lifetime.count(), w.stagger.count(), wall.count()));
+    w.grace = std::min<seconds>(left / 2, 2min);
+  }
+  if (o.worker_lifetime_grace.count() >= 0) w.grace = o.worker_lifetime_grace;
+  return w;
 }
 
 JobSpec job_spec(const JobClusterOptions& o, std::string command, std::uint64_t job_memory) {

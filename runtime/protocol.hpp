@@ -67,12 +67,15 @@ enum class Op : std::uint8_t {
   threads_busy = 46,  // since protocol version 4
   steal_response = 47,  // since protocol version 8
   worker_status = 48,   // since protocol version 9: paused or running (protocol::WorkerStatus)
+  add_keys = 49,        // since protocol version 16: it holds the replicas asked for (AddKeys)
+  retire_worker = 51,   // since protocol version 16: retire me (RetireWorker)
   // nanny -> scheduler (since protocol version 4)
   worker_died = 50,
   // scheduler -> worker
   compute_task = 60, free_keys = 61, close_worker = 62, worker_refused = 63,
   free_processing = 66,  // free_keys of tasks processing there; answered by threads_busy (v4)
   steal_request = 67,    // since protocol version 8; answered by steal_response
+  acquire_replicas = 68, // since protocol version 16; answered by add_keys
   // anyone -> worker (peer data)
   get_data = 80, data_reply = 81,
   // client -> worker (since protocol version 15): data scattered straight to a worker
@@ -97,7 +100,7 @@ struct UpdateGraph {
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & tasks & wanted & scattered; }
 };
-struct Keys {  ///< release_keys, free_keys, key_lost
+struct Keys {  ///< release_keys, free_keys, key_lost, add_keys
   std::vector<Key> keys;
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & keys; }
@@ -243,6 +246,21 @@ struct CloseWorker {
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & reason & rejoin; }
 };
+/// retire_worker (since protocol version 16): the worker asks to leave without losing
+/// anything (its --lifetime is over): the scheduler asks back what it has not started,
+/// copies its only copies elsewhere, then closes it (close_worker without rejoin).
+struct RetireWorker {
+  std::string reason;  ///< for the scheduler's log
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & reason; }
+};
+/// acquire_replicas (since protocol version 16): fetch these keys from their holders and keep
+/// them until freed; answered by add_keys with those now held.
+struct AcquireReplicas {
+  WhoHas who_has;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & who_has; }
+};
 struct MissingData {
   Key key;          ///< the task that could not run
   Key missing;      ///< the dependency no holder had
@@ -330,11 +348,12 @@ struct WorkerReport {
   std::map<std::string, double> resources = {};       ///< what it offers (--resources)
   std::map<std::string, double> used_resources = {};  ///< held by tasks placed there
   bool paused = false;                                ///< as it last said (worker_status)
+  bool retiring = false;  ///< leaving once its data is elsewhere (since protocol version 16)
   template <class Ar>
   void serialize(Ar& ar, unsigned) {
     ar & address & other_addresses & name & host & nthreads & memory_rss & executing &
         processing & keys_held & bytes_held & since_heartbeat_s;
-    ar & resources & used_resources & paused;
+    ar & resources & used_resources & paused & retiring;
   }
 };
 /// A task in no-worker state that no connected worker can ever run (SchedulerInfo): what it

@@ -196,9 +196,31 @@ struct StealResponse {
   std::uint64_t attempt = 0;  ///< the request's (StealRequest::attempt)
 };
 
+/// Retire the worker without losing anything (Dask's retire_workers; a worker's --lifetime
+/// asks for it itself): nothing new goes there, its tasks not started are asked back and
+/// placed elsewhere, its running tasks finish, every key it holds the only copy of is copied
+/// to another worker (AcquireReplicas, answered by AddKeys); then it is told to close
+/// (CloseWorker without rejoin) and removed as after a goodbye, nothing recomputed. Without
+/// another worker to take its copies it waits (or leaves by itself, as before).
+struct RetireWorker {
+  static constexpr std::string_view kind = "retire-worker";
+  std::string worker;
+  std::string reason;  ///< for the log, e.g. "its --lifetime of 3600 s is over"
+  std::string stimulus_id;
+};
+
+/// `worker` holds `keys` now, as AcquireReplicas asked (Dask's add_keys): each key still in
+/// memory gains it as a replica; it is told to free the others.
+struct AddKeys {
+  static constexpr std::string_view kind = "add-keys";
+  std::string worker;
+  std::vector<std::string> keys;
+  std::string stimulus_id;
+};
+
 using Event = std::variant<UpdateGraph, ClientReleasesKeys, CancelKeys, RemoveClient, AddWorker,
                            RemoveWorker, WorkerDied, ThreadsBusy, Heartbeat, CheckHeartbeats,
                            TaskFinished, TaskErred, MissingData, StealResponse,
-                           WorkerStatusChanged>;
+                           WorkerStatusChanged, RetireWorker, AddKeys>;
 
 }  // namespace taskwire::scheduler

@@ -51,6 +51,11 @@ struct Describe {
   auto operator()(const sch::CloseWorker& i) const {
     return fmt::format_to(out, "close-worker {} ({}) [{}]", i.worker, i.reason, i.stimulus_id);
   }
+  auto operator()(const sch::AcquireReplicas& i) const {
+    std::vector<std::string> keys;
+    for (const auto& k : i.keys) keys.push_back(k.key);
+    return fmt::format_to(out, "acquire-replicas {} -> {} [{}]", keys, i.worker, i.stimulus_id);
+  }
   auto operator()(const sch::ReportKeyInMemory& i) const {
     return fmt::format_to(out, "key-in-memory '{}' ({} bytes) -> client {} [{}]", i.key, i.nbytes,
                           i.client, i.stimulus_id);

@@ -62,10 +62,20 @@ struct RefuseWorker {
   std::string stimulus_id;
 };
 
-/// Ask a worker to shut down (it missed its heartbeats and was removed).
+/// Ask a worker to shut down: it missed its heartbeats and was removed (`rejoin`: a nanny
+/// restarts it to join again), or it retired (no rejoin: it and its nanny end).
 struct CloseWorker {
   std::string worker;
   std::string reason;
+  std::string stimulus_id;
+  bool rejoin = true;
+};
+
+/// Fetch `keys` from their holders and keep them until freed; answered by AddKeys (Dask's
+/// acquire-replicas). How a retiring worker's only copies reach another worker.
+struct AcquireReplicas {
+  std::string worker;
+  std::vector<DependencyLocation> keys;
   std::string stimulus_id;
 };
 
@@ -127,8 +137,8 @@ struct LogEvent {
 
 using Instruction =
     std::variant<ComputeTask, FreeKeys, StealRequest, RefuseWorker, CloseWorker,
-                 ReportKeyInMemory, ReportTaskErred, ReportKeyLost, ReportCancelled,
-                 DropTaskSpec, LogEvent>;
+                 AcquireReplicas, ReportKeyInMemory, ReportTaskErred, ReportKeyLost,
+                 ReportCancelled, DropTaskSpec, LogEvent>;
 using Instructions = std::vector<Instruction>;
 
 const std::string& stimulus_of(const Instruction& instruction) noexcept;

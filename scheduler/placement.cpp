@@ -15,7 +15,7 @@ int SchedulerState::free_threads(const WorkerState* ws) const {
 }
 
 double SchedulerState::load_per_thread(const WorkerState* ws, double work) const {
-  const int threads = ws->paused ? 0 : free_threads(ws);
+  const int threads = ws->paused || ws->retiring ? 0 : free_threads(ws);
   // A worker whose every thread is held by a task nobody waits for (cancelled, hung) comes
   // last: new work there would wait behind it.
   return threads > 0 ? work / threads : 1e12 + work;
@@ -23,7 +23,7 @@ double SchedulerState::load_per_thread(const WorkerState* ws, double work) const
 
 int SchedulerState::task_slots(const WorkerState* ws, const TaskState* next) const {
   const int threads = free_threads(ws);
-  if (threads == 0 || ws->paused) return 0;
+  if (threads == 0 || ws->paused || ws->retiring) return 0;
   int capacity = std::max(1, static_cast<int>(std::ceil(options_.worker_saturation * threads)));
   if (next && options_.short_task_cover_seconds > 0) {
     // Known-short tasks: cover the refill round trip (expected_duration is the default, long,
@@ -180,6 +180,7 @@ WorkerState* SchedulerState::exit_processing(TaskState* ts) {
   end_steal(ts);
   ts->steal_refused = false;
   classify_for_stealing(ws);
+  if (ws->retiring) retirement_touched(ws);
   return ws->removed ? nullptr : ws;
 }
 

@@ -76,7 +76,7 @@ std::optional<WorkerInfo> SchedulerState::worker(std::string_view address) const
   if (!ws) return std::nullopt;
   return WorkerInfo{ws->address,         ws->name,   ws->nthreads,  ws->processing.size(),
                     ws->has_what.size(), ws->nbytes, occupancy(ws), ws->last_seen,
-                    ws->resources,       ws->used_resources, ws->paused};
+                    ws->resources,       ws->used_resources, ws->paused, ws->retiring};
 }
 
 std::vector<WorkerInfo> SchedulerState::workers() const {
@@ -131,6 +131,7 @@ std::string SchedulerState::validate() const {
   if (std::string problem = validate_counts(); !problem.empty()) return problem;
   if (std::string problem = validate_workers(); !problem.empty()) return problem;
   if (std::string problem = validate_steals(); !problem.empty()) return problem;
+  if (std::string problem = validate_retiring(); !problem.empty()) return problem;
   for (const auto& [id, cs] : clients_) {
     for (const TaskState* ts : cs->wants_what) {
       if (find_task(ts->key) != ts) return fmt::format("client {} wants a dead task", id);

@@ -105,6 +105,10 @@ struct WorkerState {
   bool nanny = false;  ///< a nanny reports its death (WorkerDied)
   /// Its memory is past its pause threshold (WorkerStatusChanged): nothing new goes there.
   bool paused = false;
+  /// Retiring (RetireWorker): nothing new goes there, what it has not started is asked
+  /// back, its only copies are copied elsewhere; closed once it runs and keeps nothing.
+  bool retiring = false;
+  bool drain_due = false;  ///< retiring: something changed, look again (retirement.cpp)
   runtime::Resources resources;       ///< what it offers
   runtime::Resources used_resources;  ///< held by the restricted tasks processing there
 

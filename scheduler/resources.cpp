@@ -35,7 +35,7 @@ void SchedulerState::set_restrictions(TaskState* ts, const TaskSpec& spec) {
 
 bool SchedulerState::eligible(const TaskState* ts, const WorkerState* ws,
                               bool honour_workers) const {
-  if (ws->paused) return false;
+  if (ws->paused || ws->retiring) return false;
   const TaskRestrictions* r = ts->restrictions.get();
   if (!r) return true;
   if (honour_workers && !r->workers.empty() && !named(r->workers, ws)) return false;
@@ -112,6 +112,7 @@ void SchedulerState::on(const WorkerStatusChanged& e) {
                                   e.paused ? "paused: no new task goes there" : "resumed"));
   classify_for_stealing(ws);
   if (!e.paused && !unrunnable_.empty()) retry_unrunnable_ = true;
+  if (!e.paused) retirement_touched_all();  // it may take a retiring worker's copies now
 }
 
 std::string SchedulerState::validate_resources(const WorkerState* ws) const {

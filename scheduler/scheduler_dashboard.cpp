@@ -84,6 +84,12 @@ void write_counts(http::PrometheusText& p, const SchedulerFacts& f) {
   p.single("taskwire_scheduler_tasks_retried_total", "counter",
            "Task failures answered by running the task again (retries).",
            static_cast<double>(f.tasks.retried));
+  p.single("taskwire_scheduler_keys_lost_total", "counter",
+           "Results whose every copy was lost with a worker: computed again if still needed.",
+           static_cast<double>(f.tasks.lost));
+  p.single("taskwire_scheduler_workers_retired_total", "counter",
+           "Workers closed after a retirement (their --lifetime), their data moved first.",
+           static_cast<double>(f.tasks.workers_retired));
   p.family("taskwire_scheduler_function_tasks_completed_total", "counter",
            "Tasks that finished, by function.");
   for (const auto& [name, m] : f.functions)

@@ -175,9 +175,18 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     peer->refused = true;
   }
   void emit(CloseWorker& c) {
-    spdlog::warn("scheduler: closing worker {}: {}", c.worker, c.reason);
+    if (c.rejoin) {
+      spdlog::warn("scheduler: closing worker {}: {}", c.worker, c.reason);
+    } else {
+      spdlog::info("scheduler: closing worker {}: {}", c.worker, c.reason);
+    }
     if (auto* out = out_to(peer_of(workers, c.worker)))
-      out->add(Op::close_worker, protocol::CloseWorker{c.reason, true});
+      out->add(Op::close_worker, protocol::CloseWorker{c.reason, c.rejoin});
+  }
+  void emit(AcquireReplicas& a) {
+    protocol::AcquireReplicas body;
+    for (auto& k : a.keys) body.who_has.emplace(std::move(k.key), std::move(k.who_has));
+    if (auto* out = out_to(peer_of(workers, a.worker))) out->add(Op::acquire_replicas, body);
   }
   void emit(ReportKeyInMemory& r) {
     const auto out_peer = peer_of(clients, r.client);
@@ -300,6 +309,16 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
         handle(WorkerDied{b.address, b.name, b.cause, std::move(b.running), now(), ""});
         return true;
       }
+      case Op::retire_worker: {
+        auto b = r.body<protocol::RetireWorker>();
+        handle(RetireWorker{require_worker(p, "retire_worker"), std::move(b.reason), ""});
+        return true;
+      }
+      case Op::add_keys: {
+        auto b = r.body<protocol::Keys>();
+        handle(AddKeys{require_worker(p, "add_keys"), std::move(b.keys), ""});
+        return true;
+      }
       case Op::worker_closing:
         r.body<protocol::Empty>();
         require_worker(p, "worker_closing");
@@ -390,6 +409,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
       report.resources = w.resources;
       report.used_resources = w.used_resources;
       report.paused = w.paused;
+      report.retiring = w.retiring;
       if (const auto peer = peer_of(workers, w.address)) {
         report.other_addresses = peer->other_addresses;
         report.host = peer->host;

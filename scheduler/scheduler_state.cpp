@@ -32,6 +32,7 @@ Instructions SchedulerState::handle(const Event& event) {
   schedule_queued();  // anything may have freed a slot; ready non-root work went first
   run_transitions();  // what the queue placed may let dependents be assigned ahead
   balance();          // what the queue did not fill, stealing may
+  drain_retiring();   // after stealing, which may have moved work off a retiring worker
   forgotten_.clear();
   removed_workers_.clear();
   last_to_worker_.clear();

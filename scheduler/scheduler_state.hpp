@@ -102,6 +102,7 @@ struct WorkerInfo {
   runtime::Resources resources = {};       ///< what it offers
   runtime::Resources used_resources = {};  ///< held by the tasks placed there
   bool paused = false;
+  bool retiring = false;  ///< RetireWorker: it leaves once its only copies are elsewhere
 };
 
 /// A no-worker task that no connected worker can ever run, and what it needs.
@@ -119,6 +120,10 @@ struct TaskCounts {
   std::uint64_t completed = 0;  ///< processing -> memory
   std::uint64_t erred = 0;      ///< transitions into erred (dependents of a failure too)
   std::uint64_t retried = 0;    ///< a worker's error answered by running the task again
+  /// Keys in memory whose every copy was lost with a worker (or missing): computed again if
+  /// still needed. A retirement that works loses none.
+  std::uint64_t lost = 0;
+  std::uint64_t workers_retired = 0;  ///< workers closed after their retirement (RetireWorker)
   std::size_t count(TaskStatus s) const { return by_state[static_cast<std::size_t>(s)]; }
 };
 struct FunctionMetrics {
@@ -224,6 +229,26 @@ class SchedulerState {
   bool fetch_failed_for_good(TaskState* dts, const MissingData& e);
   void on(const StealResponse& e);
   void on(const WorkerStatusChanged& e);
+  // retirement (retirement.cpp)
+  void on(const RetireWorker& e);
+  void on(const AddKeys& e);
+  /// Something that may move a retirement on happened to `ts` or `ws`: look again at the end
+  /// of this handle().
+  void retirement_touched(const TaskState* ts);
+  void retirement_touched(WorkerState* ws);
+  void retirement_touched_all();
+  /// Asks back the tasks of `ws` not started, copies its only copies, closes it when done.
+  void drain_retiring();
+  void drain(WorkerState* ws);
+  /// The worker that gets a copy of `ts` (least bytes held, `planned` included), or null.
+  WorkerState* replica_target(const TaskState* ts,
+                              const std::unordered_map<WorkerState*, std::int64_t>& planned) const;
+  void close_retired(WorkerState* ws);
+  /// Its replication is void (the target left or retires): the holders look again.
+  void forget_replication_target(WorkerState* target);
+  /// CheckHeartbeats: copies asked for long ago and never confirmed are asked for again.
+  void retry_replications(double now);
+  std::string validate_retiring() const;
   void detach_worker(WorkerState* ws, const std::string& reason, bool expected);
   /// `report`: the nanny's, if any (then only its running tasks are blamed); `how` ends the
   /// error of a task that killed too many workers ("by SIGSEGV", "(connection lost)").
@@ -365,6 +390,16 @@ class SchedulerState {
   // or tasks.
   std::set<WorkerState*, ByAddress> idle_;
   std::set<WorkerState*, ByAddress> saturated_;
+  /// Workers retiring (WorkerState::retiring), and the only copies they hold that are being
+  /// copied: the task -> the worker asked to fetch it (AcquireReplicas), and when (the
+  /// latest CheckHeartbeats' now; -1: before any): a copy not confirmed in
+  /// kReplicationPatience is asked for again.
+  struct Replication {
+    WorkerState* target = nullptr;
+    double asked_at = -1;
+  };
+  std::set<WorkerState*, ByAddress> retiring_;
+  std::unordered_map<TaskState*, Replication> replicating_;
   std::unordered_map<std::string, double, StringHash, std::equal_to<>> durations_;
   // A ring of the last transition_log_length transitions; once full, a record's strings are
   // overwritten in place (their capacity reused), so logging allocates nothing (it was 7 % of

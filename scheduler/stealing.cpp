@@ -46,11 +46,12 @@ void SchedulerState::classify_for_stealing(WorkerState* ws) {
   const auto threads = static_cast<std::size_t>(free_threads(ws));
   // Assigned-ahead tasks wait for inputs running there: not work another worker could take.
   const std::size_t processing = ws->processing.size() - ws->assigned;
-  // A paused worker takes nothing new, and what waits there may go elsewhere.
+  // A paused or retiring worker takes nothing new, and what waits there may go elsewhere.
+  const bool closed = ws->paused || ws->retiring;
   relist(idle_, ws, ws->listed_idle,
-         !ws->removed && !ws->paused && processing + ws->incoming_steals.size() < threads);
+         !ws->removed && !closed && processing + ws->incoming_steals.size() < threads);
   relist(saturated_, ws, ws->listed_saturated,
-         !ws->removed && (processing > threads || (ws->paused && processing > 0)));
+         !ws->removed && (processing > threads || (closed && processing > 0)));
 }
 
 void SchedulerState::balance() {

@@ -322,6 +322,7 @@ void SchedulerState::assigned_to_processing(TaskState* ts) {
   --ws->assigned;
   ts->state = S::processing;
   classify_for_stealing(ws);
+  if (ws->retiring) retirement_touched(ws);  // started there, or to be asked back
   refill_ahead(ts);
 }
 
@@ -546,12 +547,21 @@ void SchedulerState::add_replica(TaskState* ts, WorkerState* ws) {
   ts->who_has.push_back(ws);
   ws->has_what.insert(ts);
   ws->nbytes += size_of(ts);
+  if (!retiring_.empty()) {
+    if (ts->who_has.size() > 1) replicating_.erase(ts);  // not an only copy any more
+    retirement_touched(ts);
+  }
 }
 
 void SchedulerState::remove_replica(TaskState* ts, WorkerState* ws) {
   if (!erase_value(ts->who_has, ws)) return;
   ws->has_what.erase(ts);
   ws->nbytes -= size_of(ts);
+  if (ts->who_has.empty() && !replicating_.empty()) replicating_.erase(ts);
+  if (!retiring_.empty()) {
+    retirement_touched(ts);
+    if (ws->retiring) retirement_touched(ws);
+  }
 }
 
 FunctionMetrics& SchedulerState::metrics_of(const TaskState* ts) {

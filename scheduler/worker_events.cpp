@@ -60,6 +60,7 @@ void SchedulerState::on(const AddWorker& e) {
                                                       : ", resources " +
                                                             runtime::format_resources(e.resources)));
   adopt_held_data(ws, e.held);
+  retirement_touched_all();  // a retiring worker may have waited for somewhere to copy to
   schedule_unrunnable();  // queued roots follow in handle(), via schedule_queued()
 }
 
@@ -135,6 +136,8 @@ void SchedulerState::detach_worker(WorkerState* ws, const std::string& reason, b
       fmt::format("removing worker {}: {}", ws->address, reason));
   ws->removed = true;
   forget_thief(ws);
+  if (ws->retiring) retiring_.erase(ws);
+  forget_replication_target(ws);
   classify_for_stealing(ws);
   removed_workers_.push_back(std::move(workers_.extract(ws->address).mapped()));
 }
@@ -184,6 +187,7 @@ void SchedulerState::drop_replicas_of(WorkerState* ws) {
     remove_replica(ts, ws);
     if (!ts->who_has.empty()) continue;
     lost.push_back(ts->key);
+    ++counts_.lost;
     recommend(ts, S::released);
   }
   if (!lost.empty()) {
@@ -250,6 +254,8 @@ void SchedulerState::on(const CheckHeartbeats& e) {
                    ts->state != S::waiting);
   });
   check_no_workers(e.now);
+  retirement_touched_all();  // the periodic pass: a retirement never waits for an event
+  if (!replicating_.empty()) retry_replications(e.now);
   if (e.interval > 0 && last_heartbeat_check_ >= 0 && e.now - last_heartbeat_check_ > 2 * e.interval)
     looking_since_ = e.now;
   last_heartbeat_check_ = e.now;
@@ -341,7 +347,11 @@ void SchedulerState::on(const MissingData& e) {
     if (ts->state == S::memory && ts->who_has.empty()) {
       log(LogLevel::warning,
           fmt::format("'{}' lost: {} could not get it from {}", e.key, e.worker, e.errant_worker));
+      ++counts_.lost;
       recommend(ts, S::released);
+    } else if (ClientState* cs = find_client(e.worker); cs && ts->state == S::memory) {
+      // A client was told of holders that left (a retired worker): it hears of the others.
+      report_state(ts, cs);
     }
   }
   if (dependent_there) recommend(dts, S::waiting);  // sent again with fresh locations

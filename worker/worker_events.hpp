@@ -58,6 +58,15 @@ struct StealRequestEvent {
   std::uint64_t attempt = 0;  ///< echoed in the answer
 };
 
+/// The scheduler asks for copies of these keys (a retiring worker holds their only copies):
+/// fetch each from its holders and keep it until freed, reporting it held (SendAddKeys).
+/// A key held here already is reported at once; one computed here is left to its task.
+struct AcquireReplicasEvent {
+  static constexpr std::string_view kind = "acquire-replicas";
+  protocol::WhoHas who_has;
+  std::string stimulus_id;
+};
+
 /// A peer answered a GatherDep. `data` holds the keys it had; any requested key not in
 /// `data` (listed in `missing` or not) was not there.
 struct GatherDepDone {
@@ -115,6 +124,7 @@ struct ExecuteFailure {
 };
 
 using Event = std::variant<ComputeTaskEvent, FreeKeysEvent, StealRequestEvent, GatherDepDone,
-                           GatherDepFailed, ExecuteSuccess, ExecuteFailure, UpdateDataEvent>;
+                           GatherDepFailed, ExecuteSuccess, ExecuteFailure, UpdateDataEvent,
+                           AcquireReplicasEvent>;
 
 }  // namespace taskwire::worker

@@ -35,6 +35,9 @@ struct Describe {
     return fmt::format_to(out, "missing-data '{}' needs '{}' (asked {}) [{}]", i.key, i.missing,
                           i.from.empty() ? "nobody" : i.from, i.stimulus_id);
   }
+  auto operator()(const wk::SendAddKeys& i) const {
+    return fmt::format_to(out, "add-keys {} [{}]", i.keys, i.stimulus_id);
+  }
   auto operator()(const wk::SendStealResponse& i) const {
     return fmt::format_to(out, "steal-response '{}' {} [{}]", i.key,
                           i.stolen ? "stolen" : "refused", i.stimulus_id);

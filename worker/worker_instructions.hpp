@@ -72,8 +72,14 @@ struct SendStealResponse {
   std::uint64_t attempt = 0;  ///< the request's
 };
 
+/// This worker holds copies of `keys` as AcquireReplicasEvent asked (add_keys).
+struct SendAddKeys {
+  std::vector<Key> keys;
+  std::string stimulus_id;
+};
+
 using Instruction = std::variant<Execute, GatherDep, SendTaskFinished, SendTaskErred,
-                                 SendMissingData, SendStealResponse>;
+                                 SendMissingData, SendStealResponse, SendAddKeys>;
 using Instructions = std::vector<Instruction>;
 
 const std::string& stimulus_of(const Instruction& instruction) noexcept;

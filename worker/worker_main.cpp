@@ -29,6 +29,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -77,7 +78,12 @@ struct MainOptions {
   double memory_pause = env_fraction("TASKWIRE_MEMORY_PAUSE", MemoryOptions{}.pause);
   double memory_terminate = env_fraction("TASKWIRE_MEMORY_TERMINATE", MemoryOptions{}.terminate);
   std::string resources = env_or("TASKWIRE_WORKER_RESOURCES", "");
+  std::string lifetime = "none", lifetime_stagger = "0", lifetime_grace = "1m";
 };
+
+// The nanny draws its worker's retirement time once and hands it to every worker process it
+// starts, so that a worker restarted after a crash keeps the job's deadline.
+constexpr const char* kRetireAtEnv = "TASKWIRE_WORKER_RETIRE_AT";
 
 po::options_description describe(MainOptions& o) {
   po::options_description desc(
@@ -153,7 +159,20 @@ po::options_description describe(MainOptions& o) {
       "memory-terminate-fraction",
       po::value(&o.memory_terminate)->default_value(o.memory_terminate),
       "process memory past this fraction restarts the worker (its nanny does; with "
-      "--no-nanny it exits 1); 0: off (env TASKWIRE_MEMORY_TERMINATE)");
+      "--no-nanny it exits 1); 0: off (env TASKWIRE_MEMORY_TERMINATE)")(
+      "lifetime", po::value(&o.lifetime)->default_value(o.lifetime),
+      "after this long (30s, 50m, 2h; none: never) the worker asks the scheduler to retire "
+      "it: it takes no new task, hands back those not started, finishes the running ones, "
+      "its data is copied to other workers, then it exits 0 and its nanny with it. Set it "
+      "below a batch job's walltime so that the job ends without losing work")(
+      "lifetime-stagger", po::value(&o.lifetime_stagger)->default_value(o.lifetime_stagger),
+      "a random amount between -this and +this added to --lifetime, so that workers started "
+      "together do not all leave at once")(
+      "lifetime-grace", po::value(&o.lifetime_grace)->default_value(o.lifetime_grace),
+      "if the scheduler has not retired the worker this long after --lifetime (no other "
+      "worker to take its data, a task that runs on), it exits by itself; what it held alone "
+      "is then computed again. Keep --lifetime + --lifetime-stagger + this below the "
+      "walltime");
   runtime::add_daemon_common_options(
       desc, o.common,
       "also log to this file ({rank} and {pid} are replaced); the nanny and its worker share it");
@@ -171,6 +190,12 @@ worker::MemoryOptions memory_options(const MainOptions& o) {
   return m;
 }
 
+// A duration flag where 0 (or none) means nothing at all.
+std::chrono::milliseconds duration_or_zero(const std::string& text, const std::string& flag) {
+  if (text == "0" || text == "none") return std::chrono::milliseconds(0);
+  return *runtime::parse_timeout(text, flag);
+}
+
 void check(const MainOptions& o) {
   if (o.scheduler.empty() && o.scheduler_file.empty())
     throw po::error("no scheduler address: give SCHEDULER_ADDR or --scheduler-file");
@@ -185,6 +210,10 @@ void check(const MainOptions& o) {
   runtime::parse_timeout(o.death_timeout, "--death-timeout");
   if (o.fetch_timeout_ms < 0) throw po::error("--fetch-timeout-ms must not be negative");
   if (o.restart_limit < 0) throw po::error("--restart-limit must not be negative");
+  runtime::parse_timeout(o.lifetime, "--lifetime");
+  duration_or_zero(o.lifetime_stagger, "--lifetime-stagger");
+  if (!runtime::parse_timeout(o.lifetime_grace, "--lifetime-grace"))
+    throw po::error("--lifetime-grace takes a duration (30s, 5m), not none");
   try {
     runtime::parse_resources(o.resources, "--resources");
   } catch (const std::invalid_argument& e) {
@@ -220,6 +249,30 @@ std::vector<std::string> with_connect_timeout(const std::vector<std::string>& ar
   return out;
 }
 
+// When this worker asks to be retired (--lifetime, +- --lifetime-stagger from now); the
+// epoch: never.
+std::chrono::system_clock::time_point draw_retire_at(const MainOptions& o) {
+  const auto lifetime = runtime::parse_timeout(o.lifetime, "--lifetime");
+  if (!lifetime) return {};
+  const auto stagger = duration_or_zero(o.lifetime_stagger, "--lifetime-stagger");
+  std::uniform_int_distribution<std::int64_t> offset(-stagger.count(), stagger.count());
+  std::random_device seed;
+  std::mt19937_64 random(seed());
+  return std::chrono::system_clock::now() + *lifetime + std::chrono::milliseconds(offset(random));
+}
+
+std::int64_t epoch_ms(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+// A nanny's worker takes the time its nanny drew; one without a nanny draws its own.
+std::chrono::system_clock::time_point retire_at(const MainOptions& o, bool nannied) {
+  const char* drawn = std::getenv(kRetireAtEnv);
+  if (nannied && drawn && *drawn)
+    return std::chrono::system_clock::time_point(std::chrono::milliseconds(std::atoll(drawn)));
+  return draw_retire_at(o);
+}
+
 int run_as_nanny(int argc, char* argv[], const MainOptions& o) {
   block_nanny_signals();  // before any thread starts: only the nanny's loop takes them
   runtime::init_logging({o.common.log_level, o.common.log_file, -1});
@@ -227,6 +280,10 @@ int run_as_nanny(int argc, char* argv[], const MainOptions& o) {
   NannyOptions nanny;
   nanny.child_args.assign(argv + 1, argv + argc);
   nanny.child_args.push_back("--no-nanny");
+  if (const auto at = draw_retire_at(o); at != std::chrono::system_clock::time_point{})
+    ::setenv(kRetireAtEnv, std::to_string(epoch_ms(at)).c_str(), 1);
+  else
+    ::unsetenv(kRetireAtEnv);
   nanny.rejoin_args = with_connect_timeout(nanny.child_args, o.death_timeout);
   nanny.scheduler = o.scheduler;
   nanny.scheduler_file = o.scheduler_file;
@@ -257,7 +314,8 @@ void stop_or_exit(worker::Worker& worker, int exit_status) {
 }
 
 worker::WorkerOptions worker_options(const MainOptions& o, const std::string& scheduler,
-                                     bool nannied, std::chrono::milliseconds connect_timeout) {
+                                     bool nannied, std::chrono::milliseconds connect_timeout,
+                                     std::chrono::system_clock::time_point retire_at) {
   worker::WorkerOptions options;
   options.scheduler_address = scheduler;
   options.name = o.name;
@@ -274,6 +332,8 @@ worker::WorkerOptions worker_options(const MainOptions& o, const std::string& sc
   options.dashboard_address = o.dashboard_address;
   options.memory = memory_options(o);
   options.resources = runtime::parse_resources(o.resources, "--resources");
+  options.retire_at = retire_at;
+  options.retire_grace = *runtime::parse_timeout(o.lifetime_grace, "--lifetime-grace");
   return options;
 }
 
@@ -300,7 +360,8 @@ bool start_or_stop(worker::Worker& worker, const runtime::SchedulerWait& where,
 // join again.
 std::optional<int> serve_once(const MainOptions& o, runtime::DaemonRuntime& rt,
                               runtime::StopSignals& stops, bool nannied, bool rejoining,
-                              std::shared_ptr<worker::KeptData>& kept) {
+                              std::shared_ptr<worker::KeptData>& kept,
+                              std::chrono::system_clock::time_point retire_at) {
   const auto& timeout = rejoining ? o.death_timeout : o.connect_timeout;
   const char* flag = rejoining ? "--death-timeout" : "--connect-timeout";
   const runtime::SchedulerWait where{o.scheduler, o.scheduler_file,
@@ -312,7 +373,8 @@ std::optional<int> serve_once(const MainOptions& o, runtime::DaemonRuntime& rt,
     return runtime::kExitClean;
   }
   worker::Worker worker(rt.context(), rt.registry(),
-                        worker_options(o, *scheduler, nannied, where.left()), std::move(kept));
+                        worker_options(o, *scheduler, nannied, where.left(), retire_at),
+                        std::move(kept));
   if (!start_or_stop(worker, where, stops)) return runtime::kExitClean;
   fmt::print("taskwire-worker {} at {} (scheduler {})\n", worker.name(), worker.address(),
              *scheduler);
@@ -351,8 +413,9 @@ int run_worker(const MainOptions& o) {
   // restarted) must not shrink the cluster for good. The wait for the scheduler is bounded
   // by --death-timeout each time, so that a worker whose scheduler is gone for good ends.
   std::shared_ptr<worker::KeptData> kept;
+  const auto retire = retire_at(o, nannied);  // one deadline for every rejoin
   for (bool rejoining = false;; rejoining = true)
-    if (auto rc = serve_once(o, rt, stops, nannied, rejoining, kept)) return *rc;
+    if (auto rc = serve_once(o, rt, stops, nannied, rejoining, kept, retire)) return *rc;
 }
 
 }  // namespace

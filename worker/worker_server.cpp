@@ -121,7 +121,7 @@ Worker::Impl::Impl(runtime::Context& context, comm::Registry& registry, WorkerOp
                  : std::make_shared<DataStore>(
                        spill_options(options_.memory, spill_directory_.path()))),
       executor_(options_.nthreads ? options_.nthreads : 1), heartbeat_(strand_),
-      goodbye_timer_(strand_), memory_timer_(strand_) {
+      goodbye_timer_(strand_), memory_timer_(strand_), lifetime_timer_(strand_) {
   if (options_.nthreads == 0) options_.nthreads = 1;
   handshake_.role = "worker";
   if (!options_.name.empty()) handshake_.name = options_.name;
@@ -213,6 +213,32 @@ void Worker::Impl::on_started() {
   read_scheduler();
   schedule_heartbeat();
   start_memory_monitor();
+  start_lifetime();
+}
+
+void Worker::Impl::start_lifetime() {
+  if (options_.retire_at == std::chrono::system_clock::time_point{}) return;
+  const auto left = options_.retire_at - std::chrono::system_clock::now();
+  lifetime_timer_.expires_after(std::max<std::chrono::steady_clock::duration>(left, {}));
+  lifetime_timer_.async_wait([self = shared_from_this()](error_code ec) {
+    if (!ec && !self->closing_) self->on_lifetime_over();
+  });
+}
+
+void Worker::Impl::on_lifetime_over() {
+  const double grace = std::chrono::duration<double>(options_.retire_grace).count();
+  spdlog::info("worker {}: its lifetime is over: asking the scheduler to retire it (it closes "
+               "by itself in {:.3g} s if still there)",
+               name_, grace);
+  to_scheduler(Op::retire_worker, protocol::RetireWorker{"its --lifetime is over"});
+  lifetime_timer_.expires_after(options_.retire_grace);
+  lifetime_timer_.async_wait([self = shared_from_this()](error_code ec) {
+    if (ec || self->closing_) return;
+    self->begin_close(fmt::format("its lifetime's grace of {} ms passed before the scheduler "
+                                  "retired it; what it held alone is computed again elsewhere",
+                                  self->options_.retire_grace.count()),
+                      true);
+  });
 }
 
 std::unique_ptr<comm::Listener> Worker::Impl::listen_at_address(const std::string& address) {
@@ -302,6 +328,7 @@ void Worker::Impl::begin_close(std::string reason, bool clean) {
   else spdlog::error("worker {}: closing: {}", name_, reason);
   heartbeat_.cancel();
   memory_timer_.cancel();
+  lifetime_timer_.cancel();
   stop_dashboard();
   if (listener_) listener_->stop();
   for (auto& extra : extra_listeners_) extra->stop();
@@ -411,6 +438,9 @@ void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message)
           events.emplace_back(StealRequestEvent{std::move(b.key), "", b.attempt});
           break;
         }
+        case Op::acquire_replicas:
+          events.emplace_back(AcquireReplicasEvent{r.body<protocol::AcquireReplicas>().who_has, ""});
+          break;
         case Op::close_worker:
           close_requested = r.body<protocol::CloseWorker>();
           break;
@@ -539,6 +569,7 @@ void Worker::Impl::run(Instructions instructions) {
             [this](SendMissingData& i) {
               to_scheduler(Op::missing_data, protocol::MissingData{i.key, i.missing, i.from});
             },
+            [this](SendAddKeys& i) { to_scheduler(Op::add_keys, protocol::Keys{std::move(i.keys)}); },
             [this](SendStealResponse& i) {
               to_scheduler(Op::steal_response, protocol::StealResponse{i.key, i.stolen, i.attempt});
             },

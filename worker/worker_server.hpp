@@ -100,6 +100,16 @@ struct WorkerOptions {
   /// worker makes its spill directory in the constructor (std::runtime_error if it cannot)
   /// and removes it when destroyed.
   MemoryOptions memory;
+  /// When to ask the scheduler to retire this worker (taskwire-worker --lifetime; Dask's
+  /// lifetime, but soft): from then on it gets no new task, what it has not started goes to
+  /// other workers, the data only it holds is copied to them, and the scheduler closes it
+  /// for good (close_worker without rejoin: a nanny does not restart it). The epoch (the
+  /// default): never. A time already past: at once.
+  std::chrono::system_clock::time_point retire_at{};
+  /// If the scheduler has not closed it this long after retire_at (no other worker to take
+  /// its data, a task that runs on), the worker closes by itself as on a stop: what it held
+  /// alone is then computed again elsewhere.
+  std::chrono::milliseconds retire_grace{60'000};
 };
 
 /// How the worker ended.

@@ -113,6 +113,9 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   void schedule_heartbeat();
   void send_heartbeat();
   void begin_close(std::string reason, bool clean);
+  /// WorkerOptions::retire_at: asks the scheduler to retire this worker, then bounds the wait.
+  void start_lifetime();
+  void on_lifetime_over();
   void finish_close(std::string reason, bool clean);
 
   // worker_memory.cpp
@@ -187,6 +190,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   asio::steady_timer heartbeat_;
   asio::steady_timer goodbye_timer_;  // bounds the wait for worker_closing to be sent
   asio::steady_timer memory_timer_;   // MemoryOptions::monitor_interval
+  asio::steady_timer lifetime_timer_;  // WorkerOptions::retire_at, then retire_grace
   bool spill_warned_ = false;  // process memory past `spill` with nothing left to spill
   std::map<std::string, std::shared_ptr<PeerLink>> peers_;
   std::uint64_t next_request_id_ = 0;

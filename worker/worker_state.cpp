@@ -179,6 +179,7 @@ void WorkerState::apply(ComputeTaskEvent& e) {
   ts.attempt = e.attempt;
   ts.status = TaskStatus::waiting;
   ts.assigned = true;
+  ts.replica = false;
   ts.function = std::move(e.spec.function);
   ts.args = std::move(e.spec.args);
   ts.frames = std::move(e.frames);
@@ -239,6 +240,7 @@ bool WorkerState::reassigned(TaskState& existing, ComputeTaskEvent& e) {
     case TaskStatus::flight:
       // Let the transfer finish; compute it here only if the transfer fails.
       existing.assigned = true;
+      existing.replica = false;  // reported as this task's result
       existing.resume = std::make_shared<ComputeTaskEvent>(std::move(e));
       return true;
     case TaskStatus::fetch:
@@ -307,6 +309,7 @@ void WorkerState::apply(FreeKeysEvent& e) {
     TaskState* ts = find(key);
     if (!ts) continue;
     ts->assigned = false;
+    ts->replica = false;
     ts->resume.reset();
     maybe_release(key);
   }

@@ -73,6 +73,9 @@ struct TaskState {
   /// How it ran (computed here), or its own transfer (fetched here: `fetched`).
   TaskRun run{};
   bool fetched = false;
+  /// A copy the scheduler asked for (AcquireReplicasEvent): reported with SendAddKeys once
+  /// held, not as a task's result; kept (assigned) until freed.
+  bool replica = false;
   std::string error;
   std::string error_type;  ///< error: the demangled type of what it threw, if it threw
 };
@@ -146,6 +149,7 @@ class WorkerState {
   void apply(ExecuteSuccess& e);
   void apply(ExecuteFailure& e);
   void apply(UpdateDataEvent& e);
+  void apply(AcquireReplicasEvent& e);
 
   // compute-task's steps
   /// A task already known here assigned again: true when that settles it.

@@ -2,6 +2,8 @@
 #include <taskwire/worker/worker_state.hpp>
 
 #include <algorithm>
+#include <limits>
+#include <utility>
 
 namespace taskwire::worker {
 
@@ -14,6 +16,7 @@ void WorkerState::apply(GatherDepDone& e) {
   in_flight_.erase(flight);
   std::map<Key, Frame> received;
   for (auto& [k, f] : e.data) received.emplace(k, std::move(f));
+  std::vector<Key> replicas;
   for (const auto& key : asked) {
     TaskState* ts = find(key);
     if (!ts || ts->status != TaskStatus::flight || ts->coming_from != e.worker) continue;
@@ -32,8 +35,42 @@ void WorkerState::apply(GatherDepDone& e) {
     ts->resume.reset();
     ts->fetched = true;
     ts->run = TaskRun{-1, e.sent_at, e.arrived_at, got->second.size()};
-    transition_to_memory(*ts, std::move(got->second), ts->assigned);
+    const bool replica = std::exchange(ts->replica, false);
+    if (replica) replicas.push_back(key);
+    transition_to_memory(*ts, std::move(got->second), ts->assigned && !replica);
   }
+  if (!replicas.empty()) emit(SendAddKeys{std::move(replicas), stimulus_});
+}
+
+// ---- copies the scheduler asks for ----
+
+void WorkerState::apply(AcquireReplicasEvent& e) {
+  std::vector<Key> held;
+  for (auto& [key, holders] : e.who_has) {
+    std::erase(holders, options_.address);
+    TaskState* ts = find(key);
+    if (ts && ts->status == TaskStatus::memory) {
+      ts->assigned = true;  // the scheduler counts it here from now on
+      held.push_back(key);
+      continue;
+    }
+    if (ts && ts->status != TaskStatus::fetch && ts->status != TaskStatus::flight) continue;
+    if (holders.empty()) continue;
+    if (!ts) {
+      ts = &tasks_[key];
+      ts->key = key;
+      ts->status = TaskStatus::fetch;
+      ts->priority = RunOrder{0, std::numeric_limits<std::int64_t>::max()};  // after tasks' inputs
+      ts->seq = next_seq_++;
+      enqueue_fetch(*ts);
+    }
+    for (auto& w : holders)
+      if (std::find(ts->who_has.begin(), ts->who_has.end(), w) == ts->who_has.end())
+        ts->who_has.push_back(std::move(w));
+    ts->assigned = true;
+    ts->replica = true;
+  }
+  if (!held.empty()) emit(SendAddKeys{std::move(held), stimulus_});
 }
 
 // ---- data from clients ----
@@ -94,6 +131,11 @@ void WorkerState::lost_holder(const Key& key, const std::string& from) {
   if (!ts.who_has.empty()) {
     enqueue_fetch(ts);
     return;
+  }
+  if (std::exchange(ts.replica, false) && !ts.resume) {
+    // A copy asked for that no holder had: the scheduler drops that holder's replica.
+    emit(SendMissingData{"", key, from, stimulus_});
+    ts.assigned = false;
   }
   if (ts.resume) {
     // apply() turns a fetch record into a local computation, or reports it missing.

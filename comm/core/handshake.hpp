@@ -53,7 +53,10 @@ namespace taskwire::comm {
 /// 13: steal_request and steal_response carry the assignment's attempt.
 /// 15 (14 is another branch's): scatter goes straight to workers: update_data and
 ///    update_data_reply (client <-> worker); update_graph carries the scattered keys' holders.
-inline constexpr std::uint32_t kProtocolVersion = 15;
+/// 16: a worker's retirement: retire_worker (worker -> scheduler), acquire_replicas
+///    (scheduler -> worker) answered by add_keys; close_worker without rejoin ends a retired
+///    worker; WorkerReport::retiring.
+inline constexpr std::uint32_t kProtocolVersion = 16;
 
 /// What a comm accepts while its peer has not authenticated: the handshake's messages are
 /// one frame of a few KiB at most, so a peer announcing more is refused before anything is

@@ -4,6 +4,7 @@
 // it cancels every job it started. A client finds the cluster with Client::from_scheduler_file(F).
 //   taskwire-jobqueue --cores 4 --memory 16GiB --walltime 1h --workers 8
 //     --worker-arg=--preload --worker-arg=/home/me/libtasks.so --scheduler-file sched.json
+#include <taskwire/launch/job_plan.hpp>
 #include <taskwire/launch/slurm/slurm_cluster.hpp>
 #include <taskwire/runtime/daemon_bootstrap.hpp>
 #include <taskwire/runtime/log.hpp>
@@ -28,6 +29,7 @@ struct MainOptions {
   std::size_t workers = 0, jobs = 0, adapt_minimum = 0, adapt_maximum = 0;
   bool adapt = false, print_script = false;
   std::string walltime = "30m", death_timeout = "60s", scheduler_file;
+  std::string lifetime = "auto", lifetime_stagger = "auto", lifetime_grace = "auto";
   runtime::DaemonCommonOptions common;
 };
 
@@ -64,6 +66,15 @@ po::options_description describe(MainOptions& o) {
       "a taskwire-worker argument, e.g. --worker-arg=--preload --worker-arg=lib.so; repeatable")(
       "death-timeout", po::value(&o.death_timeout)->default_value(o.death_timeout),
       "workers that cannot reach the scheduler this long exit")(
+      "lifetime", po::value(&o.lifetime)->default_value(o.lifetime),
+      "each worker retires this long after it started (its tasks and data move to other "
+      "workers, then it exits) and a job takes its place; auto: 5 minutes before the "
+      "walltime when it is over 10 minutes, else at 80 % of it; none: never")(
+      "lifetime-stagger", po::value(&o.lifetime_stagger)->default_value(o.lifetime_stagger),
+      "+- this at random on each worker's lifetime; auto: from the walltime")(
+      "lifetime-grace", po::value(&o.lifetime_grace)->default_value(o.lifetime_grace),
+      "a retiring worker not closed by the scheduler this long after its lifetime exits by "
+      "itself; auto: from the walltime")(
       "listen", po::value(&c.listen)->default_value(c.listen), "where the scheduler listens")(
       "host", po::value(&c.host), "the address workers are told (default: the host name's)")(
       "interface", po::value(&c.interface), "advertise this interface's address (e.g. ib0)")(
@@ -84,6 +95,20 @@ void check(MainOptions& o) {
   };
   o.cluster.walltime = seconds(o.walltime, "--walltime");
   o.cluster.death_timeout = seconds(o.death_timeout, "--death-timeout");
+  // auto: -1 (JobClusterOptions' own rule); none and 0: 0.
+  const auto optional_seconds = [&](const std::string& text, const char* flag) {
+    if (text == "auto") return std::chrono::seconds(-1);
+    if (text == "none" || text == "0") return std::chrono::seconds(0);
+    return seconds(text, flag);
+  };
+  o.cluster.worker_lifetime = optional_seconds(o.lifetime, "--lifetime");
+  o.cluster.worker_lifetime_stagger = optional_seconds(o.lifetime_stagger, "--lifetime-stagger");
+  o.cluster.worker_lifetime_grace = optional_seconds(o.lifetime_grace, "--lifetime-grace");
+  try {
+    launch::worker_lifetime(o.cluster);
+  } catch (const std::invalid_argument& e) {
+    throw po::error(e.what());
+  }
 }
 
 // The jobs get this process's environment from sbatch, not its flags: a token or TLS file

@@ -14,6 +14,9 @@
 //                              preferring WA (allow_other_workers), then pinned there
 //                              (workers = {WA}): each is right or errs naming WB, within 60 s
 //                              (never a hang); some of those free to move are right
+//   fault_client retire FILE   800 tasks of 10 ms, their results kept, then a tree of adds
+//                              over them, while a worker's --lifetime ends: every result
+//                              right; prints "TASKS n", the tasks submitted
 //   fault_client shutdown FILE shuts the cluster down (the test calls it once every worker
 //                              its nanny restarted is back, not while one is starting)
 // Prints "CHECKED <what>" / "FAILED <what>"; exits 0 only if every check passed.
@@ -161,6 +164,24 @@ void oneway_round(Client& client, const std::string& consumer, const std::string
   check(pinned || right > 0, "oneway: some of the tasks free to move are right");
 }
 
+// Results held only by the worker that made them, when its lifetime ends mid-graph.
+void retire(Client& client) {
+  constexpr int kWidth = 800;
+  std::vector<Future<int>> layer;
+  for (int i = 0; i < kWidth; ++i) layer.push_back(client.submit(fault_fns::paced_inc, i));
+  auto total = tree_sum(client, layer);
+  const auto got = client.gather(layer);
+  bool right = true;
+  long sum = 0;
+  for (int i = 0; i < kWidth; ++i) {
+    right = right && got[i] == i + 1;
+    sum += i + 1;
+  }
+  check(right, fmt::format("retire: {} results right", kWidth));
+  check(total.get() == sum, "retire: the tree of adds over them is right");
+  fmt::print("TASKS {}\n", 2 * kWidth - 1);
+}
+
 void leave_hanging(Client& client) {
   auto stuck = client.submit(fault_fns::hang, 2);
   check(!stuck.wait_for(std::chrono::seconds(1)), "the hung task is running");
@@ -204,6 +225,7 @@ int main(int argc, char** argv) {
     else if (mode == "chaos") chaos(client, argc > 3 ? std::stoi(argv[3]) : 10);
     else if (mode == "hung") hung(client);
     else if (mode == "hang") leave_hanging(client);
+    else if (mode == "retire") retire(client);
     else if (mode == "shutdown") client.shutdown();
     else if (mode == "oneway" && argc > 4) {
       oneway_round(client, argv[3], argv[4], false);

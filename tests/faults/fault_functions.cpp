@@ -30,6 +30,10 @@ int hang(int x) {
   return x;
 }
 int where(int) { return static_cast<int>(::getpid()); }
+int paced_inc(int x) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return x + 1;
+}
 
 // A worker that crashes while it starts (faults_test.sh shutdown-restart): loading this
 // library aborts while the file named by TASKWIRE_FAULTS_CRASH_FILE exists.
@@ -47,3 +51,4 @@ TASKWIRE_REGISTER(fault_fns::segfault);
 TASKWIRE_REGISTER(fault_fns::abort_task);
 TASKWIRE_REGISTER(fault_fns::hang);
 TASKWIRE_REGISTER(fault_fns::where);
+TASKWIRE_REGISTER(fault_fns::paced_inc);

@@ -11,4 +11,5 @@ int segfault(int x);         ///< dies of SIGSEGV
 int abort_task(int x);       ///< calls std::abort()
 int hang(int x);             ///< sleeps (up to 10 minutes), never returns in a test's time
 int where(int x);            ///< the process id of the worker that ran it
+int paced_inc(int x);        ///< x + 1 after 10 ms: a graph that lasts a few seconds
 }  // namespace fault_fns

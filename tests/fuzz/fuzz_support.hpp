@@ -37,7 +37,8 @@ namespace taskwire::fuzz {
   X(scheduler_info, SchedulerInfoRequest) X(scheduler_info_reply, SchedulerInfo)          \
   X(steal_request, StealRequest) X(steal_response, StealResponse)                         \
   X(worker_status, WorkerStatus) X(update_data, UpdateData)                               \
-  X(update_data_reply, UpdateDataReply)
+  X(update_data_reply, UpdateDataReply) X(add_keys, Keys) X(retire_worker, RetireWorker)    \
+  X(acquire_replicas, AcquireReplicas)
 
 /// Calls `visit(std::type_identity<Body>{})` with the body type of `op`; false (and no
 /// call) for a code no reader accepts.

@@ -57,7 +57,7 @@ void fill(protocol::Heartbeat& b) { b = {1 << 20, 3}; }
 void fill(protocol::SchedulerInfoRequest& b) { b.request_id = 9; }
 void fill(protocol::SchedulerInfo& b) {
   protocol::WorkerReport w{"mpi://2", {"tcp://127.0.0.1:4000"}, "w0", "node-1", 4, 1 << 20,
-                           2, 5, 1, 8, 0.5, {{"GPU", 2}}, {{"GPU", 1}}, true};
+                           2, 5, 1, 8, 0.5, {{"GPU", 2}}, {{"GPU", 1}}, true, true};
   b = {9, "tcp://127.0.0.1:8786", {"mpi://0", "tcp://127.0.0.1:8786"}, 2,
        {{"memory", 1}, {"processing", 5}, {"no-worker", 1}}, {w}, {{"k", "resources TPU=1"}}};
 }
@@ -76,6 +76,10 @@ void fill(protocol::GetData& b) { b = {7, {"a", "b"}}; }
 void fill(protocol::DataReply& b) { b = {7, {"a"}, {"b"}}; }
 void fill(protocol::UpdateData& b) { b = {5, {"scatter-1"}}; }
 void fill(protocol::UpdateDataReply& b) { b = {5, {"scatter-1"}, {8}}; }
+void fill(protocol::RetireWorker& b) { b.reason = "its --lifetime is over"; }
+void fill(protocol::AcquireReplicas& b) {
+  b.who_has = {{"inc-1", {"tcp://127.0.0.1:4001"}}, {"inc-2", {"tcp://127.0.0.1:4001", "mpi://3"}}};
+}
 void fill(protocol::Empty&) {}
 
 /// Payload frames a sample operation of `op` carries, as its sender attaches them.

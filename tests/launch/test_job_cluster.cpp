@@ -6,6 +6,9 @@
 #include <taskwire/launch/job_cluster.hpp>
 #include <taskwire/launch/job_plan.hpp>
 #include <taskwire/launch/slurm/slurm_batch.hpp>
+#include <taskwire/client/client.hpp>
+#include <taskwire/comm/backends.hpp>
+#include <taskwire/worker/worker_server.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -13,6 +16,9 @@
 #include <thread>
 
 using namespace taskwire::launch;
+namespace runtime = taskwire::runtime;
+namespace comm = taskwire::comm;
+namespace worker = taskwire::worker;
 using namespace std::chrono_literals;
 
 TEST_CASE("launch: the Slurm job script asks for what the options say", "[launch]") {
@@ -34,7 +40,8 @@ TEST_CASE("launch: the Slurm job script asks for what the options say", "[launch
         "#SBATCH --gres=gpu:1\n", "module load mpich\n",
         "trap 'kill $(jobs -p) 2>/dev/null; wait; exit 0' TERM\nfor i in $(seq 0 1); do\n",
         "taskwire-worker tcp://10.0.0.5:8786 --nthreads 4 --memory-limit 8589934592 "
-        "--connect-timeout 30s --death-timeout 30s --preload '/home/me/lib tasks.so' "
+        "--connect-timeout 30s --death-timeout 30s --lifetime 5100s --lifetime-stagger 120s "
+        "--lifetime-grace 120s --preload '/home/me/lib tasks.so' "
         "--name \"taskwire-worker-${SLURM_JOB_ID}-$i\" &\n",
         "done\nwait\n"})
     CHECK_THAT(script, Catch::Contains(line));
@@ -44,7 +51,34 @@ TEST_CASE("launch: the Slurm job script asks for what the options say", "[launch
   JobClusterOptions one;
   CHECK(worker_command(one, "tcp://h:1", "SLURM_JOB_ID", 0) ==
         "exec taskwire-worker tcp://h:1 --nthreads 1 --connect-timeout 60s --death-timeout 60s "
+        "--lifetime 1500s --lifetime-stagger 120s --lifetime-grace 120s "
         "--name \"taskwire-worker-${SLURM_JOB_ID}-0\"");
+}
+
+TEST_CASE("launch: workers retire before the walltime, as the options or the walltime say",
+          "[launch][retirement]") {
+  const auto life = [](JobClusterOptions o) {
+    const auto w = worker_lifetime(o);
+    return std::vector<long>{w.lifetime.count(), w.stagger.count(), w.grace.count()};
+  };
+  CHECK(life({.walltime = 1h}) == std::vector<long>{55 * 60, 120, 120});
+  CHECK(life({.walltime = 10min}) == std::vector<long>{480, 30, 60});
+  CHECK(life({.walltime = 60s}) == std::vector<long>{48, 3, 6});
+  CHECK(life({.walltime = 0s}) == std::vector<long>{0, 0, 0});  // the queue's: unknown
+  CHECK(life({.walltime = 1h, .worker_lifetime = 0s}) == std::vector<long>{0, 0, 0});
+  // Explicit: a twentieth of it as stagger, half of what is left before the walltime (at
+  // most 2 minutes) as grace.
+  CHECK(life({.walltime = 60s, .worker_lifetime = 10s, .worker_lifetime_stagger = 2s}) ==
+        std::vector<long>{10, 2, 24});
+  CHECK(life({.walltime = 1h, .worker_lifetime = 40min}) == std::vector<long>{2400, 120, 120});
+  CHECK(life({.walltime = 0s, .worker_lifetime = 40s, .worker_lifetime_grace = 5s}) ==
+        std::vector<long>{40, 2, 5});
+  CHECK_THROWS_WITH(worker_lifetime({.walltime = 60s, .worker_lifetime = 60s}),
+                    Catch::Contains("leaves no time before the walltime"));
+  CHECK_THAT(worker_command({.walltime = 60s, .worker_lifetime = 10s,
+                             .worker_lifetime_stagger = 0s},
+                            "tcp://h:1", "J", 0),
+             Catch::Contains("--lifetime 10s --lifetime-stagger 0 --lifetime-grace 25s"));
 }
 
 TEST_CASE("launch: times and job states in Slurm's words", "[launch]") {
@@ -172,4 +206,54 @@ TEST_CASE("job cluster: scale submits and cancels, replaces a job that ended, gi
   CHECK(cluster.shut_down());
   CHECK_THROWS_AS(cluster.scale(1), std::logic_error);  // no job submitted after close()
   CHECK(batch.count() == 7);
+}
+
+TEST_CASE("job cluster: a job whose workers retire is replaced at once, and its data moves to "
+          "the new job's worker",
+          "[launch][retirement]") {
+  auto owned = std::make_unique<FakeBatch>();
+  FakeBatch& batch = *owned;
+  JobCluster cluster(std::move(owned), {.processes = 1, .status_interval = 100ms,
+                                        .listen = "tcp://127.0.0.1:0"});
+  cluster.scale(1);
+  batch.set("100", JobState::running);
+  runtime::Context context(runtime::Config::from_env(), 1);
+  comm::Registry registry(context);
+  comm::register_builtin_backends(registry);
+  context.start();
+  // The workers job 100 and job 101 would start (real ones, in this process).
+  const auto start = [&](const std::string& job, std::chrono::system_clock::time_point at) {
+    worker::WorkerOptions o;
+    o.scheduler_address = cluster.scheduler_address();
+    o.name = "taskwire-worker-" + job + "-0";
+    o.retire_at = at;
+    auto w = std::make_unique<worker::Worker>(context, registry, o);
+    w->start();
+    return w;
+  };
+  auto first = start("100", std::chrono::system_clock::now() + 1s);
+  REQUIRE(cluster.wait_for_workers(1, 10s));
+  taskwire::Client client(cluster.scheduler_address());
+  auto kept = client.scatter(41);  // its only copy is on job 100's worker
+  // Its lifetime ends; with no other worker to take the data it waits, but counts no more.
+  REQUIRE(until([&] { return cluster.submitted_jobs() == 2; }));
+  const auto jobs = cluster.jobs();
+  REQUIRE(jobs.size() == 2);
+  CHECK(jobs[0].id == "100");
+  CHECK(jobs[0].leaving);
+  CHECK_FALSE(jobs[1].leaving);
+  CHECK_FALSE(first->close_status().closed);
+  auto second = start("101", {});
+  REQUIRE(first->wait_closed(10s));  // retired once the data was copied
+  CHECK(first->close_status().clean);
+  CHECK(kept.get() == 41);
+  batch.set("100", JobState::finished);  // its script ended with its worker
+  const std::size_t checked = cluster.status_checks();
+  REQUIRE(until([&] { return cluster.status_checks() >= checked + 3; }));
+  CHECK(cluster.submitted_jobs() == 2);  // replaced once, not twice
+  CHECK(cluster.jobs().size() == 1);
+  second->stop();
+  first->stop();
+  cluster.close();
+  context.stop();
 }

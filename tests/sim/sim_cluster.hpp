@@ -39,6 +39,10 @@ struct SimConfig {
   /// A worker the scheduler dropped (missing heartbeats) joins again under its name with
   /// the results it kept. Off replays the seeds found before it existed as they ran.
   bool rejoin_with_data = true;
+  /// Half the retirements are graceful (the worker's lifetime ends: RetireWorker, its data
+  /// copied elsewhere, then closed) instead of a clean close that loses its data. Off replays
+  /// the seeds found before it existed as they ran.
+  bool graceful_retirements = false;
   bool trace_all = false;        ///< print every trace line to stderr as it happens
   /// Before this event, print the scheduler's view of every submitted task (diagnosis).
   std::size_t dump_at = 0;
@@ -56,6 +60,9 @@ struct SimStats {
   std::size_t rejoins = 0;       ///< workers dropped by the scheduler that joined again
   std::size_t steal_requests = 0, steals = 0, missing_data = 0, gather_failures = 0;
   std::size_t removed_by_heartbeat = 0;
+  std::size_t drains = 0;          ///< graceful retirements asked for
+  std::size_t drains_closed = 0;   ///< of those, workers the scheduler closed as retired
+  std::size_t replicas_added = 0;  ///< copies the workers reported held (add_keys)
   double sim_seconds = 0;
   SimStats& operator+=(const SimStats& o);
 };

@@ -48,9 +48,16 @@ void Cluster::crash_random_worker() {
 
 // A clean close (worker_closing, then the connection closes): its tasks are rescheduled
 // without blame and its data is lost.
+// A graceful one (SimConfig::graceful_retirements, half of them): the worker asks the
+// scheduler to retire it, which copies its only copies elsewhere and then closes it.
 void Cluster::retire_random_worker() {
   SimWorker* w = random_worker();
   if (!w) return;
+  if (config_.graceful_retirements && rng_.chance(0.5)) {
+    ++stats_.drains;
+    trace(fmt::format("worker {} asks to retire (its lifetime is over)", w->address()));
+    return w->retire();
+  }
   ++stats_.retirements;
   worker_exits(*w, false, true, "retired");
 }

@@ -2,7 +2,7 @@
 //
 //   test_sim [catch options]              the bounded seeds ctest runs
 //   test_sim --seeds N [--first-seed S] [--events M] [--graphs G] [--no-faults] [--trace]
-//            [--no-spill-losses]
+//            [--no-spill-losses] [--graceful-retirements]
 //            [--fail-rate P] [--max-workers W]
 //                                         N seeds from S (default 1), each submitting graphs
 //                                         until M events (default 20000; --graphs G stops after
@@ -63,6 +63,8 @@ bool parse(int& argc, char* argv[], LongRun& run) {
       run.config.faults = false;
     } else if (a == "--no-spill-losses") {
       run.config.spill_losses = false;
+    } else if (a == "--graceful-retirements") {
+      run.config.graceful_retirements = true;
     } else if (a == "--trace") {
       run.config.trace_all = true;
     } else if (a.rfind("--", 0) == 0 &&
@@ -94,7 +96,9 @@ void print_stats(const taskwire::sim::SimStats& s) {
             << s.removed_by_heartbeat << ", pauses " << s.pauses << ", stalls " << s.stalls
             << ", spill files lost " << s.spill_losses << ", rejoins with data " << s.rejoins
             << "\n"
-            << "steal requests " << s.steal_requests << ", steals " << s.steals << "\n";
+            << "steal requests " << s.steal_requests << ", steals " << s.steals << "\n"
+            << "graceful retirements " << s.drains << " (" << s.drains_closed
+            << " closed by the scheduler), copies made " << s.replicas_added << "\n";
 }
 
 int long_run(const LongRun& run) {

@@ -29,7 +29,16 @@ std::string describe(const Payload& p) {
             return fmt::format("{} {}", x.processing ? "free-processing" : "free-keys", x.keys);
           },
           [](const OpStealRequest& x) { return fmt::format("steal-request '{}'", x.key); },
-          [](const OpCloseWorker&) { return std::string("close-worker"); },
+          [](const OpCloseWorker& x) {
+            return std::string(x.rejoin ? "close-worker" : "close-worker (retired)");
+          },
+          [](const OpAcquireReplicas& x) {
+            std::vector<std::string> keys;
+            for (const auto& [k, holders] : x.who_has) keys.push_back(fmt::format("{}@{}", k, holders));
+            return fmt::format("acquire-replicas {}", keys);
+          },
+          [](const OpRetireWorker&) { return std::string("retire-worker"); },
+          [](const OpAddKeys& x) { return fmt::format("add-keys {}", x.keys); },
           [](const OpWorkerRefused&) { return std::string("worker-refused"); },
           [](const OpRegister& x) {
             return fmt::format("register '{}' ({} threads{}{})", x.name, x.nthreads,
@@ -80,6 +89,7 @@ std::string describe(const Payload& p) {
           [](const LocalHeartbeatTimer&) { return std::string("timer"); },
           [](const LocalFaultTimer&) { return std::string("fault timer"); },
           [](const LocalUnpause&) { return std::string("unpause (memory fell)"); },
+          [](const LocalRetireGrace&) { return std::string("retirement's grace over"); },
           [](const LocalJoin& x) { return fmt::format("start a worker '{}'", x.name); },
           [](const LocalSubmit&) { return std::string("submit a graph"); },
           [](const LocalFetchRetry& x) {

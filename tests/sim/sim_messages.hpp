@@ -32,7 +32,12 @@ struct OpStealRequest {
   std::string key;
   std::uint64_t attempt = 0;
 };
-struct OpCloseWorker {};
+struct OpCloseWorker {
+  bool rejoin = true;  ///< false: it retired, and ends for good
+};
+struct OpAcquireReplicas {
+  protocol::WhoHas who_has;
+};
 struct OpWorkerRefused {
   std::string reason;
 };
@@ -69,6 +74,10 @@ struct OpStealResponse {
 };
 struct OpWorkerStatus {
   bool paused = false;
+};
+struct OpRetireWorker {};  ///< its lifetime is over
+struct OpAddKeys {
+  std::vector<std::string> keys;
 };
 /// Not an operation: the connection closed (after everything sent before it). `expected`
 /// when the worker said goodbye (worker_closing) first.
@@ -136,6 +145,8 @@ struct LocalExecuted {
 struct LocalHeartbeatTimer {};  ///< a worker's heartbeat, or the scheduler's check
 struct LocalFaultTimer {};
 struct LocalUnpause {};
+/// A retiring worker's grace is over (--lifetime-grace): if still there, it closes itself.
+struct LocalRetireGrace {};
 /// A worker process starts: `name` empty for a fresh name, else a nanny's restart under
 /// its old one.
 struct LocalJoin {
@@ -155,7 +166,8 @@ using Payload =
                  OpWorkerDied, OpGetData, OpDataReply, OpPeerLost, OpUpdateGraph, OpReleaseKeys,
                  OpKeyInMemory, OpKeyErred, OpKeyLost, OpKeyCancelled, LocalExecuted,
                  LocalHeartbeatTimer, LocalFaultTimer, LocalUnpause, LocalJoin, LocalSubmit,
-                 LocalFetchRetry>;
+                 LocalFetchRetry, OpAcquireReplicas, OpRetireWorker, OpAddKeys,
+                 LocalRetireGrace>;
 
 /// A visitor of lambdas, one per alternative.
 template <class... F>

@@ -67,6 +67,10 @@ bool SimScheduler::on_worker_op(const std::string& from, const Payload& op) {
   } else if (const auto* s = std::get_if<OpStealResponse>(&op)) {
     if (s->stolen) ++cluster_.stats().steals;
     handle(sch::StealResponse{from, s->key, s->stolen, "", s->attempt});
+  } else if (std::holds_alternative<OpRetireWorker>(op)) {
+    handle(sch::RetireWorker{from, "its lifetime is over", ""});
+  } else if (const auto* k = std::get_if<OpAddKeys>(&op)) {
+    handle(sch::AddKeys{from, k->keys, ""});
   } else if (const auto* st = std::get_if<OpWorkerStatus>(&op)) {
     handle(sch::WorkerStatusChanged{from, st->paused, ""});
   } else if (const auto* c = std::get_if<OpConnectionClosed>(&op)) {
@@ -146,8 +150,12 @@ void SimScheduler::emit(const sch::Instruction& i) {
           to_peer(x.worker, OpWorkerRefused{x.reason});
           connected_.erase(x.worker);  // after the refusal is queued: the server closes it
         } else if constexpr (std::is_same_v<T, sch::CloseWorker>) {
-          ++cluster_.stats().removed_by_heartbeat;
-          to_peer(x.worker, OpCloseWorker{});
+          ++(x.rejoin ? cluster_.stats().removed_by_heartbeat : cluster_.stats().drains_closed);
+          to_peer(x.worker, OpCloseWorker{x.rejoin});
+        } else if constexpr (std::is_same_v<T, sch::AcquireReplicas>) {
+          OpAcquireReplicas op;
+          for (const auto& k : x.keys) op.who_has[k.key] = k.who_has;
+          to_peer(x.worker, std::move(op));
         } else if constexpr (std::is_same_v<T, sch::ReportKeyInMemory>) {
           std::optional<Frame> value;
           if (inline_result_ && inline_result_->first == x.key) value = inline_result_->second;

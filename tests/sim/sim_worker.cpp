@@ -44,6 +44,9 @@ void SimWorker::receive(const Envelope& e) {
         cluster_.net().post(address(), LocalHeartbeatTimer{}, kHeartbeatInterval, true);
       } else if (std::holds_alternative<LocalUnpause>(op)) {
         set_paused(false);
+      } else if (std::holds_alternative<LocalRetireGrace>(op)) {
+        // As on_lifetime_over(): a clean close; what it held alone is computed again.
+        return cluster_.worker_exits(*this, false, true, "its retirement's grace is over");
       }
     }
     return;
@@ -54,7 +57,7 @@ void SimWorker::receive(const Envelope& e) {
 
 void SimWorker::from_scheduler(const Envelope& e) {
   std::vector<worker::Event> events;
-  bool close = false;
+  bool close = false, rejoin = true;
   bool refused = false;
   for (const Payload& op : e.ops) {
     std::visit(Overloaded{
@@ -66,7 +69,13 @@ void SimWorker::from_scheduler(const Envelope& e) {
                    [&](const OpStealRequest& x) {
                      events.emplace_back(worker::StealRequestEvent{x.key, "", x.attempt});
                    },
-                   [&](const OpCloseWorker&) { close = true; },
+                   [&](const OpAcquireReplicas& x) {
+                     events.emplace_back(worker::AcquireReplicasEvent{x.who_has, ""});
+                   },
+                   [&](const OpCloseWorker& x) {
+                     close = true;
+                     rejoin = x.rejoin;
+                   },
                    [&](const OpWorkerRefused&) { refused = true; },
                    [&](const auto& x) {
                      cluster_.fail(fmt::format("worker {} got {} from the scheduler", address(),
@@ -80,8 +89,9 @@ void SimWorker::from_scheduler(const Envelope& e) {
   if (refused) return cluster_.refused(*this);
   if (!events.empty()) handle(std::move(events));
   if (close) {
-    cluster_.worker_exits(*this, false, true, "the scheduler asked this worker to close");
-    cluster_.rejoin_keeping_data(*this);  // as taskwire-worker after close_worker(rejoin)
+    cluster_.worker_exits(*this, false, true,
+                          rejoin ? "the scheduler asked this worker to close" : "retired");
+    if (rejoin) cluster_.rejoin_keeping_data(*this);  // as taskwire-worker after close_worker(rejoin)
   }
 }
 
@@ -185,6 +195,10 @@ void SimWorker::run(worker::Instructions& instructions) {
             [this](worker::SendStealResponse& x) {
               to_scheduler(OpStealResponse{x.key, x.stolen, x.attempt});
             },
+            [this](worker::SendAddKeys& x) {
+              cluster_.stats().replicas_added += x.keys.size();
+              to_scheduler(OpAddKeys{x.keys});
+            },
         },
         instruction);
   }
@@ -216,6 +230,12 @@ void SimWorker::gather(const worker::GatherDep& g) {
   const std::uint64_t id = ++next_request_;
   outstanding_[g.worker].insert(id);
   cluster_.net().send(address(), g.worker, {OpGetData{id, g.keys}}, cluster_.latency());
+}
+
+void SimWorker::retire() {
+  to_scheduler(OpRetireWorker{});
+  flush();
+  cluster_.net().post(address(), LocalRetireGrace{}, 3.0);
 }
 
 void SimWorker::to_scheduler(Payload op) { outbox_.push_back(std::move(op)); }

@@ -35,6 +35,8 @@ class SimWorker {
   /// Memory pause (worker_memory.cpp's update_pause): the state machine stops starting work
   /// and the scheduler is told.
   void set_paused(bool paused);
+  /// Its lifetime is over: asks the scheduler to retire it (retire_worker).
+  void retire();
   /// Spills up to `spill` more values, then deletes every file in its spill directory;
   /// returns how many values were on disk then (each now lost here).
   std::size_t lose_spill_files(int spill);

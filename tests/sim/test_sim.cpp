@@ -32,6 +32,7 @@ SimStats run_seeds(SimConfig config, std::uint64_t first, std::uint64_t count) {
     INFO("last trace lines:\n" << r.trace);
     INFO("replay: test_sim --seed " << seed << " --trace"
                                     << (config.faults ? "" : " --no-faults")
+                                    << (config.graceful_retirements ? " --graceful-retirements" : "")
                                     << " --graphs " << config.graphs << " --events "
                                     << config.max_events);
     CHECK(r.failure == "");
@@ -91,4 +92,16 @@ TEST_CASE("sim: a seed replays identically", "[sim]") {
   CHECK(a.stats.events == b.stats.events);
   CHECK(a.stats.executions == b.stats.executions);
   CHECK(a.stats.sim_seconds == b.stats.sim_seconds);
+}
+
+TEST_CASE("sim: graceful retirements among the faults: copies made, workers closed as retired",
+          "[sim][retirement]") {
+  SimConfig config;
+  config.graphs = 5;
+  config.graceful_retirements = true;
+  const SimStats s = run_seeds(config, 6001, 300);
+  CHECK(s.drains > 0);
+  CHECK(s.drains_closed > 0);
+  CHECK(s.replicas_added > 0);
+  CHECK(s.retirements > 0);  // the other half: clean closes that lose their data
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # taskwire::SlurmCluster scenarios on the one-node Slurm of slurm_up.sh (ctest fixture
 # "slurm"), through slurm_cluster_client:
-#   cluster_test.sh STATE_DIR scale|scancel|adapt CLIENT WORKER PRELOAD_LIB
-#     the client program checks the scenario itself
+#   cluster_test.sh STATE_DIR scale|scancel|adapt|drain CLIENT WORKER PRELOAD_LIB
+#     the client program checks the scenario itself; for drain (walltime drain) this script
+#     also checks its log: workers retired and closed, none left with only copies, and jobs
+#     replaced the retiring ones
 #   cluster_test.sh STATE_DIR killed CLIENT WORKER PRELOAD_LIB
 #     the client (its scheduler inside) is SIGKILLed with 2 worker jobs running and a third
 #     waiting for their CPUs: the running ones end at once (their connection closes), the
@@ -61,7 +63,7 @@ if [ "$mode" = jobqueue ]; then
     --cores 2 --processes 2 --walltime 5m --death-timeout 10s --listen tcp://127.0.0.1:0
     --auth-token jobqueue-test-token)
   "$jobqueue" "${args[@]}" --print-script >"$dir/script.txt" || fail "--print-script"
-  grep -q -- "--connect-timeout 10s --death-timeout 10s --preload $lib --no-dashboard" "$dir/script.txt" ||
+  grep -q -- "--connect-timeout 10s --death-timeout 10s --lifetime 240s --lifetime-stagger 15s --lifetime-grace 30s --preload $lib --no-dashboard" "$dir/script.txt" ||
     fail "--print-script: $(cat "$dir/script.txt")"
   # The token reaches the workers through the environment sbatch passes, never the script.
   grep -q jobqueue-test-token "$dir/script.txt" && fail "the job script shows the token"
@@ -96,9 +98,16 @@ if [ "$mode" = jobqueue ]; then
   exit 0
 fi
 
-timeout 150 "$client" "$mode" "$worker" "$lib"
-rc=$?
+timeout 150 "$client" "$mode" "$worker" "$lib" 2>&1 | tee "$dir/client.log"
+rc=${PIPESTATUS[0]}
 [ $rc -eq 0 ] || fail "the client exited $rc"
+if [ "$mode" = drain ]; then
+  # The scheduler (in the client) retired workers and lost nothing: no key recomputed.
+  grep -q "retiring worker .*: its --lifetime is over" "$dir/client.log" || fail "no worker retired"
+  grep -q "removing worker .*: retired" "$dir/client.log" || fail "no retired worker was closed"
+  grep -q "held the only copy" "$dir/client.log" && fail "a worker left with only copies (recomputed)"
+  grep -q "a job takes its place" "$dir/client.log" || fail "no job replaced a retiring one"
+fi
 # The cluster's destructor scancelled its jobs: none may be left (Slurm takes a moment).
 no_jobs_within 15 || fail "jobs still queued 15 s after the cluster ended: $(squeue -h)"
 echo "PASSED $mode"

@@ -5,6 +5,12 @@
 //                                                 mid-graph: the graph stays right and a job
 //                                                 replaces it
 //   slurm_cluster_client adapt WORKER PRELOAD     adapt(0..4): idle, a burst, idle again
+//   slurm_cluster_client drain WORKER PRELOAD     walltime 1 min, worker_lifetime 6 s: a
+//                                                 2 000-task graph (500 tasks of 50 ms, then
+//                                                 3 layers of adds over them, every result
+//                                                 kept) runs across the retirement of the
+//                                                 workers; jobs replace theirs, every result
+//                                                 right, none erred, scale(2) holds
 //   slurm_cluster_client hold WORKER PRELOAD      3 jobs of 2 cores on the 4-CPU node: 2 run,
 //                                                 1 waits; prints "JOBS id id id" and waits to
 //                                                 be killed (cluster_test.sh SIGKILLs it)
@@ -110,6 +116,62 @@ void scancel_one(SlurmCluster& cluster) {
   check(cluster.wait_for_workers(4, 30s), "4 workers again");
 }
 
+// Retirements at the workers' lifetime (6 +- 1 s) while a graph of 2 000 tasks runs (12 s
+// of slow tasks on 2 workers); cluster_test.sh checks the log for lost data.
+void drain(SlurmCluster& cluster) {
+  constexpr int kWidth = 500, kLayers = 4;
+  check(cluster.job_script().find("--lifetime 6s --lifetime-stagger 1s") != std::string::npos,
+        "job_script() gives the workers their lifetime");
+  cluster.scale(2);
+  check(cluster.wait_for_workers(2, 60s), "scale(2): 2 workers connect");
+  Client client{cluster};
+  std::vector<Future<int>> layer;
+  std::vector<long> expected;
+  for (int i = 0; i < kWidth; ++i) {
+    layer.push_back(client.submit(cluster_fns::slow_inc, i));
+    expected.push_back(i + 1);
+  }
+  std::vector<Future<int>> kept = layer;
+  for (int l = 1; l < kLayers; ++l) {
+    std::vector<Future<int>> next;
+    std::vector<long> next_expected;
+    for (int i = 0; i < kWidth; ++i) {
+      next.push_back(client.submit(cluster_fns::add, layer[i], layer[(i + 1) % kWidth]));
+      next_expected.push_back(expected[i] + expected[(i + 1) % kWidth]);
+    }
+    layer = std::move(next);
+    expected = std::move(next_expected);
+    kept.insert(kept.end(), layer.begin(), layer.end());
+  }
+  const auto start = Clock::now();
+  bool right = true;
+  try {
+    const auto last = client.gather(layer);
+    for (int i = 0; i < kWidth; ++i) right = right && last[i] == expected[i];
+    const auto first = client.gather(std::vector<Future<int>>(kept.begin(), kept.begin() + kWidth));
+    for (int i = 0; i < kWidth; ++i) right = right && first[i] == i + 1;
+  } catch (const std::exception& e) {
+    check(false, std::string("no task erred: ") + e.what());
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  check(right, fmt::format("{} tasks right across the workers' retirements ({:.1f} s)",
+                           kLayers * kWidth, seconds));
+  const auto submitted = cluster.submitted_jobs();
+  fmt::print("DRAIN {} jobs submitted, graph {:.1f} s\n", submitted, seconds);
+  check(submitted >= 3, fmt::format("jobs replaced the retired ones ({} submitted)", submitted));
+  const auto holding = [&] {
+    std::size_t staying = 0;
+    for (const auto& j : cluster.jobs()) staying += !j.leaving;
+    return staying == 2;
+  };
+  check(until(holding, 30s), "scale(2) holds: 2 jobs not leaving");
+  // Released before the cluster cancels its jobs: none of them leaves holding a result.
+  kept.clear();
+  layer.clear();
+  check(until([&] { return client.scheduler_info().tasks("memory") == 0; }, 10s),
+        "every result released");
+}
+
 void adapt(SlurmCluster& cluster) {
   cluster.adapt({.minimum = 0, .maximum = 4, .interval = 200ms, .release_after = 3s});
   std::this_thread::sleep_for(2s);
@@ -151,10 +213,16 @@ int main(int argc, char** argv) {
     auto o = options(argv[2], argv[3]);
     if (mode == "hold") o.cores = 2;  // the third job waits for a running one to end
     if (mode == "scancel") o.cores = o.processes = 2;
+    if (mode == "drain") {
+      o.walltime = std::chrono::minutes(1);  // Slurm's least: -t 1
+      o.worker_lifetime = 6s;
+      o.worker_lifetime_stagger = 1s;
+    }
     SlurmCluster cluster(o);
     if (mode == "scale") scale(cluster);
     else if (mode == "scancel") scancel_one(cluster);
     else if (mode == "adapt") adapt(cluster);
+    else if (mode == "drain") drain(cluster);
     else if (mode == "hold") {
       cluster.scale_jobs(3);
       check(cluster.wait_for_workers(2, 60s), "scale_jobs(3): 2 workers connect");
