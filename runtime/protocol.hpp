@@ -289,12 +289,22 @@ struct StealResponse {
 /// `attempt` (since protocol version 11) names this assignment of the task, unique in the
 /// scheduler's life: the worker echoes it in task_finished or task_erred, so that a report
 /// of an earlier assignment (one freed or moved since) is never taken for this one's.
+/// A dependency's bytes sent along with a compute_task: payload frame `frame` holds `key`.
+struct GivenDependency {
+  Key key;
+  std::uint32_t frame = 0;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & key & frame; }
+};
 struct ComputeTask {
   TaskSpec spec;
   WhoHas who_has;  ///< where each dependency can be fetched
   std::uint64_t attempt = 0;
+  /// Small dependencies the scheduler had just received inline with their task_finished
+  /// (since protocol version 17): held by the worker as if it had fetched them.
+  std::vector<GivenDependency> given;
   template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & spec & who_has & attempt; }
+  void serialize(Ar& ar, unsigned) { ar & spec & who_has & attempt & given; }
 };
 struct GetData {
   std::uint64_t request_id = 0;

@@ -25,6 +25,7 @@ struct ComputeTaskWire {
   const std::map<std::string, double>& resources;  ///< the worker's own accounting needs them
   const std::vector<DependencyLocation>& locations;  ///< sent as ComputeTask::who_has
   std::uint64_t attempt;
+  const std::vector<protocol::GivenDependency>& given;  ///< ComputeTask::given
   template <class Ar>
   void serialize(Ar& ar, unsigned) {
     // protocol::TaskSpec::serialize's order, then the who_has map: a count, then pairs.
@@ -35,7 +36,7 @@ struct ComputeTaskWire {
     ar & resources & kNoWorkers & kStrict;
     ar & static_cast<std::uint64_t>(locations.size());
     for (const auto& d : locations) ar & d.key & d.who_has;
-    ar & attempt;
+    ar & attempt & given;
   }
 };
 

@@ -6,10 +6,12 @@
 #include <taskwire/runtime/batch.hpp>
 #include <taskwire/scheduler/compute_task_wire.hpp>
 #include <taskwire/scheduler/scheduler_dashboard.hpp>
+#include <taskwire/scheduler/small_results.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -20,6 +22,11 @@ using protocol::Op;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+/// What SmallResults may hold: the frontier of a graph of small results (a TaskBench stencil
+/// result costs ~200 B there) fits many times over (docs/scheduling.md, "Small inputs ride
+/// with the task").
+constexpr std::size_t kSmallResultsBytes = std::size_t{8} << 20;
 
 struct Peer {
   enum Kind { unknown, worker, client } kind = unknown;
@@ -64,6 +71,8 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   // The result a worker sent inline with the task_finished being handled: forwarded with
   // the key_in_memory reports that event causes, then dropped (the scheduler keeps no data).
   std::optional<std::pair<protocol::Key, runtime::Frame>> inline_result;
+  // Those results kept for the consumers placed next on other workers (small_results.hpp).
+  SmallResults small_results{kSmallResultsBytes};
   std::promise<void> finished;
   bool stopping = false, done = false;
   // The dashboard (options.dashboard.enabled): recorder on the strand, server on its own.
@@ -153,11 +162,20 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     if (spdlog::should_log(spdlog::level::debug))
       spdlog::debug("scheduler: task '{}' ({}) placed on {}", ct.key, ct.function, ct.worker);
     const StoredSpec& s = it->second;
+    std::vector<protocol::GivenDependency> given;
+    std::vector<runtime::Frame> frames = s.frames;
+    for (const DependencyLocation& d : ct.dependencies) {
+      if (std::find(d.who_has.begin(), d.who_has.end(), ct.worker) != d.who_has.end()) continue;
+      if (const auto* bytes = small_results.find(d.key, state.attempt(d.key))) {
+        given.push_back({d.key, static_cast<std::uint32_t>(frames.size())});
+        frames.push_back(*bytes);
+      }
+    }
     out->add(Op::compute_task,
              ComputeTaskWire{ct.key, ct.function, s.args, s.dependencies, ct.priority.order,
                              s.retries, ct.priority.user, ct.resources, ct.dependencies,
-                             ct.attempt},
-             s.frames);
+                             ct.attempt, given},
+             std::move(frames));
   }
   void emit(FreeKeys& f) {
     if (auto* out = out_to(peer_of(workers, f.worker)))
@@ -213,7 +231,10 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     if (auto* out = out_to(peer_of(clients, r.client)))
       out->add(Op::key_cancelled, protocol::KeysCancelled{r.keys, r.reason});
   }
-  void emit(DropTaskSpec& d) { specs.erase(d.spec); }
+  void emit(DropTaskSpec& d) {
+    specs.erase(d.spec);
+    small_results.forget(d.key);
+  }
   void emit(LogEvent& l) {
     switch (l.level) {
       case LogLevel::debug: spdlog::debug("scheduler: {}", l.message); break;
@@ -426,7 +447,10 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   void on_task_finished(const PeerPtr& p, runtime::OpReader& r) {
     auto b = r.body<protocol::TaskFinished>();
     auto worker = require_worker(p, "task_finished");
-    if (r.frames().size() == 1) inline_result.emplace(b.key, r.frames()[0]);
+    if (r.frames().size() == 1) {
+      inline_result.emplace(b.key, r.frames()[0]);
+      small_results.keep(b.key, b.attempt, r.frames()[0]);
+    }
     if (recorder) {
       const double t = now();
       if (recorder->records(b, t))

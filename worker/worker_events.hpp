@@ -30,6 +30,8 @@ struct ComputeTaskEvent {
   std::vector<Frame> frames;
   std::string stimulus_id;
   std::uint64_t attempt = 0;  ///< echoed in what reports the task (protocol::ComputeTask)
+  /// Dependencies whose bytes came along (protocol::ComputeTask::given): held as if fetched.
+  std::vector<std::pair<Key, Frame>> given = {};
 };
 
 /// The scheduler no longer needs these keys here: drop their data, or their execution if it

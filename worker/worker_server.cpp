@@ -420,6 +420,11 @@ void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message)
           e.who_has = std::move(body.who_has);
           e.frames.assign(r.frames().begin(), r.frames().end());
           e.attempt = body.attempt;
+          for (auto& g : body.given) {
+            if (g.frame >= r.frames().size())
+              throw runtime::SerializationError("compute_task: a given dependency's frame is missing");
+            e.given.emplace_back(std::move(g.key), r.frames()[g.frame]);
+          }
           events.emplace_back(std::move(e));
           break;
         }

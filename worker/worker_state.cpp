@@ -190,8 +190,25 @@ void WorkerState::apply(ComputeTaskEvent& e) {
   ts.error.clear();
   ts.error_type.clear();
   ts.resume.reset();
+  hold_given(e);
   for (const auto& d : deps) add_dependency(ts, d, (*holders)[d]);
   if (ts.waiting_for_data.empty()) make_ready(ts);
+}
+
+// Dependencies the scheduler sent along with the task (small results it had just received):
+// held here as if fetched, unless held, in flight or computed here already.
+void WorkerState::hold_given(ComputeTaskEvent& e) {
+  for (auto& [key, frame] : e.given) {
+    TaskState* ds = find(key);
+    if (ds && ds->status != TaskStatus::fetch) continue;
+    if (!ds) {
+      ds = &tasks_[key];
+      ds->key = key;
+    }
+    dequeue(*ds);
+    ds->fetched = true;
+    transition_to_memory(*ds, Value(std::move(frame)), false);
+  }
 }
 
 // A value held here whose spill file was found lost, about to be computed here again: local

@@ -142,6 +142,7 @@ class WorkerState {
   using QueueEntry = std::tuple<RunOrder, std::uint64_t, Key>;
 
   void apply(ComputeTaskEvent& e);
+  void hold_given(ComputeTaskEvent& e);
   void apply(FreeKeysEvent& e);
   void apply(StealRequestEvent& e);
   void apply(GatherDepDone& e);

@@ -56,7 +56,9 @@ namespace taskwire::comm {
 /// 16: a worker's retirement: retire_worker (worker -> scheduler), acquire_replicas
 ///    (scheduler -> worker) answered by add_keys; close_worker without rejoin ends a retired
 ///    worker; WorkerReport::retiring.
-inline constexpr std::uint32_t kProtocolVersion = 16;
+/// 17: compute_task carries small dependencies the scheduler had just received inline
+///    (`given`): the worker does not fetch them.
+inline constexpr std::uint32_t kProtocolVersion = 17;
 
 /// What a comm accepts while its peer has not authenticated: the handshake's messages are
 /// one frame of a few KiB at most, so a peer announcing more is refused before anything is

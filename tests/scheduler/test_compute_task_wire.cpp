@@ -19,12 +19,13 @@ TEST_CASE("ComputeTaskWire: the bytes of the ComputeTask it stands for", "[sched
   full.spec.priority = -9;
   for (const auto& d : deps) full.who_has[d.key] = d.who_has;
   full.attempt = 7;
+  full.given = {{"b", 1}};  // b's bytes in payload frame 1
 
   runtime::BatchWriter a, b;
   a.add(protocol::Op::compute_task, scheduler::ComputeTaskWire{spec.key, spec.function, spec.args,
                                                                spec.dependencies, -9,
                                                                spec.retries, 4, spec.resources,
-                                                               deps, 7});
+                                                               deps, 7, full.given});
   b.add(protocol::Op::compute_task, full);
   const auto wire = a.take(), expected = b.take();
   // Same length; and read back, the same task (the pairs' order differs, the map does not).
@@ -47,6 +48,9 @@ TEST_CASE("ComputeTaskWire: the bytes of the ComputeTask it stands for", "[sched
     CHECK_FALSE(got.spec.allow_other_workers);
     CHECK(got.who_has == full.who_has);
     CHECK(got.attempt == 7);
+    REQUIRE(got.given.size() == 1);
+    CHECK(got.given[0].key == "b");
+    CHECK(got.given[0].frame == 1);
   });
   // With the dependencies in key order the bytes are identical.
   const std::vector<scheduler::DependencyLocation> sorted{deps[1], deps[0]};
@@ -54,6 +58,6 @@ TEST_CASE("ComputeTaskWire: the bytes of the ComputeTask it stands for", "[sched
   c.add(protocol::Op::compute_task, scheduler::ComputeTaskWire{spec.key, spec.function, spec.args,
                                                                spec.dependencies, -9,
                                                                spec.retries, 4, spec.resources,
-                                                               sorted, 7});
+                                                               sorted, 7, full.given});
   CHECK(c.take().frames[0].view() == expected.frames[0].view());
 }

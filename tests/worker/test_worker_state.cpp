@@ -81,6 +81,32 @@ TEST_CASE("worker state: missing dependencies are fetched, batched per peer",
   CHECK(ws.data().keys() == std::vector<std::string>{"c"});
 }
 
+TEST_CASE("worker state: dependencies the scheduler sent along are held as if fetched: no "
+          "fetch, and they go once no local task needs them",
+          "[worker][state]") {
+  WorkerState ws(options());
+  step(ws, compute("x", 0, {{"y", {"tcp://q:1"}}}));  // y is being fetched from q
+  auto e = compute("c", 0, {{"a", {"tcp://p:1"}}, {"b", {"tcp://p:1"}}, {"y", {"tcp://q:1"}}});
+  e.given = {{"a", runtime::to_frame(std::string("a"))}, {"y", runtime::to_frame(std::string("y"))}};
+  auto out = step(ws, std::move(e));
+  CHECK(ws.status("a") == TaskStatus::memory);
+  CHECK(ws.status("y") == TaskStatus::flight);  // a fetch in flight is left to finish
+  auto gathers = only<GatherDep>(out);
+  REQUIRE(gathers.size() == 1);  // b only: a came along
+  CHECK(gathers[0].keys == std::vector<std::string>{"b"});
+  CHECK(only<SendTaskFinished>(out).empty());  // replicas are not reported
+
+  CHECK(executed(step(ws, done("tcp://q:1", {"y"}))) == std::vector<std::string>{"x"});
+  step(ws, success("x"));
+  out = step(ws, done("tcp://p:1", {"b"}));
+  auto exec = only<Execute>(out);
+  REQUIRE(exec.size() == 1);
+  REQUIRE(exec[0].args.size() == 4);
+  CHECK(runtime::from_frame<std::string>(exec[0].args[1].bytes()) == "a");
+  step(ws, success("c"));
+  CHECK_FALSE(ws.status("a"));  // no local task needs it any more
+}
+
 TEST_CASE("worker state: a task over many results fetches each dependency once",
           "[worker][state]") {
   for (int n : {3, 40}) {  // below and above where duplicates are found by hashing
