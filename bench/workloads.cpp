@@ -1,0 +1,212 @@
+#include "bench/workloads.hpp"
+
+#include "bench/cluster_ranks.hpp"
+#include "bench/local_cluster.hpp"
+#include "bench/stats.hpp"
+
+#include <taskwire/client/client.hpp>
+#include <taskwire/client/mpi/launch.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+
+namespace taskwire::bench {
+namespace {
+
+struct Row {
+  std::string backend, workload;
+  int round = 0, cluster = 0;  // cluster: 0 for threads, else the n-th this process started
+  WorkloadTiming t;
+};
+
+class Suite {
+ public:
+  explicit Suite(const WorkloadsOptions& o, bool printing)
+      : o_(o), printing_(printing),
+        csv_(printing ? o.csv : "", "backend,workload,round,cluster,scatter_s,compute_s") {
+    for (const auto& name : o.workloads) workloads_.push_back(make_workload(name, o.sizes));
+  }
+
+  void prepare() {
+    for (auto& w : workloads_) w->prepare();
+  }
+
+  void threads_round(int round) {
+    for (auto& w : workloads_) run(w->name(), "threads", round, 0, [&] { return w->run_threads(); });
+  }
+
+  void cluster_round(Client& client, const std::string& backend, int round) {
+    ++clusters_;
+    for (auto& w : workloads_)
+      run(w->name(), backend, round, clusters_, [&] { return w->run_cluster(client); });
+  }
+
+  void failed(const std::string& what) {
+    all_right_ = false;
+    fmt::print("  FAILED: {}\n", what);
+  }
+  bool all_right() const { return all_right_; }
+  void report() const;
+
+ private:
+  template <class Run>
+  void run(const std::string& workload, const std::string& backend, int round, int cluster, Run r) {
+    try {
+      Row row{backend, workload, round, cluster, r()};
+      csv_.row(fmt::format("{},{},{},{},{:.6f},{:.6f}", backend, workload, round, cluster,
+                           row.t.scatter_seconds, row.t.compute_seconds));
+      fmt::print(stderr, "workloads: round {} {:<7} {:<8} scatter {:7.3f} s, compute {:7.3f} s\n", round,
+                 backend, workload, row.t.scatter_seconds, row.t.compute_seconds);
+      rows_.push_back(std::move(row));
+    } catch (const std::exception& e) {
+      failed(fmt::format("{} on {} (round {}): {}", workload, backend, round, e.what()));
+    }
+  }
+  void print_ratios() const;
+  void print_clusters() const;
+
+  const WorkloadsOptions& o_;
+  bool printing_;
+  CsvWriter csv_;
+  std::vector<std::unique_ptr<Workload>> workloads_;
+  std::vector<Row> rows_;
+  int clusters_ = 0;
+  bool all_right_ = true;
+};
+
+void Suite::report() const {
+  if (!printing_) return;
+  print_ratios();
+  print_clusters();
+  fmt::print("\nchecks:\n");
+  for (const auto& w : workloads_) fmt::print("  {:<8} {}\n", w->name(), w->checked());
+  std::fflush(stdout);
+}
+
+// Per workload and backend: medians, and the median over the runs of each run's compute time
+// over the threads run of its round.
+void Suite::print_ratios() const {
+  fmt::print("\n{:<8} {:<7} {:>6} {:>12} {:>12} {:>12} {:>9} {:>15}\n", "workload", "backend", "runs",
+             "threads (s)", "taskwire (s)", "scatter (s)", "ratio", "ratio range");
+  for (const auto& w : workloads_) {
+    std::map<int, double> threads;
+    for (const auto& r : rows_)
+      if (r.workload == w->name() && r.backend == "threads") threads[r.round] = r.t.compute_seconds;
+    if (threads.empty()) continue;
+    std::vector<double> all_threads;
+    for (const auto& [round, s] : threads) all_threads.push_back(s);
+    for (const auto& b : o_.backends) {
+      std::vector<double> compute, scatter, ratio;
+      for (const auto& r : rows_)
+        if (r.workload == w->name() && r.backend == b && threads.count(r.round)) {
+          compute.push_back(r.t.compute_seconds);
+          scatter.push_back(r.t.scatter_seconds);
+          ratio.push_back(r.t.compute_seconds / threads.at(r.round));
+        }
+      if (ratio.empty()) continue;
+      const auto [lo, hi] = std::minmax_element(ratio.begin(), ratio.end());
+      fmt::print("{:<8} {:<7} {:>6} {:>12.3f} {:>12.3f} {:>12.3f} {:>8.2f}x {:>7.2f}-{:.2f}x\n", w->name(), b,
+                 ratio.size(), median(all_threads), median(compute), median(scatter), median(ratio), *lo, *hi);
+    }
+  }
+}
+
+// Every cluster by its place in this process, and the first against the second.
+void Suite::print_clusters() const {
+  std::map<int, std::string> backend_of;
+  std::map<std::pair<int, std::string>, WorkloadTiming> at;
+  for (const auto& r : rows_)
+    if (r.cluster > 0) backend_of[r.cluster] = r.backend, at[{r.cluster, r.workload}] = r.t;
+  if (backend_of.size() < 2) return;
+  fmt::print("\nclusters in the order this process started them (scatter + compute, s):\n{:<8} {:<7}", "cluster",
+             "backend");
+  for (const auto& w : workloads_) fmt::print(" {:>20}", w->name());
+  fmt::print("\n");
+  for (const auto& [c, b] : backend_of) {
+    fmt::print("{:<8} {:<7}", c, b);
+    for (const auto& w : workloads_) {
+      const auto it = at.find({c, w->name()});
+      if (it == at.end()) fmt::print(" {:>20}", "-");
+      else fmt::print(" {:>20}", fmt::format("{:.3f} + {:.3f}", it->second.scatter_seconds, it->second.compute_seconds));
+    }
+    fmt::print("\n");
+  }
+  fmt::print("{:<16}", "first / second");
+  for (const auto& w : workloads_) {
+    const auto a = at.find({1, w->name()}), b = at.find({2, w->name()});
+    if (a == at.end() || b == at.end()) {
+      fmt::print(" {:>20}", "-");
+      continue;
+    }
+    fmt::print(" {:>20}", fmt::format("{:.2f}x + {:.2f}x", a->second.scatter_seconds / b->second.scatter_seconds,
+                                      a->second.compute_seconds / b->second.compute_seconds));
+  }
+  fmt::print("\n");
+}
+
+void print_header(const WorkloadsOptions& o, int workers) {
+  const auto& s = o.sizes;
+  fmt::print("workloads: {} workers x 1 thread against {} threads in one process, {} round(s) of {} "
+             "cluster(s) per backend\n  cholesky N={} in {}x{} tiles of {}; kmeans {} in {} chunks, "
+             "k={}, {} dims, {} iterations; sort {} int64 in {} parts\n",
+             workers, s.threads, o.repeats, o.clusters, s.chol_tiles * s.chol_tile, s.chol_tiles, s.chol_tiles,
+             s.chol_tile, human_bytes(s.kmeans_bytes), s.kmeans_chunks, s.kmeans_k, s.kmeans_dims,
+             s.kmeans_iterations, s.sort_keys, s.sort_parts);
+  std::fflush(stdout);
+}
+
+int run_on_ranks(const WorkloadsOptions& o) {
+  for (const auto& b : o.backends) mpi::parse_transport(b);
+  runtime::MpiEnvironment env;
+  if (!enough_ranks_for_cluster(env, "workloads", 4)) return 2;
+  const mpi::Layout layout{0, 1};
+  const bool client = env.rank() == layout.client_rank;
+  Suite suite(o, client);
+  if (client) {
+    print_header(o, env.size() - 2);
+    suite.prepare();
+  }
+  int rc = 0;
+  for (int round = 1; round <= o.repeats; ++round) {
+    if (client) suite.threads_round(round);
+    env.barrier();  // the other ranks wait (polled, sleeping) while the threads run
+    for (const auto& backend : o.backends)
+      for (int c = 0; c < o.clusters; ++c) {
+        mpi::LaunchOptions lo;
+        lo.transport = mpi::parse_transport(backend);
+        const int status = mpi::run_cluster(env, lo, layout, [&](Client& cl) { suite.cluster_round(cl, backend, round); });
+        if (status != 0 && client) suite.failed(fmt::format("the {} cluster ended with status {}", backend, status));
+        rc |= status;
+      }
+  }
+  suite.report();
+  return suite.all_right() && rc == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int run_workloads(const WorkloadsOptions& o) {
+  const bool mpi_wanted = std::find(o.backends.begin(), o.backends.end(), "mpi") != o.backends.end();
+  if (mpi_wanted || launched_on_several_ranks()) return run_on_ranks(o);
+  Suite suite(o, true);
+  print_header(o, o.workers);
+  suite.prepare();
+  for (int round = 1; round <= o.repeats; ++round) {
+    suite.threads_round(round);
+    for (const auto& backend : o.backends)
+      for (int c = 0; c < o.clusters; ++c) {
+        LocalCluster cluster(backend, o.workers);
+        Client client(cluster.make_registry("client"), cluster.address);
+        suite.cluster_round(client, backend, round);
+      }
+  }
+  suite.report();
+  return suite.all_right() ? 0 : 1;
+}
+
+}  // namespace taskwire::bench

@@ -1,0 +1,30 @@
+#pragma once
+#include "bench/workloads_suite.hpp"
+
+#include <string>
+#include <vector>
+
+namespace taskwire::bench {
+
+struct WorkloadsOptions {
+  std::vector<std::string> backends;  ///< mpi, tcp (under mpiexec); tcp, inproc (alone)
+  std::vector<std::string> workloads{"cholesky", "kmeans", "sort"};
+  WorkloadSizes sizes;
+  int repeats = 2;   ///< rounds: each runs every workload on threads, then on the clusters
+  int clusters = 1;  ///< clusters per backend per round, one after the other
+  int workers = 2;   ///< alone: single-thread workers in this process
+  std::string csv;
+};
+
+/// Runs the workload suite (workloads_suite.hpp). Each round runs every workload on
+/// `sizes.threads` std::threads in the client's process, then starts, per backend, `clusters`
+/// clusters in turn and runs every workload on each. Prints per workload and backend the
+/// medians and the median of the per-round ratios taskwire/threads, then every cluster's
+/// times by its place in the process (first, second, ...), with first/second ratios. Appends
+/// CSV rows backend,workload,round,cluster,scatter_s,compute_s (backend "threads",
+/// cluster 0 for the in-process runs; cluster counts the clusters this process started).
+/// Under mpiexec (3 ranks or more): rank 0 scheduler, rank 1 client, the rest workers; alone:
+/// a scheduler and `workers` workers in this process. Returns 1 if a result was wrong.
+int run_workloads(const WorkloadsOptions& options);
+
+}  // namespace taskwire::bench
