@@ -403,6 +403,12 @@ int workloads_main(const std::vector<std::string>& args) {
       "kmeans-iterations", po::value(&s.kmeans_iterations)->default_value(s.kmeans_iterations), "kmeans: iterations")(
       "sort-keys", po::value(&s.sort_keys)->default_value(s.sort_keys), "sort: int64 keys")(
       "sort-parts", po::value(&s.sort_parts)->default_value(s.sort_parts), "sort: parts P (P*P pieces)")(
+      "rank-usage", po::bool_switch(&o.rank_usage),
+      "under mpiexec: each rank prints its wall, CPU time, page faults and RSS per cluster (stderr)")(
+      "prefault-mib", po::value(&o.prefault_mib)->default_value(o.prefault_mib),
+      "under mpiexec: each rank allocates, touches and frees this many MiB before its first cluster")(
+      "scatter-batch", po::value(&s.scatter_batch)->default_value(s.scatter_batch),
+      "values per scatter_each call (0: all in one call)")(
       "quick", po::bool_switch(&quick), "tiny sizes and one round, for tests (sizes given are ignored)")(
       "csv", po::value(&o.csv), "append rows backend,workload,round,cluster,scatter_s,compute_s to FILE")(
       "log-level", po::value(&level)->default_value(level), "trace .. off");

@@ -6,8 +6,10 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -15,6 +17,71 @@
 #include <vector>
 
 namespace taskwire::bench {
+
+/// `threads` threads that live as long as the process: the caller's and threads - 1 helpers.
+/// Kept rather than started per loop because each new thread may get another allocator arena
+/// (jemalloc gives threads arenas in turn), where the memory an earlier loop freed is not
+/// found: every loop would touch fresh pages, which costs ~4 ms per MB here.
+class ThreadTeam {
+ public:
+  /// The team of `threads` (made at the first call, or again when the count changes; call it
+  /// from one thread at a time).
+  static ThreadTeam& of(int threads) {
+    static std::unique_ptr<ThreadTeam> team;
+    if (!team || team->size() != threads) team.reset(new ThreadTeam(threads));
+    return *team;
+  }
+  ~ThreadTeam() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : helpers_) t.join();
+  }
+  int size() const { return static_cast<int>(helpers_.size()) + 1; }
+
+  /// body() on every thread of the team, the caller's included; returns when all returned.
+  void run(const std::function<void()>& body) {
+    std::unique_lock lock(mu_);
+    body_ = &body;
+    busy_ = helpers_.size();
+    ++generation_;
+    cv_.notify_all();
+    lock.unlock();
+    body();
+    lock.lock();
+    done_cv_.wait(lock, [this] { return busy_ == 0; });
+    body_ = nullptr;
+  }
+
+ private:
+  explicit ThreadTeam(int threads) {
+    for (int t = 1; t < threads; ++t) helpers_.emplace_back([this] { serve(); });
+  }
+  void serve() {
+    std::uint64_t seen = 0;
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      const auto* body = body_;
+      lock.unlock();
+      (*body)();
+      lock.lock();
+      if (--busy_ == 0) done_cv_.notify_all();
+    }
+  }
+
+  std::vector<std::thread> helpers_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  const std::function<void()>* body_ = nullptr;
+  std::size_t busy_ = 0;
+  std::uint64_t generation_ = 0;
+  bool stop_ = false;
+};
 
 /// fn(i) for i in [0, n) on `threads` threads, each taking the next index as it frees up.
 /// Rethrows the first exception once all are done.
@@ -31,10 +98,7 @@ void parallel_for(std::size_t n, int threads, Fn fn) {
         if (!error) error = std::current_exception();
       }
   };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(body);
-  body();
-  for (auto& t : pool) t.join();
+  ThreadTeam::of(threads).run(body);
   if (error) std::rethrow_exception(error);
 }
 
@@ -53,10 +117,7 @@ class ThreadDag {
   void run(int threads) {
     for (std::size_t i = 0; i < tasks_.size(); ++i)
       if (tasks_[i].waiting == 0) ready_.insert(i);
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) pool.emplace_back([this] { work(); });
-    work();
-    for (auto& t : pool) t.join();
+    ThreadTeam::of(threads).run([this] { work(); });
     if (error_) std::rethrow_exception(error_);
   }
 

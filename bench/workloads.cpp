@@ -9,8 +9,12 @@
 
 #include <fmt/format.h>
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <fstream>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -32,8 +36,18 @@ class Suite {
     for (const auto& name : o.workloads) workloads_.push_back(make_workload(name, o.sizes));
   }
 
+  /// Makes the inputs, then runs each workload once on threads, untimed: the baseline is then
+  /// measured on memory this process already touched (a first touch is dear here:
+  /// docs/measurements.md, "The first cluster in a process").
   void prepare() {
-    for (auto& w : workloads_) w->prepare();
+    for (auto& w : workloads_) {
+      w->prepare();
+      try {
+        w->run_threads();
+      } catch (const std::exception& e) {
+        failed(fmt::format("{} on threads (warm-up): {}", w->name(), e.what()));
+      }
+    }
   }
 
   void threads_round(int round) {
@@ -91,6 +105,8 @@ void Suite::report() const {
 // Per workload and backend: medians, and the median over the runs of each run's compute time
 // over the threads run of its round.
 void Suite::print_ratios() const {
+  fmt::print("\ncompute time, taskwire against threads in the same round (the process's first cluster "
+             "left out when a backend ran on later ones too):");
   fmt::print("\n{:<8} {:<7} {:>6} {:>12} {:>12} {:>12} {:>9} {:>15}\n", "workload", "backend", "runs",
              "threads (s)", "taskwire (s)", "scatter (s)", "ratio", "ratio range");
   for (const auto& w : workloads_) {
@@ -102,16 +118,20 @@ void Suite::print_ratios() const {
     for (const auto& [round, s] : threads) all_threads.push_back(s);
     for (const auto& b : o_.backends) {
       std::vector<double> compute, scatter, ratio;
+      const bool later = std::any_of(rows_.begin(), rows_.end(), [&](const Row& r) {
+        return r.workload == w->name() && r.backend == b && r.cluster > 1;
+      });
       for (const auto& r : rows_)
-        if (r.workload == w->name() && r.backend == b && threads.count(r.round)) {
+        if (r.workload == w->name() && r.backend == b && threads.count(r.round) && (!later || r.cluster > 1)) {
           compute.push_back(r.t.compute_seconds);
           scatter.push_back(r.t.scatter_seconds);
           ratio.push_back(r.t.compute_seconds / threads.at(r.round));
         }
       if (ratio.empty()) continue;
       const auto [lo, hi] = std::minmax_element(ratio.begin(), ratio.end());
-      fmt::print("{:<8} {:<7} {:>6} {:>12.3f} {:>12.3f} {:>12.3f} {:>8.2f}x {:>7.2f}-{:.2f}x\n", w->name(), b,
-                 ratio.size(), median(all_threads), median(compute), median(scatter), median(ratio), *lo, *hi);
+      fmt::print("{:<8} {:<7} {:>6} {:>12.3f} {:>12.3f} {:>12.3f} {:>8.2f}x {:>7.2f}-{:.2f}x{}\n", w->name(), b,
+                 ratio.size(), median(all_threads), median(compute), median(scatter), median(ratio), *lo, *hi,
+                 later ? "" : "  (with the process's first cluster)");
     }
   }
 }
@@ -160,6 +180,41 @@ void print_header(const WorkloadsOptions& o, int workers) {
   std::fflush(stdout);
 }
 
+// What this process used (getrusage) and holds (VmRSS), for --rank-usage.
+struct Usage {
+  double wall = 0, user = 0, system = 0;
+  long minor_faults = 0, major_faults = 0, rss_kib = 0;
+  static Usage now() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    const auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+    Usage u{seconds_since(std::chrono::steady_clock::time_point{}), secs(ru.ru_utime), secs(ru.ru_stime),
+            ru.ru_minflt, ru.ru_majflt, 0};
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("VmRSS:", 0) == 0) u.rss_kib = std::stol(line.substr(6));
+    return u;
+  }
+};
+
+void print_usage(int rank, const std::string& what, const Usage& a, const Usage& b) {
+  fmt::print(stderr, "rank-usage: rank {} {:<14} wall {:6.3f} s, user {:6.3f} s, system {:6.3f} s, "
+             "minor faults {:8}, major {:3}, RSS {:7} -> {:7} KiB (monotonic {:.3f}-{:.3f})\n", rank, what, b.wall - a.wall,
+             b.user - a.user, b.system - a.system, b.minor_faults - a.minor_faults,
+             b.major_faults - a.major_faults, a.rss_kib, b.rss_kib, a.wall, b.wall);
+}
+
+// Allocates `mib` MiB in 8 MiB blocks, touches every page and frees them: the allocator keeps
+// the pages (until its decay), so what this process allocates next starts on faulted-in memory.
+void prefault(std::size_t mib) {
+  std::vector<std::unique_ptr<char[]>> blocks;
+  for (std::size_t m = 0; m < mib; m += 8) {
+    blocks.emplace_back(new char[std::size_t{8} << 20]);
+    std::memset(blocks.back().get(), 1, std::size_t{8} << 20);
+    asm volatile("" : : "r"(blocks.back().get()) : "memory");  // the stores must happen
+  }
+}
+
 int run_on_ranks(const WorkloadsOptions& o) {
   for (const auto& b : o.backends) mpi::parse_transport(b);
   runtime::MpiEnvironment env;
@@ -171,15 +226,24 @@ int run_on_ranks(const WorkloadsOptions& o) {
     print_header(o, env.size() - 2);
     suite.prepare();
   }
+  if (o.prefault_mib > 0) {
+    const Usage before = Usage::now();
+    prefault(o.prefault_mib);
+    if (o.rank_usage) print_usage(env.rank(), "prefault", before, Usage::now());
+  }
   int rc = 0;
   for (int round = 1; round <= o.repeats; ++round) {
+    const Usage before = Usage::now();
     if (client) suite.threads_round(round);
+    if (o.rank_usage && client) print_usage(env.rank(), fmt::format("threads round {}", round), before, Usage::now());
     env.barrier();  // the other ranks wait (polled, sleeping) while the threads run
     for (const auto& backend : o.backends)
       for (int c = 0; c < o.clusters; ++c) {
         mpi::LaunchOptions lo;
         lo.transport = mpi::parse_transport(backend);
+        const Usage before = Usage::now();
         const int status = mpi::run_cluster(env, lo, layout, [&](Client& cl) { suite.cluster_round(cl, backend, round); });
+        if (o.rank_usage) print_usage(env.rank(), fmt::format("{} round {}", backend, round), before, Usage::now());
         if (status != 0 && client) suite.failed(fmt::format("the {} cluster ended with status {}", backend, status));
         rc |= status;
       }

@@ -1,6 +1,7 @@
 #pragma once
 #include "bench/workloads_suite.hpp"
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -10,9 +11,14 @@ struct WorkloadsOptions {
   std::vector<std::string> backends;  ///< mpi, tcp (under mpiexec); tcp, inproc (alone)
   std::vector<std::string> workloads{"cholesky", "kmeans", "sort"};
   WorkloadSizes sizes;
-  int repeats = 2;   ///< rounds: each runs every workload on threads, then on the clusters
+  int repeats = 1;   ///< rounds: each runs every workload on threads, then on the clusters
   int clusters = 1;  ///< clusters per backend per round, one after the other
   int workers = 2;   ///< alone: single-thread workers in this process
+  /// Under mpiexec: each rank prints (stderr) its CPU time, page faults and RSS per cluster.
+  bool rank_usage = false;
+  /// Under mpiexec: each rank allocates, touches and frees this many MiB before its first
+  /// cluster (the first-run experiment: docs/measurements.md).
+  std::size_t prefault_mib = 0;
   std::string csv;
 };
 

@@ -16,6 +16,19 @@ namespace {
 namespace k = kernels;
 using Clock = std::chrono::steady_clock;
 
+// scatter_each, `batch` values at a time (0: all at once): the client then serializes at most
+// a batch before sending it, and the next batch reuses that memory.
+template <class T>
+std::vector<Future<T>> scatter_batched(Client& client, const std::vector<T>& values, int batch) {
+  if (batch <= 0 || static_cast<std::size_t>(batch) >= values.size()) return client.scatter_each(values);
+  std::vector<Future<T>> out;
+  for (std::size_t i = 0; i < values.size(); i += static_cast<std::size_t>(batch)) {
+    const auto end = std::min(values.size(), i + static_cast<std::size_t>(batch));
+    for (auto& f : client.scatter_each(std::vector<T>(values.begin() + i, values.begin() + end))) out.push_back(std::move(f));
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tiled Cholesky: right-looking, tile (i, j) of the lower triangle at index i * (i + 1) / 2 + j.
 class Cholesky final : public Workload {
@@ -65,7 +78,7 @@ class Cholesky final : public Workload {
 
   WorkloadTiming run_cluster(Client& client) override {
     auto t0 = Clock::now();
-    std::vector<Future<k::Tile>> f = client.scatter_each(a_);
+    std::vector<Future<k::Tile>> f = scatter_batched(client, a_, s_.scatter_batch);
     WorkloadTiming timing{seconds_since(t0), 0};
     t0 = Clock::now();
     for (std::size_t kk = 0; kk < t_; ++kk) {
@@ -167,7 +180,7 @@ class KMeans final : public Workload {
 
   WorkloadTiming run_cluster(Client& client) override {
     auto t0 = Clock::now();
-    const auto chunks = client.scatter_each(chunks_);
+    const auto chunks = scatter_batched(client, chunks_, s_.scatter_batch);
     WorkloadTiming timing{seconds_since(t0), 0};
     t0 = Clock::now();
     Future<k::Centroids> c = client.scatter(initial_);
@@ -246,7 +259,7 @@ class SampleSort final : public Workload {
 
   WorkloadTiming run_cluster(Client& client) override {
     auto t0 = Clock::now();
-    const auto parts = client.scatter_each(parts_);
+    const auto parts = scatter_batched(client, parts_, s_.scatter_batch);
     WorkloadTiming timing{seconds_since(t0), 0};
     t0 = Clock::now();
     const auto sorted = client.map(k::sort_local, parts);

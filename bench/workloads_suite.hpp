@@ -26,6 +26,8 @@ struct WorkloadSizes {
   int sort_samples = 256;         ///< samples per part
   std::uint64_t seed = 20261205;
   int threads = 2;                ///< of the in-process run
+  /// Values per scatter_each call (0: all in one call; the client serializes all first).
+  int scatter_batch = 0;
 };
 
 /// One run's times: the data put into the cluster (scatter; 0 on threads) and the
