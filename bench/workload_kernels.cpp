@@ -1,6 +1,7 @@
 #include "bench/workload_kernels.hpp"
 
 #include "bench/splitmix.hpp"
+#include "bench/workload_threads.hpp"
 
 #include <taskwire/runtime/function_registry.hpp>
 
@@ -219,26 +220,17 @@ std::vector<Keys> sort_split(const Keys& sorted, const Keys& splitters) {
 }
 
 Keys sort_merge(const std::vector<Keys>& pieces) {
-  if (pieces.empty()) return {};
+  if (pieces.size() < 2) return pieces.empty() ? Keys{} : pieces.front();
   // Pairwise, level by level: log2(P) passes over the keys.
+  const auto merged = [](const Keys& a, const Keys& b) {
+    Keys m(a.size() + b.size());
+    std::merge(a.begin(), a.end(), b.begin(), b.end(), m.begin());
+    return m;
+  };
   std::vector<Keys> level;
-  for (std::size_t i = 0; i + 1 < pieces.size(); i += 2) {
-    Keys m(pieces[i].size() + pieces[i + 1].size());
-    std::merge(pieces[i].begin(), pieces[i].end(), pieces[i + 1].begin(), pieces[i + 1].end(), m.begin());
-    level.push_back(std::move(m));
-  }
+  for (std::size_t i = 0; i + 1 < pieces.size(); i += 2) level.push_back(merged(pieces[i], pieces[i + 1]));
   if (pieces.size() % 2) level.push_back(pieces.back());
-  while (level.size() > 1) {
-    std::vector<Keys> next;
-    for (std::size_t i = 0; i + 1 < level.size(); i += 2) {
-      Keys m(level[i].size() + level[i + 1].size());
-      std::merge(level[i].begin(), level[i].end(), level[i + 1].begin(), level[i + 1].end(), m.begin());
-      next.push_back(std::move(m));
-    }
-    if (level.size() % 2) next.push_back(std::move(level.back()));
-    level = std::move(next);
-  }
-  return std::move(level.front());
+  return tree_reduce(std::move(level), merged);
 }
 
 std::uint64_t keys_checksum(const Keys& keys) {

@@ -22,13 +22,15 @@ struct WorkloadsOptions {
   std::string csv;
 };
 
-/// Runs the workload suite (workloads_suite.hpp). Each round runs every workload on
-/// `sizes.threads` std::threads in the client's process, then starts, per backend, `clusters`
-/// clusters in turn and runs every workload on each. Prints per workload and backend the
-/// medians and the median of the per-round ratios taskwire/threads, then every cluster's
-/// times by its place in the process (first, second, ...), with first/second ratios. Appends
-/// CSV rows backend,workload,round,cluster,scatter_s,compute_s (backend "threads",
-/// cluster 0 for the in-process runs; cluster counts the clusters this process started).
+/// Runs the workload suite (workloads_suite.hpp). The inputs are made once and each workload
+/// runs once, untimed, on `sizes.threads` std::threads in the client's process. Then each
+/// round runs every workload on those threads, and starts, per backend, `clusters` clusters in
+/// turn, running every workload on each. Prints per workload and backend the medians and the
+/// median of the per-run ratios taskwire/threads (compute times; the process's first cluster
+/// left out when the backend ran later ones), then every cluster's times by its place in the
+/// process (first, second, ...), with first/second ratios. Appends CSV rows
+/// backend,workload,round,cluster,scatter_s,compute_s (backend "threads" and cluster 0 for the
+/// in-process runs; cluster counts the clusters this process started, from 1).
 /// Under mpiexec (3 ranks or more): rank 0 scheduler, rank 1 client, the rest workers; alone:
 /// a scheduler and `workers` workers in this process. Returns 1 if a result was wrong.
 int run_workloads(const WorkloadsOptions& options);

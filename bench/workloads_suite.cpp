@@ -29,6 +29,15 @@ std::vector<Future<T>> scatter_batched(Client& client, const std::vector<T>& val
   return out;
 }
 
+// scatter_batched, its time in timing.scatter_seconds.
+template <class T>
+std::vector<Future<T>> timed_scatter(Client& client, const std::vector<T>& values, int batch, WorkloadTiming& timing) {
+  const auto t0 = Clock::now();
+  auto out = scatter_batched(client, values, batch);
+  timing.scatter_seconds = seconds_since(t0);
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tiled Cholesky: right-looking, tile (i, j) of the lower triangle at index i * (i + 1) / 2 + j.
 class Cholesky final : public Workload {
@@ -77,10 +86,9 @@ class Cholesky final : public Workload {
   }
 
   WorkloadTiming run_cluster(Client& client) override {
-    auto t0 = Clock::now();
-    std::vector<Future<k::Tile>> f = scatter_batched(client, a_, s_.scatter_batch);
-    WorkloadTiming timing{seconds_since(t0), 0};
-    t0 = Clock::now();
+    WorkloadTiming timing;
+    std::vector<Future<k::Tile>> f = timed_scatter(client, a_, s_.scatter_batch, timing);
+    const auto t0 = Clock::now();
     for (std::size_t kk = 0; kk < t_; ++kk) {
       const auto kd = at(kk, kk);
       f[kd] = client.submit(k::chol_potrf, f[kd]);
@@ -179,10 +187,9 @@ class KMeans final : public Workload {
   }
 
   WorkloadTiming run_cluster(Client& client) override {
-    auto t0 = Clock::now();
-    const auto chunks = scatter_batched(client, chunks_, s_.scatter_batch);
-    WorkloadTiming timing{seconds_since(t0), 0};
-    t0 = Clock::now();
+    WorkloadTiming timing;
+    const auto chunks = timed_scatter(client, chunks_, s_.scatter_batch, timing);
+    const auto t0 = Clock::now();
     Future<k::Centroids> c = client.scatter(initial_);
     for (int it = 0; it < s_.kmeans_iterations; ++it) {
       auto partials = client.map(k::kmeans_partial, chunks, taskwire::fixed(c));
@@ -258,10 +265,9 @@ class SampleSort final : public Workload {
   }
 
   WorkloadTiming run_cluster(Client& client) override {
-    auto t0 = Clock::now();
-    const auto parts = scatter_batched(client, parts_, s_.scatter_batch);
-    WorkloadTiming timing{seconds_since(t0), 0};
-    t0 = Clock::now();
+    WorkloadTiming timing;
+    const auto parts = timed_scatter(client, parts_, s_.scatter_batch, timing);
+    const auto t0 = Clock::now();
     const auto sorted = client.map(k::sort_local, parts);
     const auto samples = client.map(k::sort_sample, sorted, taskwire::fixed(std::int64_t{s_.sort_samples}));
     const auto splitters = client.submit(k::sort_splitters, samples, static_cast<std::int64_t>(p_));
