@@ -1,14 +1,13 @@
 #include "bench/workload_kernels.hpp"
 
-#include "bench/splitmix.hpp"
-#include "bench/workload_threads.hpp"
-
-#include <taskwire/runtime/function_registry.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <taskwire/runtime/function_registry.hpp>
+
+#include "bench/splitmix.hpp"
+#include "bench/workload_threads.hpp"
 
 namespace taskwire::bench::kernels {
 namespace {
@@ -54,7 +53,8 @@ Tile chol_tile(std::uint64_t seed, int tiles, int b, int i, int j) {
   Tile t(bs * bs);
   for (std::size_t r = 0; r < bs; ++r)
     for (std::size_t c = 0; c < bs; ++c) {
-      std::size_t gr = static_cast<std::size_t>(i) * bs + r, gc = static_cast<std::size_t>(j) * bs + c;
+      std::size_t gr = static_cast<std::size_t>(i) * bs + r,
+                  gc = static_cast<std::size_t>(j) * bs + c;
       if (gr == gc) {
         t[r * bs + c] = static_cast<double>(n) + 1.0;
         continue;
@@ -228,7 +228,8 @@ Keys sort_merge(const std::vector<Keys>& pieces) {
     return m;
   };
   std::vector<Keys> level;
-  for (std::size_t i = 0; i + 1 < pieces.size(); i += 2) level.push_back(merged(pieces[i], pieces[i + 1]));
+  for (std::size_t i = 0; i + 1 < pieces.size(); i += 2)
+    level.push_back(merged(pieces[i], pieces[i + 1]));
   if (pieces.size() % 2) level.push_back(pieces.back());
   return tree_reduce(std::move(level), merged);
 }

@@ -166,7 +166,8 @@ template <class T, class Combine>
 T tree_reduce(std::vector<T> items, Combine combine) {
   while (items.size() > 1) {
     std::vector<T> next;
-    for (std::size_t i = 0; i + 1 < items.size(); i += 2) next.push_back(combine(items[i], items[i + 1]));
+    for (std::size_t i = 0; i + 1 < items.size(); i += 2)
+      next.push_back(combine(items[i], items[i + 1]));
     if (items.size() % 2) next.push_back(std::move(items.back()));
     items = std::move(next);
   }

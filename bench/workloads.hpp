@@ -1,9 +1,9 @@
 #pragma once
-#include "bench/workloads_suite.hpp"
-
 #include <cstddef>
 #include <string>
 #include <vector>
+
+#include "bench/workloads_suite.hpp"
 
 namespace taskwire::bench {
 
@@ -26,9 +26,9 @@ struct WorkloadsOptions {
 /// runs once, untimed, on `sizes.threads` std::threads in the client's process. Then each
 /// round runs every workload on those threads, and starts, per backend, `clusters` clusters in
 /// turn, running every workload on each. Prints per workload and backend the medians and the
-/// median of the per-run ratios taskwire/threads (compute times; the process's first cluster
-/// left out when the backend ran later ones), then every cluster's times by its place in the
-/// process (first, second, ...), with first/second ratios. Appends CSV rows
+/// median of the per-run ratios taskwire/threads (compute times; each backend's first cluster
+/// in the process left out when it ran later ones), then every cluster's times by its place
+/// in the process, and per backend its first cluster against its second. Appends CSV rows
 /// backend,workload,round,cluster,scatter_s,compute_s (backend "threads" and cluster 0 for the
 /// in-process runs; cluster counts the clusters this process started, from 1).
 /// Under mpiexec (3 ranks or more): rank 0 scheduler, rank 1 client, the rest workers; alone:

@@ -1,14 +1,14 @@
 #include "bench/workloads_suite.hpp"
 
-#include "bench/stats.hpp"
-#include "bench/workload_kernels.hpp"
-#include "bench/workload_threads.hpp"
-
 #include <fmt/format.h>
 
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
+
+#include "bench/stats.hpp"
+#include "bench/workload_kernels.hpp"
+#include "bench/workload_threads.hpp"
 
 namespace taskwire::bench {
 namespace {
@@ -20,18 +20,21 @@ using Clock = std::chrono::steady_clock;
 // a batch before sending it, and the next batch reuses that memory.
 template <class T>
 std::vector<Future<T>> scatter_batched(Client& client, const std::vector<T>& values, int batch) {
-  if (batch <= 0 || static_cast<std::size_t>(batch) >= values.size()) return client.scatter_each(values);
+  if (batch <= 0 || static_cast<std::size_t>(batch) >= values.size())
+    return client.scatter_each(values);
   std::vector<Future<T>> out;
   for (std::size_t i = 0; i < values.size(); i += static_cast<std::size_t>(batch)) {
     const auto end = std::min(values.size(), i + static_cast<std::size_t>(batch));
-    for (auto& f : client.scatter_each(std::vector<T>(values.begin() + i, values.begin() + end))) out.push_back(std::move(f));
+    for (auto& f : client.scatter_each(std::vector<T>(values.begin() + i, values.begin() + end)))
+      out.push_back(std::move(f));
   }
   return out;
 }
 
 // scatter_batched, its time in timing.scatter_seconds.
 template <class T>
-std::vector<Future<T>> timed_scatter(Client& client, const std::vector<T>& values, int batch, WorkloadTiming& timing) {
+std::vector<Future<T>> timed_scatter(Client& client, const std::vector<T>& values, int batch,
+                                     WorkloadTiming& timing) {
   const auto t0 = Clock::now();
   auto out = scatter_batched(client, values, batch);
   timing.scatter_seconds = seconds_since(t0);
@@ -49,7 +52,8 @@ class Cholesky final : public Workload {
     a_.resize(t_ * (t_ + 1) / 2);
     parallel_for(a_.size(), s_.threads, [&](std::size_t x) {
       const auto [i, j] = coords(x);
-      a_[x] = k::chol_tile(s_.seed, s_.chol_tiles, s_.chol_tile, static_cast<int>(i), static_cast<int>(j));
+      a_[x] = k::chol_tile(s_.seed, s_.chol_tiles, s_.chol_tile, static_cast<int>(i),
+                           static_cast<int>(j));
     });
   }
 
@@ -57,10 +61,13 @@ class Cholesky final : public Workload {
     std::vector<k::Tile> work = a_;  // a copy: the factorization overwrites it (not timed)
     std::vector<std::size_t> last(a_.size(), kNone);  // the task that last wrote each tile
     ThreadDag dag;
-    const auto dep = [&](std::size_t x) { return last[x] == kNone ? std::vector<std::size_t>{} : std::vector{last[x]}; };
+    const auto dep = [&](std::size_t x) {
+      return last[x] == kNone ? std::vector<std::size_t>{} : std::vector{last[x]};
+    };
     const auto deps = [&](std::initializer_list<std::size_t> xs) {
       std::vector<std::size_t> d;
-      for (auto x : xs) if (last[x] != kNone) d.push_back(last[x]);
+      for (auto x : xs)
+        if (last[x] != kNone) d.push_back(last[x]);
       return d;
     };
     for (std::size_t kk = 0; kk < t_; ++kk) {
@@ -68,14 +75,18 @@ class Cholesky final : public Workload {
       last[kd] = dag.add([&work, kd] { work[kd] = k::chol_potrf(work[kd]); }, dep(kd));
       for (std::size_t i = kk + 1; i < t_; ++i) {
         const auto ik = at(i, kk);
-        last[ik] = dag.add([&work, kd, ik] { work[ik] = k::chol_trsm(work[kd], work[ik]); }, deps({kd, ik}));
+        last[ik] = dag.add([&work, kd, ik] { work[ik] = k::chol_trsm(work[kd], work[ik]); },
+                           deps({kd, ik}));
       }
       for (std::size_t i = kk + 1; i < t_; ++i)
         for (std::size_t j = kk + 1; j <= i; ++j) {
           const auto ij = at(i, j), ik = at(i, kk), jk = at(j, kk);
-          last[ij] = i == j ? dag.add([&work, ij, ik] { work[ij] = k::chol_syrk(work[ij], work[ik]); }, deps({ij, ik}))
-                            : dag.add([&work, ij, ik, jk] { work[ij] = k::chol_gemm(work[ij], work[ik], work[jk]); },
-                                      deps({ij, ik, jk}));
+          last[ij] = i == j
+                         ? dag.add([&work, ij, ik] { work[ij] = k::chol_syrk(work[ij], work[ik]); },
+                                   deps({ij, ik}))
+                         : dag.add([&work, ij, ik,
+                                    jk] { work[ij] = k::chol_gemm(work[ij], work[ik], work[jk]); },
+                                   deps({ij, ik, jk}));
         }
     }
     const auto t0 = Clock::now();
@@ -92,11 +103,13 @@ class Cholesky final : public Workload {
     for (std::size_t kk = 0; kk < t_; ++kk) {
       const auto kd = at(kk, kk);
       f[kd] = client.submit(k::chol_potrf, f[kd]);
-      for (std::size_t i = kk + 1; i < t_; ++i) f[at(i, kk)] = client.submit(k::chol_trsm, f[kd], f[at(i, kk)]);
+      for (std::size_t i = kk + 1; i < t_; ++i)
+        f[at(i, kk)] = client.submit(k::chol_trsm, f[kd], f[at(i, kk)]);
       for (std::size_t i = kk + 1; i < t_; ++i)
         for (std::size_t j = kk + 1; j <= i; ++j)
-          f[at(i, j)] = i == j ? client.submit(k::chol_syrk, f[at(i, i)], f[at(i, kk)])
-                               : client.submit(k::chol_gemm, f[at(i, j)], f[at(i, kk)], f[at(j, kk)]);
+          f[at(i, j)] = i == j
+                            ? client.submit(k::chol_syrk, f[at(i, i)], f[at(i, kk)])
+                            : client.submit(k::chol_gemm, f[at(i, j)], f[at(i, kk)], f[at(j, kk)]);
     }
     client.wait(f);
     timing.compute_seconds = seconds_since(t0);
@@ -122,7 +135,8 @@ class Cholesky final : public Workload {
   void check(const std::vector<k::Tile>& l) {
     if (reference_.empty()) {
       residual_ = residual(l);
-      if (!(residual_ < 1e-12)) throw std::runtime_error(fmt::format("cholesky: residual {:.3e}", residual_));
+      if (!(residual_ < 1e-12))
+        throw std::runtime_error(fmt::format("cholesky: residual {:.3e}", residual_));
       reference_ = l;
       return;
     }
@@ -139,7 +153,8 @@ class Cholesky final : public Workload {
       k::Tile r = a_[x];
       for (std::size_t kk = 0; kk <= j; ++kk) r = k::chol_gemm(r, l[at(i, kk)], l[at(j, kk)]);
       const double w = i == j ? 1.0 : 2.0;
-      for (std::size_t e = 0; e < r.size(); ++e) r2[x] += w * r[e] * r[e], a2[x] += w * a_[x][e] * a_[x][e];
+      for (std::size_t e = 0; e < r.size(); ++e)
+        r2[x] += w * r[e] * r[e], a2[x] += w * a_[x][e] * a_[x][e];
     });
     double rs = 0, as = 0;
     for (std::size_t x = 0; x < a_.size(); ++x) rs += r2[x], as += a2[x];
@@ -163,7 +178,8 @@ class KMeans final : public Workload {
   void prepare() override {
     const auto dims = static_cast<std::size_t>(s_.kmeans_dims);
     const auto chunks = static_cast<std::size_t>(s_.kmeans_chunks);
-    const std::size_t per_chunk = std::max<std::size_t>(1, s_.kmeans_bytes / sizeof(double) / dims / chunks);
+    const std::size_t per_chunk =
+        std::max<std::size_t>(1, s_.kmeans_bytes / sizeof(double) / dims / chunks);
     chunks_.resize(chunks);
     parallel_for(chunks, s_.threads, [&](std::size_t c) {
       chunks_[c] = k::kmeans_points(s_.seed, c, per_chunk, s_.kmeans_dims, s_.kmeans_k);
@@ -178,7 +194,8 @@ class KMeans final : public Workload {
     k::Centroids c = initial_;
     std::vector<k::Partial> partials(chunks_.size());
     for (int it = 0; it < s_.kmeans_iterations; ++it) {
-      parallel_for(chunks_.size(), s_.threads, [&](std::size_t i) { partials[i] = k::kmeans_partial(chunks_[i], c); });
+      parallel_for(chunks_.size(), s_.threads,
+                   [&](std::size_t i) { partials[i] = k::kmeans_partial(chunks_[i], c); });
       c = k::kmeans_update(tree_reduce(partials, k::kmeans_add), c);
     }
     WorkloadTiming timing{0, seconds_since(t0)};
@@ -193,9 +210,10 @@ class KMeans final : public Workload {
     Future<k::Centroids> c = client.scatter(initial_);
     for (int it = 0; it < s_.kmeans_iterations; ++it) {
       auto partials = client.map(k::kmeans_partial, chunks, taskwire::fixed(c));
-      auto total = tree_reduce(std::move(partials), [&](const Future<k::Partial>& a, const Future<k::Partial>& b) {
-        return client.submit(k::kmeans_add, a, b);
-      });
+      auto total = tree_reduce(std::move(partials),
+                               [&](const Future<k::Partial>& a, const Future<k::Partial>& b) {
+                                 return client.submit(k::kmeans_add, a, b);
+                               });
       c = client.submit(k::kmeans_update, total, c);
     }
     const k::Centroids result = c.get();
@@ -205,19 +223,24 @@ class KMeans final : public Workload {
   }
 
   std::string checked() const override {
-    return fmt::format("{} iterations, centroids equal bit for bit to the threads run's, which moved "
-                       "them by {:.3g} from the start", s_.kmeans_iterations, moved_);
+    return fmt::format(
+        "{} iterations, centroids equal bit for bit to the threads run's, which moved "
+        "them by {:.3g} from the start",
+        s_.kmeans_iterations, moved_);
   }
 
  private:
   void check(const k::Centroids& c) {
     if (reference_.empty()) {
       reference_ = c;
-      for (std::size_t i = 2; i < c.size(); ++i) moved_ = std::max(moved_, std::abs(c[i] - initial_[i]));
-      if (!std::isfinite(moved_) || moved_ == 0) throw std::runtime_error("kmeans: the centroids did not move");
+      for (std::size_t i = 2; i < c.size(); ++i)
+        moved_ = std::max(moved_, std::abs(c[i] - initial_[i]));
+      if (!std::isfinite(moved_) || moved_ == 0)
+        throw std::runtime_error("kmeans: the centroids did not move");
       return;
     }
-    if (c != reference_) throw std::runtime_error("kmeans: the centroids differ from the threads run's");
+    if (c != reference_)
+      throw std::runtime_error("kmeans: the centroids differ from the threads run's");
   }
 
   WorkloadSizes s_;
@@ -238,7 +261,8 @@ class SampleSort final : public Workload {
     parts_.resize(p_);
     const std::size_t per_part = s_.sort_keys / p_;
     parallel_for(p_, s_.threads, [&](std::size_t i) {
-      parts_[i] = k::sort_input(s_.seed, i, i + 1 == p_ ? s_.sort_keys - per_part * (p_ - 1) : per_part);
+      parts_[i] =
+          k::sort_input(s_.seed, i, i + 1 == p_ ? s_.sort_keys - per_part * (p_ - 1) : per_part);
     });
     checksum_ = 0;
     for (const auto& p : parts_) checksum_ += k::keys_checksum(p);
@@ -253,7 +277,8 @@ class SampleSort final : public Workload {
       samples[i] = k::sort_sample(sorted[i], s_.sort_samples);
     });
     const k::Keys splitters = k::sort_splitters(samples, static_cast<std::int64_t>(p_));
-    parallel_for(p_, s_.threads, [&](std::size_t i) { pieces[i] = k::sort_split(sorted[i], splitters); });
+    parallel_for(p_, s_.threads,
+                 [&](std::size_t i) { pieces[i] = k::sort_split(sorted[i], splitters); });
     parallel_for(p_, s_.threads, [&](std::size_t j) {
       std::vector<k::Keys> mine(p_);
       for (std::size_t i = 0; i < p_; ++i) mine[i] = std::move(pieces[i][j]);
@@ -269,10 +294,12 @@ class SampleSort final : public Workload {
     const auto parts = timed_scatter(client, parts_, s_.scatter_batch, timing);
     const auto t0 = Clock::now();
     const auto sorted = client.map(k::sort_local, parts);
-    const auto samples = client.map(k::sort_sample, sorted, taskwire::fixed(std::int64_t{s_.sort_samples}));
+    const auto samples =
+        client.map(k::sort_sample, sorted, taskwire::fixed(std::int64_t{s_.sort_samples}));
     const auto splitters = client.submit(k::sort_splitters, samples, static_cast<std::int64_t>(p_));
     std::vector<std::vector<Future<k::Keys>>> pieces;
-    for (const auto& part : sorted) pieces.push_back(client.unpack(client.submit(k::sort_split, part, splitters), p_));
+    for (const auto& part : sorted)
+      pieces.push_back(client.unpack(client.submit(k::sort_split, part, splitters), p_));
     std::vector<Future<k::Keys>> out;
     for (std::size_t j = 0; j < p_; ++j) {
       std::vector<Future<k::Keys>> column;
@@ -286,7 +313,8 @@ class SampleSort final : public Workload {
   }
 
   std::string checked() const override {
-    return fmt::format("{} keys in order, checksum {:016x} as the input's", s_.sort_keys, checksum_);
+    return fmt::format("{} keys in order, checksum {:016x} as the input's", s_.sort_keys,
+                       checksum_);
   }
 
  private:
@@ -295,7 +323,8 @@ class SampleSort final : public Workload {
     std::uint64_t sum = 0;
     const k::Keys* previous = nullptr;
     for (const auto& o : out) {
-      if (!std::is_sorted(o.begin(), o.end())) throw std::runtime_error("sort: an output is not sorted");
+      if (!std::is_sorted(o.begin(), o.end()))
+        throw std::runtime_error("sort: an output is not sorted");
       if (previous && !previous->empty() && !o.empty() && previous->back() > o.front())
         throw std::runtime_error("sort: outputs overlap");
       if (!o.empty()) previous = &o;
@@ -303,8 +332,9 @@ class SampleSort final : public Workload {
       sum += k::keys_checksum(o);
     }
     if (n != s_.sort_keys || sum != checksum_)
-      throw std::runtime_error(fmt::format("sort: {} keys of checksum {:016x}, the input {} of {:016x}", n, sum,
-                                           s_.sort_keys, checksum_));
+      throw std::runtime_error(
+          fmt::format("sort: {} keys of checksum {:016x}, the input {} of {:016x}", n, sum,
+                      s_.sort_keys, checksum_));
   }
 
   WorkloadSizes s_;
@@ -315,9 +345,15 @@ class SampleSort final : public Workload {
 
 }  // namespace
 
-std::unique_ptr<Workload> make_cholesky(const WorkloadSizes& s) { return std::make_unique<Cholesky>(s); }
-std::unique_ptr<Workload> make_kmeans(const WorkloadSizes& s) { return std::make_unique<KMeans>(s); }
-std::unique_ptr<Workload> make_sort(const WorkloadSizes& s) { return std::make_unique<SampleSort>(s); }
+std::unique_ptr<Workload> make_cholesky(const WorkloadSizes& s) {
+  return std::make_unique<Cholesky>(s);
+}
+std::unique_ptr<Workload> make_kmeans(const WorkloadSizes& s) {
+  return std::make_unique<KMeans>(s);
+}
+std::unique_ptr<Workload> make_sort(const WorkloadSizes& s) {
+  return std::make_unique<SampleSort>(s);
+}
 
 std::unique_ptr<Workload> make_workload(const std::string& name, const WorkloadSizes& s) {
   if (name == "cholesky") return make_cholesky(s);

@@ -3,29 +3,28 @@
 // chunks and a sample sort, each run in a cluster through the public client API and on
 // std::threads in this process with the same kernels (bench/workload_kernels.hpp), each
 // result checked.
-#include <taskwire/client/client.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <taskwire/client/client.hpp>
 #include <vector>
 
 namespace taskwire::bench {
 
 struct WorkloadSizes {
-  int chol_tiles = 8;             ///< tiles per side
-  int chol_tile = 256;            ///< tile side b (N = tiles * b)
+  int chol_tiles = 8;                                 ///< tiles per side
+  int chol_tile = 256;                                ///< tile side b (N = tiles * b)
   std::size_t kmeans_bytes = std::size_t{128} << 20;  ///< of points, all chunks together
   int kmeans_chunks = 16;
   int kmeans_iterations = 10;
   int kmeans_k = 8;
   int kmeans_dims = 4;
   std::size_t sort_keys = std::size_t{16} << 20;  ///< int64 keys
-  int sort_parts = 8;             ///< P: input parts, and outputs
-  int sort_samples = 256;         ///< samples per part
+  int sort_parts = 8;                             ///< P: input parts, and outputs
+  int sort_samples = 256;                         ///< samples per part
   std::uint64_t seed = 20261205;
-  int threads = 2;                ///< of the in-process run
+  int threads = 2;  ///< of the in-process run
   /// Values per scatter_each call (0: all in one call; the client serializes all first).
   int scatter_batch = 0;
 };
