@@ -231,7 +231,7 @@ Keys sort_merge(const std::vector<Keys>& pieces) {
   for (std::size_t i = 0; i + 1 < pieces.size(); i += 2)
     level.push_back(merged(pieces[i], pieces[i + 1]));
   if (pieces.size() % 2) level.push_back(pieces.back());
-  return tree_reduce(std::move(level), merged);
+  return reduce_in_pairs(std::move(level), merged);
 }
 
 std::uint64_t keys_checksum(const Keys& keys) {

@@ -163,7 +163,7 @@ class ThreadDag {
 /// Reduces `items` level by level: (0+1), (2+3), ..., an odd last one carried up unchanged.
 /// combine(a, b) returns the combination (a value, or a future to it).
 template <class T, class Combine>
-T tree_reduce(std::vector<T> items, Combine combine) {
+T reduce_in_pairs(std::vector<T> items, Combine combine) {
   while (items.size() > 1) {
     std::vector<T> next;
     for (std::size_t i = 0; i + 1 < items.size(); i += 2)

@@ -20,15 +20,15 @@
 namespace taskwire::bench {
 namespace {
 
-struct Row {
+struct WorkloadRow {
   std::string backend, workload;
   int round = 0, cluster = 0;  // cluster: 0 for threads, else the n-th this process started
   WorkloadTiming t;
 };
 
-class Suite {
+class WorkloadSuite {
  public:
-  explicit Suite(const WorkloadsOptions& o, bool printing)
+  explicit WorkloadSuite(const WorkloadsOptions& o, bool printing)
       : o_(o),
         printing_(printing),
         csv_(printing ? o.csv : "", "backend,workload,round,cluster,scatter_s,compute_s") {
@@ -71,7 +71,7 @@ class Suite {
   template <class Run>
   void run(const std::string& workload, const std::string& backend, int round, int cluster, Run r) {
     try {
-      Row row{backend, workload, round, cluster, r()};
+      WorkloadRow row{backend, workload, round, cluster, r()};
       csv_.row(fmt::format("{},{},{},{},{:.6f},{:.6f}", backend, workload, round, cluster,
                            row.t.scatter_seconds, row.t.compute_seconds));
       fmt::print(stderr, "workloads: round {} {:<7} {:<8} scatter {:7.3f} s, compute {:7.3f} s\n",
@@ -88,12 +88,12 @@ class Suite {
   bool printing_;
   CsvWriter csv_;
   std::vector<std::unique_ptr<Workload>> workloads_;
-  std::vector<Row> rows_;
+  std::vector<WorkloadRow> rows_;
   int clusters_ = 0;
   bool all_right_ = true;
 };
 
-void Suite::report() const {
+void WorkloadSuite::report() const {
   if (!printing_) return;
   print_ratios();
   print_clusters();
@@ -103,7 +103,7 @@ void Suite::report() const {
 }
 
 // The first cluster this process started over `backend` (0: none).
-int first_cluster(const std::vector<Row>& rows, const std::string& backend) {
+int first_cluster(const std::vector<WorkloadRow>& rows, const std::string& backend) {
   for (const auto& r : rows)
     if (r.backend == backend && r.cluster > 0) return r.cluster;
   return 0;
@@ -112,7 +112,7 @@ int first_cluster(const std::vector<Row>& rows, const std::string& backend) {
 // Per workload and backend: medians, and the median over the runs of each run's compute time
 // over the threads run of its round. A backend's first cluster in this process is left out
 // when it ran later ones: it pays for the process's first touches of memory.
-void Suite::print_ratios() const {
+void WorkloadSuite::print_ratios() const {
   fmt::print(
       "\ncompute time, taskwire against threads in the same round (each backend's first cluster "
       "left out when it ran later ones):");
@@ -128,7 +128,7 @@ void Suite::print_ratios() const {
     for (const auto& b : o_.backends) {
       std::vector<double> compute, scatter, ratio;
       const int first = first_cluster(rows_, b);
-      const bool later = std::any_of(rows_.begin(), rows_.end(), [&](const Row& r) {
+      const bool later = std::any_of(rows_.begin(), rows_.end(), [&](const WorkloadRow& r) {
         return r.workload == w->name() && r.backend == b && r.cluster > first;
       });
       for (const auto& r : rows_)
@@ -148,7 +148,7 @@ void Suite::print_ratios() const {
 }
 
 // Every cluster by its place in this process, and per backend its first against its second.
-void Suite::print_clusters() const {
+void WorkloadSuite::print_clusters() const {
   std::map<int, std::string> backend_of;
   std::map<std::pair<int, std::string>, WorkloadTiming> at;
   for (const auto& r : rows_)
@@ -166,9 +166,9 @@ void Suite::print_clusters() const {
     fmt::print("{:<8} {:<7}", c, b);
     for (const auto& w : workloads_) {
       const auto it = at.find({c, w->name()});
-      fmt::print("{}", it == at.end() ? fmt::format(" {:>20}", "-")
-                                      : cell(it->second.scatter_seconds,
-                                             it->second.compute_seconds, ""));
+      fmt::print("{}", it == at.end()
+                           ? fmt::format(" {:>20}", "-")
+                           : cell(it->second.scatter_seconds, it->second.compute_seconds, ""));
     }
     fmt::print("\n");
   }
@@ -190,7 +190,7 @@ void Suite::print_clusters() const {
   }
 }
 
-void print_header(const WorkloadsOptions& o, int workers) {
+void print_workloads_header(const WorkloadsOptions& o, int workers) {
   const auto& s = o.sizes;
   fmt::print(
       "workloads: {} workers x 1 thread against {} threads in one process, {} round(s) of {} "
@@ -203,21 +203,21 @@ void print_header(const WorkloadsOptions& o, int workers) {
 }
 
 // What this process used (getrusage) and holds (VmRSS), for --rank-usage.
-struct Usage {
+struct RankUsage {
   double wall = 0, user = 0, system = 0;
   long minor_faults = 0, major_faults = 0, rss_kib = 0;
-  static Usage now() {
+  static RankUsage now() {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
     const auto secs = [](const timeval& t) {
       return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
     };
-    Usage u{seconds_since(std::chrono::steady_clock::time_point{}),
-            secs(ru.ru_utime),
-            secs(ru.ru_stime),
-            ru.ru_minflt,
-            ru.ru_majflt,
-            0};
+    RankUsage u{seconds_since(std::chrono::steady_clock::time_point{}),
+                secs(ru.ru_utime),
+                secs(ru.ru_stime),
+                ru.ru_minflt,
+                ru.ru_majflt,
+                0};
     std::ifstream status("/proc/self/status");
     for (std::string line; std::getline(status, line);)
       if (line.rfind("VmRSS:", 0) == 0) u.rss_kib = std::stol(line.substr(6));
@@ -225,7 +225,7 @@ struct Usage {
   }
 };
 
-void print_usage(int rank, const std::string& what, const Usage& a, const Usage& b) {
+void print_rank_usage(int rank, const std::string& what, const RankUsage& a, const RankUsage& b) {
   fmt::print(stderr,
              "rank-usage: rank {} {:<14} wall {:6.3f} s, user {:6.3f} s, system {:6.3f} s, "
              "minor faults {:8}, major {:3}, RSS {:7} -> {:7} KiB (monotonic {:.3f}-{:.3f})\n",
@@ -236,7 +236,7 @@ void print_usage(int rank, const std::string& what, const Usage& a, const Usage&
 
 // Allocates `mib` MiB in 8 MiB blocks, touches every page and frees them: the allocator keeps
 // the pages (until its decay), so what this process allocates next starts on faulted-in memory.
-void prefault(std::size_t mib) {
+void prefault_pages(std::size_t mib) {
   std::vector<std::unique_ptr<char[]>> blocks;
   for (std::size_t m = 0; m < mib; m += 8) {
     blocks.emplace_back(new char[std::size_t{8} << 20]);
@@ -245,38 +245,40 @@ void prefault(std::size_t mib) {
   }
 }
 
-int run_on_ranks(const WorkloadsOptions& o) {
+int run_workloads_on_ranks(const WorkloadsOptions& o) {
   for (const auto& b : o.backends) mpi::parse_transport(b);
   runtime::MpiEnvironment env;
   if (!enough_ranks_for_cluster(env, "workloads", 4)) return 2;
   const mpi::Layout layout{0, 1};
   const bool client = env.rank() == layout.client_rank;
-  Suite suite(o, client);
+  WorkloadSuite suite(o, client);
   if (client) {
-    print_header(o, env.size() - 2);
+    print_workloads_header(o, env.size() - 2);
     suite.prepare();
   }
   if (o.prefault_mib > 0) {
-    const Usage before = Usage::now();
-    prefault(o.prefault_mib);
-    if (o.rank_usage) print_usage(env.rank(), "prefault", before, Usage::now());
+    const RankUsage before = RankUsage::now();
+    prefault_pages(o.prefault_mib);
+    if (o.rank_usage) print_rank_usage(env.rank(), "prefault", before, RankUsage::now());
   }
   int rc = 0;
   for (int round = 1; round <= o.repeats; ++round) {
-    const Usage before = Usage::now();
+    const RankUsage before = RankUsage::now();
     if (client) suite.threads_round(round);
     if (o.rank_usage && client)
-      print_usage(env.rank(), fmt::format("threads round {}", round), before, Usage::now());
+      print_rank_usage(env.rank(), fmt::format("threads round {}", round), before,
+                       RankUsage::now());
     env.barrier();  // the other ranks wait (polled, sleeping) while the threads run
     for (const auto& backend : o.backends)
       for (int c = 0; c < o.clusters; ++c) {
         mpi::LaunchOptions lo;
         lo.transport = mpi::parse_transport(backend);
-        const Usage before = Usage::now();
+        const RankUsage before = RankUsage::now();
         const int status = mpi::run_cluster(
             env, lo, layout, [&](Client& cl) { suite.cluster_round(cl, backend, round); });
         if (o.rank_usage)
-          print_usage(env.rank(), fmt::format("{} round {}", backend, round), before, Usage::now());
+          print_rank_usage(env.rank(), fmt::format("{} round {}", backend, round), before,
+                           RankUsage::now());
         if (status != 0 && client)
           suite.failed(fmt::format("the {} cluster ended with status {}", backend, status));
         rc |= status;
@@ -291,9 +293,9 @@ int run_on_ranks(const WorkloadsOptions& o) {
 int run_workloads(const WorkloadsOptions& o) {
   const bool mpi_wanted =
       std::find(o.backends.begin(), o.backends.end(), "mpi") != o.backends.end();
-  if (mpi_wanted || launched_on_several_ranks()) return run_on_ranks(o);
-  Suite suite(o, true);
-  print_header(o, o.workers);
+  if (mpi_wanted || launched_on_several_ranks()) return run_workloads_on_ranks(o);
+  WorkloadSuite suite(o, true);
+  print_workloads_header(o, o.workers);
   suite.prepare();
   for (int round = 1; round <= o.repeats; ++round) {
     suite.threads_round(round);

@@ -196,7 +196,7 @@ class KMeans final : public Workload {
     for (int it = 0; it < s_.kmeans_iterations; ++it) {
       parallel_for(chunks_.size(), s_.threads,
                    [&](std::size_t i) { partials[i] = k::kmeans_partial(chunks_[i], c); });
-      c = k::kmeans_update(tree_reduce(partials, k::kmeans_add), c);
+      c = k::kmeans_update(reduce_in_pairs(partials, k::kmeans_add), c);
     }
     WorkloadTiming timing{0, seconds_since(t0)};
     check(c);
@@ -210,10 +210,10 @@ class KMeans final : public Workload {
     Future<k::Centroids> c = client.scatter(initial_);
     for (int it = 0; it < s_.kmeans_iterations; ++it) {
       auto partials = client.map(k::kmeans_partial, chunks, taskwire::fixed(c));
-      auto total = tree_reduce(std::move(partials),
-                               [&](const Future<k::Partial>& a, const Future<k::Partial>& b) {
-                                 return client.submit(k::kmeans_add, a, b);
-                               });
+      auto total = reduce_in_pairs(std::move(partials),
+                                   [&](const Future<k::Partial>& a, const Future<k::Partial>& b) {
+                                     return client.submit(k::kmeans_add, a, b);
+                                   });
       c = client.submit(k::kmeans_update, total, c);
     }
     const k::Centroids result = c.get();
