@@ -11,6 +11,7 @@
 #include "bench/relay.hpp"
 #include "bench/tasks.hpp"
 #include "bench/uneven.hpp"
+#include "bench/workloads.hpp"
 
 #include <taskwire/runtime/log.hpp>
 
@@ -372,6 +373,64 @@ int backpressure_main(const std::vector<std::string>& args) {
   return bench::run_backpressure(o);
 }
 
+int workloads_main(const std::vector<std::string>& args) {
+  bench::WorkloadsOptions o;
+  auto& s = o.sizes;
+  std::string backends, workloads = "cholesky,kmeans,sort", kmeans_bytes = "128M", level = "warn";
+  bool quick = false;
+  po::options_description desc(
+      "taskwire-bench workloads: a tiled Cholesky (potrf/trsm/syrk/gemm), k-means over scattered\n"
+      "chunks (a map of partial sums with the centroids shared, a tree of adds) and a sample sort\n"
+      "(split, unpack, merge), each checked (residual; the threads run's centroids bit for bit;\n"
+      "order and checksum), each timed in a cluster against the same kernels on --threads\n"
+      "std::threads in this process, in the same round. Under mpiexec.mpich -n 4 (rank 0\n"
+      "scheduler, rank 1 client, 2 workers) over mpi and tcp; alone over tcp (or inproc) with\n"
+      "--workers workers in this process. --clusters N starts N clusters per backend per round,\n"
+      "one after the other, and reports each (the first cluster of a process against the next).\n\n"
+      "Options");
+  desc.add_options()("help,h", "show this help")(
+      "backend,b", po::value(&backends),
+      "comma-separated: mpi, tcp under mpiexec (default both); tcp, inproc alone (default tcp)")(
+      "workloads,w", po::value(&workloads)->default_value(workloads), "comma-separated")(
+      "repeats", po::value(&o.repeats)->default_value(o.repeats), "rounds (medians reported)")(
+      "clusters", po::value(&o.clusters)->default_value(o.clusters), "clusters per backend per round")(
+      "workers", po::value(&o.workers)->default_value(o.workers), "alone: single-thread workers")(
+      "threads", po::value(&s.threads)->default_value(s.threads), "threads of the in-process run")(
+      "chol-tiles", po::value(&s.chol_tiles)->default_value(s.chol_tiles), "cholesky: tiles per side")(
+      "chol-tile", po::value(&s.chol_tile)->default_value(s.chol_tile), "cholesky: tile side")(
+      "kmeans-bytes", po::value(&kmeans_bytes)->default_value(kmeans_bytes), "kmeans: bytes of points (K, M, G)")(
+      "kmeans-chunks", po::value(&s.kmeans_chunks)->default_value(s.kmeans_chunks), "kmeans: chunks scattered")(
+      "kmeans-iterations", po::value(&s.kmeans_iterations)->default_value(s.kmeans_iterations), "kmeans: iterations")(
+      "sort-keys", po::value(&s.sort_keys)->default_value(s.sort_keys), "sort: int64 keys")(
+      "sort-parts", po::value(&s.sort_parts)->default_value(s.sort_parts), "sort: parts P (P*P pieces)")(
+      "rank-usage", po::bool_switch(&o.rank_usage),
+      "under mpiexec: each rank prints its wall, CPU time, page faults and RSS per cluster (stderr)")(
+      "prefault-mib", po::value(&o.prefault_mib)->default_value(o.prefault_mib),
+      "under mpiexec: each rank allocates, touches and frees this many MiB before its first cluster")(
+      "scatter-batch", po::value(&s.scatter_batch)->default_value(s.scatter_batch),
+      "values per scatter_each call (0: all in one call)")(
+      "quick", po::bool_switch(&quick), "tiny sizes and one round, for tests (sizes given are ignored)")(
+      "csv", po::value(&o.csv), "append rows backend,workload,round,cluster,scatter_s,compute_s to FILE")(
+      "log-level", po::value(&level)->default_value(level), "trace .. off");
+  if (!parse_options(args, desc, level)) return 0;
+  s.kmeans_bytes = parse_bytes(kmeans_bytes);
+  if (quick) {
+    s.chol_tiles = 4, s.chol_tile = 32, s.kmeans_bytes = 1 << 20, s.kmeans_chunks = 4;
+    s.kmeans_iterations = 3, s.sort_keys = 1 << 16, s.sort_parts = 4, o.repeats = 1;
+  }
+  if (o.repeats < 1 || o.clusters < 1 || o.workers < 1 || s.threads < 1 || s.chol_tiles < 1 ||
+      s.chol_tile < 1 || s.kmeans_chunks < 1 || s.kmeans_iterations < 1 || s.sort_parts < 1 ||
+      s.sort_keys < static_cast<std::size_t>(s.sort_parts)) {
+    fmt::print(stderr, "taskwire-bench workloads: counts and sizes must be positive, and --sort-keys "
+                       "at least --sort-parts\n");
+    return 2;
+  }
+  if (backends.empty()) backends = bench::launched_on_several_ranks() ? "mpi,tcp" : "tcp";
+  o.backends = split(backends);
+  o.workloads = split(workloads);
+  return bench::run_workloads(o);
+}
+
 void usage() {
   fmt::print(
       "usage: taskwire-bench SUBCOMMAND [options]\n\n"
@@ -382,6 +441,7 @@ void usage() {
       "  uneven     lognormal task durations on 4 workers: makespan vs max(work/threads, longest)\n"
       "  array      sum((X + X^T)^T) of a blocked random matrix over MPI and TCP (mpiexec -n 5)\n"
       "  dag        task graphs that move data (stencil, matmul, tree, shuffle), MPI vs TCP (-n 4)\n"
+      "  workloads  Cholesky, k-means, sample sort: taskwire against 2 threads in one process (-n 4)\n"
       "  held       a task reading one element of an 8 MiB vector its worker holds, vs a no-op\n"
       "  idle       CPU per rank while a cluster is up and idle, MPI and TCP (mpiexec -n 4)\n"
       "  relay      the host's floor under a round trip: 4 processes relaying a byte, no work\n"
@@ -405,6 +465,7 @@ int main(int argc, char* argv[]) {
     if (sub == "array") return array_main(args);
     if (sub == "dag") return dag_main(args);
     if (sub == "held") return held_main(args);
+    if (sub == "workloads") return workloads_main(args);
     if (sub == "bandwidth") return bandwidth_main(args);
     if (sub == "idle") return idle_main(args);
     if (sub == "relay") return relay_main(args);
