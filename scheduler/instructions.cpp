@@ -33,7 +33,7 @@ auto fmt::formatter<sch::LogLevel>::format(sch::LogLevel l, fmt::format_context&
 }
 
 namespace {
-struct Describe {
+struct DescribeSchedulerInstruction {
   fmt::format_context::iterator out;
   auto operator()(const sch::ComputeTask& i) const {
     return fmt::format_to(out, "compute-task '{}' ({}, {} deps) -> {} [{}]", i.key, i.function,
@@ -84,5 +84,5 @@ struct Describe {
 auto fmt::formatter<sch::Instruction>::format(const sch::Instruction& i,
                                               fmt::format_context& ctx) const
     -> fmt::format_context::iterator {
-  return std::visit(Describe{ctx.out()}, i);
+  return std::visit(DescribeSchedulerInstruction{ctx.out()}, i);
 }

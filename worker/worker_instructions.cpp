@@ -14,7 +14,7 @@ const std::string& stimulus_of(const Instruction& instruction) noexcept {
 namespace wk = taskwire::worker;
 
 namespace {
-struct Describe {
+struct DescribeWorkerInstruction {
   fmt::format_context::iterator out;
   auto operator()(const wk::Execute& i) const {
     return fmt::format_to(out, "execute '{}' ({}, {} args, priority {}) [{}]", i.key, i.function,
@@ -48,5 +48,5 @@ struct Describe {
 auto fmt::formatter<wk::Instruction>::format(const wk::Instruction& i,
                                              fmt::format_context& ctx) const
     -> fmt::format_context::iterator {
-  return std::visit(Describe{ctx.out()}, i);
+  return std::visit(DescribeWorkerInstruction{ctx.out()}, i);
 }
