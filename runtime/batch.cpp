@@ -1,8 +1,11 @@
 #include <taskwire/runtime/batch.hpp>
+#include <taskwire/runtime/trace.hpp>
 
 #include <utility>
 
 namespace taskwire::runtime {
+
+void BatchWriter::note_queued(protocol::Op op) noexcept { trace::record(trace::What::queued, op); }
 
 Message BatchWriter::take() {
   wire::Writer(buf_) << std::uint8_t{0};

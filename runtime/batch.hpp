@@ -3,7 +3,6 @@
 // which payload frames belong to it, and its body; payload frames follow. Servers batch
 // small operations per peer into one message (one write, one read) instead of one each.
 #include <taskwire/runtime/protocol.hpp>
-#include <taskwire/runtime/trace.hpp>
 #include <taskwire/runtime/serialize.hpp>
 #include <taskwire/runtime/wire_codec.hpp>
 
@@ -28,7 +27,7 @@ class BatchWriter {
     wire::Writer(buf_) << more << code << first << count << body;
     for (auto& f : payload) payload_.push_back(std::move(f));
     ++ops_;
-    trace::record(trace::What::queued, op);
+    note_queued(op);
   }
   std::size_t size() const noexcept { return ops_; }
   bool empty() const noexcept { return ops_ == 0; }
@@ -37,6 +36,8 @@ class BatchWriter {
   Message take();
 
  private:
+  /// For TASKWIRE_TRACE (runtime/trace.hpp, not installed: defined in batch.cpp).
+  static void note_queued(protocol::Op op) noexcept;
   static constexpr std::size_t kInitialBytes = 256;
   std::vector<char> buf_;
   std::vector<Frame> payload_;
