@@ -32,10 +32,12 @@ struct Event {
 
 struct Recorder {
   std::string directory;
-  std::unique_ptr<Event[]> events{new Event[kCapacity]};
+  std::unique_ptr<Event[]> events{new Event[kCapacity]()};
   std::atomic<std::uint64_t> next{0};
+  std::atomic<bool> stopped{false};  ///< set at exit: events recorded from then are dropped
 
-  void write() const {
+  void write() {
+    stopped.store(true);
     const char* rank = std::getenv("PMI_RANK");
     const std::string path = fmt::format("{}/trace-{}-{}.txt", directory, rank ? rank : "x",
                                          static_cast<long>(::getpid()));
@@ -47,8 +49,12 @@ struct Recorder {
                                              "woken",  "task_start", "task_end"};
     for (std::uint64_t i = begin; i < end; ++i) {
       const Event& e = events[i % kCapacity];
+      // A slot claimed by a thread still running as the process exits may be half written.
+      const auto what = static_cast<std::size_t>(e.what);
+      if (e.ns == 0 || what >= std::size(kNames)) continue;
       std::fprintf(f, "%llu %u %s %u %.*s\n", static_cast<unsigned long long>(e.ns), e.tid,
-                   kNames[static_cast<int>(e.what)], unsigned{e.op}, int{e.text_size}, e.text);
+                   kNames[what], unsigned{e.op},
+                   static_cast<int>(std::min<std::size_t>(e.text_size, kTextBytes)), e.text);
     }
     std::fclose(f);
   }
@@ -74,6 +80,7 @@ bool enabled() noexcept {
 
 void record_slow(What what, std::uint8_t op, std::string_view text) noexcept {
   Recorder* r = recorder();
+  if (r->stopped.load(std::memory_order_relaxed)) return;
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
   thread_local const auto tid = static_cast<std::uint32_t>(::syscall(SYS_gettid));

@@ -27,6 +27,8 @@ namespace {
 /// result costs ~200 B there) fits many times over (docs/scheduling.md, "Small inputs ride
 /// with the task").
 constexpr std::size_t kSmallResultsBytes = std::size_t{8} << 20;
+/// The largest result kept there: WorkerOptions::inline_result_bytes's default.
+constexpr std::size_t kSmallResultMaxBytes = 8 * 1024;
 
 struct Peer {
   enum Kind { unknown, worker, client } kind = unknown;
@@ -447,10 +449,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   void on_task_finished(const PeerPtr& p, runtime::OpReader& r) {
     auto b = r.body<protocol::TaskFinished>();
     auto worker = require_worker(p, "task_finished");
-    if (r.frames().size() == 1) {
-      inline_result.emplace(b.key, r.frames()[0]);
-      small_results.keep(b.key, b.attempt, r.frames()[0]);
-    }
+    if (r.frames().size() == 1) inline_result.emplace(b.key, r.frames()[0]);
     if (recorder) {
       const double t = now();
       if (recorder->records(b, t))
@@ -459,6 +458,12 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     if (spdlog::should_log(spdlog::level::debug))
       spdlog::debug("scheduler: task '{}' finished on {} in {:.3f} ms, {} bytes", b.key, worker,
                     b.duration_s * 1e3, b.nbytes);
+    // Kept before the report is handled (the consumers it lets the scheduler place go out in
+    // this event), only for the current attempt (a late report of an older one must not
+    // replace its bytes), and only small ones, whatever the worker sends inline.
+    if (inline_result && inline_result->second.size() <= kSmallResultMaxBytes &&
+        state.attempt(b.key) == b.attempt)
+      small_results.keep(b.key, b.attempt, inline_result->second);
     handle(TaskFinished{std::move(worker), std::move(b.key), static_cast<std::int64_t>(b.nbytes),
                         b.duration_s, "", b.attempt});
     inline_result.reset();

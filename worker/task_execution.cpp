@@ -119,8 +119,11 @@ void Worker::Impl::record_duration(const std::string& function, const Event& res
   t.mean_seconds = t.runs == 0 ? seconds : 0.8 * t.mean_seconds + 0.2 * seconds;
   ++t.runs;
   if (!ran_inline || t.banned) return;
-  const double limit = inline_limit_seconds();
-  if (seconds <= kInlineBanFactor * limit) {
+  // A long run: kInlineBanFactor times the limit, but at most two handlers' budgets (a
+  // one-thread worker's 1 ms limit would otherwise let 9 ms runs block its loop unpunished).
+  const double long_run = std::min(kInlineBanFactor * inline_limit_seconds(),
+                                   2 * std::chrono::duration<double>(kInlineBudget).count());
+  if (seconds <= long_run) {
     if (t.strikes > 0 && ++t.short_runs == kInlineStrikeFade) {
       t.strikes = std::max(0, t.strikes - kInlineStrikeWeight);
       t.short_runs = 0;
@@ -132,7 +135,7 @@ void Worker::Impl::record_duration(const std::string& function, const Event& res
   // (frequent with more busy threads than cores, and no fault of the function) or blocked
   // (sleep, I/O, a lock: the event loop waited all the same), which counts for less.
   const double cpu = thread_cpu_seconds() - inline_cpu_start_;
-  const bool on_cpu = cpu > kInlineBanFactor * limit && cpu >= 0.5 * seconds;
+  const bool on_cpu = cpu > long_run && cpu >= 0.5 * seconds;
   t.strikes += on_cpu ? kInlineStrikeWeight : 1;
   t.short_runs = 0;
   if (t.strikes < kInlineStrikes * kInlineStrikeWeight) return;

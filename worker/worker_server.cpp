@@ -424,6 +424,7 @@ void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message)
             if (g.frame >= r.frames().size())
               throw runtime::SerializationError("compute_task: a given dependency's frame is missing");
             e.given.emplace_back(std::move(g.key), r.frames()[g.frame]);
+            e.frames[g.frame] = runtime::Frame();  // held once, by the store, not by the task too
           }
           events.emplace_back(std::move(e));
           break;

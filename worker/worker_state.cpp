@@ -190,23 +190,25 @@ void WorkerState::apply(ComputeTaskEvent& e) {
   ts.error.clear();
   ts.error_type.clear();
   ts.resume.reset();
-  hold_given(e);
+  hold_given(e, deps);
   for (const auto& d : deps) add_dependency(ts, d, (*holders)[d]);
   if (ts.waiting_for_data.empty()) make_ready(ts);
 }
 
 // Dependencies the scheduler sent along with the task (small results it had just received):
-// held here as if fetched, unless held, in flight or computed here already.
-void WorkerState::hold_given(ComputeTaskEvent& e) {
+// held here as a fetched replica would be, unless held, in flight or computed here already,
+// or asked of this worker for itself (a copy for a retirement: fetched and confirmed as
+// usual). A key that is not a dependency of the task is ignored.
+void WorkerState::hold_given(ComputeTaskEvent& e, const std::vector<Key>& deps) {
   for (auto& [key, frame] : e.given) {
+    if (std::find(deps.begin(), deps.end(), key) == deps.end()) continue;
     TaskState* ds = find(key);
-    if (ds && ds->status != TaskStatus::fetch) continue;
+    if (ds && (ds->status != TaskStatus::fetch || ds->assigned)) continue;
     if (!ds) {
       ds = &tasks_[key];
       ds->key = key;
     }
     dequeue(*ds);
-    ds->fetched = true;
     transition_to_memory(*ds, Value(std::move(frame)), false);
   }
 }

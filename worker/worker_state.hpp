@@ -142,7 +142,7 @@ class WorkerState {
   using QueueEntry = std::tuple<RunOrder, std::uint64_t, Key>;
 
   void apply(ComputeTaskEvent& e);
-  void hold_given(ComputeTaskEvent& e);
+  void hold_given(ComputeTaskEvent& e, const std::vector<Key>& deps);
   void apply(FreeKeysEvent& e);
   void apply(StealRequestEvent& e);
   void apply(GatherDepDone& e);

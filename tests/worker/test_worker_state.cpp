@@ -87,9 +87,11 @@ TEST_CASE("worker state: dependencies the scheduler sent along are held as if fe
   WorkerState ws(options());
   step(ws, compute("x", 0, {{"y", {"tcp://q:1"}}}));  // y is being fetched from q
   auto e = compute("c", 0, {{"a", {"tcp://p:1"}}, {"b", {"tcp://p:1"}}, {"y", {"tcp://q:1"}}});
-  e.given = {{"a", runtime::to_frame(std::string("a"))}, {"y", runtime::to_frame(std::string("y"))}};
+  e.given = {{"a", runtime::to_frame(std::string("a"))}, {"y", runtime::to_frame(std::string("y"))},
+             {"z", runtime::to_frame(std::string("z"))}};  // z: not a dependency of c
   auto out = step(ws, std::move(e));
   CHECK(ws.status("a") == TaskStatus::memory);
+  CHECK_FALSE(ws.status("z"));  // ignored, not an orphan held for nobody
   CHECK(ws.status("y") == TaskStatus::flight);  // a fetch in flight is left to finish
   auto gathers = only<GatherDep>(out);
   REQUIRE(gathers.size() == 1);  // b only: a came along
