@@ -92,7 +92,7 @@ void record_slow(What what, std::uint8_t op, std::string_view text) noexcept {
   // The tail: keys differ at their end ("<function>-<client>-<n>").
   const std::size_t n = std::min(text.size(), kTextBytes);
   e.text_size = static_cast<std::uint8_t>(n);
-  std::memcpy(e.text, text.data() + (text.size() - n), n);
+  if (n > 0) std::memcpy(e.text, text.data() + (text.size() - n), n);  // an empty view may be null
 }
 
 }  // namespace taskwire::runtime::trace
