@@ -73,10 +73,7 @@ Recorder* recorder() noexcept {
 
 }  // namespace
 
-bool enabled() noexcept {
-  static const bool on = recorder() != nullptr;
-  return on;
-}
+const bool kEnabled = recorder() != nullptr;
 
 void record_slow(What what, std::uint8_t op, std::string_view text) noexcept {
   Recorder* r = recorder();

@@ -25,12 +25,14 @@ enum class What : std::uint8_t {
   task_end,   ///< ... and ends
 };
 
-/// Whether TASKWIRE_TRACE is set (read once).
-bool enabled() noexcept;
+/// Whether TASKWIRE_TRACE is set: read once, when the library loads; a plain load here, as
+/// the hooks sit on the poller's and every message's path.
+extern const bool kEnabled;
+inline bool enabled() noexcept { return kEnabled; }
 void record_slow(What what, std::uint8_t op, std::string_view text) noexcept;
 
 inline void record(What what, protocol::Op op = protocol::Op{}, std::string_view text = {}) noexcept {
-  if (enabled()) record_slow(what, static_cast<std::uint8_t>(op), text);
+  if (kEnabled) record_slow(what, static_cast<std::uint8_t>(op), text);
 }
 
 }  // namespace taskwire::runtime::trace

@@ -30,6 +30,8 @@ int hang(int x) {
   return x;
 }
 int where(int) { return static_cast<int>(::getpid()); }
+// A task that takes real time, so that a graph of them outlasts a worker's --lifetime
+// (faults: retire): the workload's pace, not an ordering of events.
 int paced_inc(int x) {
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return x + 1;
