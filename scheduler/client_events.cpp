@@ -129,7 +129,8 @@ void SchedulerState::on(const UpdateGraph& e) {
 // its task had run on the first of them and been replicated to the others), and does not
 // wait; a key in memory already gains the holders as replicas. Holders that left before this
 // arrived are skipped: a key left with none waits and runs its task (which says the data
-// was lost), and a copy the scheduler does not count is freed where it is.
+// was lost), and a copy the scheduler does not count is freed where it is. A scattered key
+// is a new attempt of its task.
 void SchedulerState::place_scattered(const UpdateGraph& e, std::vector<TaskState*>& to_wait) {
   if (e.scattered.empty()) return;
   const std::unordered_set<const TaskState*> waiting(to_wait.begin(), to_wait.end());
@@ -148,6 +149,8 @@ void SchedulerState::place_scattered(const UpdateGraph& e, std::vector<TaskState
     if (holders.empty()) continue;
     if (fresh) {
       placed.insert(ts);
+      // Other bytes than any run before: what was kept by attempt (small results) is not these.
+      ts->attempt = ++attempts_;
       ts->nbytes = s.nbytes;
       add_to_memory(ts, holders.front());  // reports it to the clients that want it
       log_transition(ts, S::released);

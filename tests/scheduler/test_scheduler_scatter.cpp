@@ -81,3 +81,21 @@ TEST_CASE("scheduler scatter: a key known in memory gains replicas, copies nobod
   CHECK(freed_on(stray, other) == std::vector<std::string>{"x"});
   CHECK(h.s.task_state("x") == S::processing);
 }
+
+TEST_CASE("scheduler scatter: a released key scattered anew is a new attempt, not the run before",
+          "[scheduler][scatter]") {
+  Harness h;
+  h.add_worker("tcp://a:1");
+  h.add_worker("tcp://b:1");
+  // x runs and is released; its record stays as y's lineage.
+  h.submit({task("x"), task("y", {"x"})}, {"y"});
+  h.finish("x");
+  const auto ran = h.s.attempt("x");
+  h.finish("y");
+  REQUIRE(h.s.task_state("x") == S::released);
+  // Scattered now, x holds other bytes than its run's: anything kept for that run (the
+  // server's small results, given by attempt) must not answer for it.
+  h.handle(scattered("x", {"tcp://b:1"}));
+  CHECK(h.s.task_state("x") == S::memory);
+  CHECK(h.s.attempt("x") != ran);
+}
