@@ -39,19 +39,9 @@ Config Config::from_env() {
   if (const char* f = std::getenv("TASKWIRE_TLS_KEY")) c.tls_key_file = f;
   overlay("TASKWIRE_CONNECT_TIMEOUT_MS", c.connect_timeout);
   overlay("TASKWIRE_HANDSHAKE_TIMEOUT_MS", c.handshake_timeout);
-  overlay("TASKWIRE_MPI_SPIN_POLLS", c.mpi.spin_polls);
-  std::uint64_t cap = c.mpi.sleep_cap.count();
-  overlay("TASKWIRE_MPI_SLEEP_CAP_US", cap);
-  c.mpi.sleep_cap = std::chrono::microseconds(cap);
-  if (std::getenv("TASKWIRE_MPI_SPIN_US")) {
-    std::uint64_t spin = 0;
-    overlay("TASKWIRE_MPI_SPIN_US", spin);
-    c.mpi.spin_after_progress = std::chrono::microseconds(spin);
-  }
   std::uint64_t yield = c.mpi.yield_after_progress.count();
   overlay("TASKWIRE_MPI_YIELD_US", yield);
   c.mpi.yield_after_progress = std::chrono::microseconds(yield);
-  overlay("TASKWIRE_MAX_FRAME_BYTES", c.limits.max_frame_bytes);
   overlay("TASKWIRE_MAX_MESSAGE_BYTES", c.limits.max_message_bytes);
   overlay("TASKWIRE_MAX_QUEUED_BYTES", c.limits.max_queued_bytes);
   return c;

@@ -19,7 +19,6 @@ struct Limits {
 };
 
 struct MpiPollConfig {
-  int spin_polls = 64;                       ///< idle polls before the poller starts to sleep
   std::chrono::microseconds sleep_cap{1000}; ///< longest idle sleep (doubling from 1 us)
   /// The comm layer's poller keeps polling (no sleep) this long after any progress. -1:
   /// automatic, 100 us, or 0 when this host runs more ranks than it has cores and every
@@ -68,10 +67,9 @@ struct Config {
 
   /// Defaults overlaid with TASKWIRE_AUTH_TOKEN, TASKWIRE_TLS_CA_FILE, TASKWIRE_TLS_CERT,
   /// TASKWIRE_TLS_KEY, TASKWIRE_CONNECT_TIMEOUT_MS, TASKWIRE_HANDSHAKE_TIMEOUT_MS,
-  /// TASKWIRE_MPI_SPIN_POLLS, TASKWIRE_MPI_SLEEP_CAP_US, TASKWIRE_MPI_YIELD_US,
-  /// TASKWIRE_MAX_FRAME_BYTES, TASKWIRE_MAX_MESSAGE_BYTES, TASKWIRE_MAX_QUEUED_BYTES
-  /// (docs/configuration.md). A malformed value throws std::invalid_argument naming the
-  /// variable.
+  /// TASKWIRE_MPI_YIELD_US, TASKWIRE_MAX_MESSAGE_BYTES, TASKWIRE_MAX_QUEUED_BYTES
+  /// (docs/configuration.md; the other fields are set in code only). A malformed value
+  /// throws std::invalid_argument naming the variable.
   static Config from_env();
 };
 

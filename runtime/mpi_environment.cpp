@@ -64,7 +64,7 @@ const char* level_name(int level) {
 }  // namespace
 
 std::chrono::microseconds MpiBackoff::next() noexcept {
-  const unsigned spin = static_cast<unsigned>(std::max(0, config_.spin_polls));
+  const unsigned spin = kQuickPolls;
   if (idle_ < spin) {
     ++idle_;
     return std::chrono::microseconds(0);

@@ -43,9 +43,11 @@ namespace taskwire::runtime {
 enum class MpiThreadLevel { serialized, multiple };
 
 /// Idle backoff after mpi4py.futures' Backoff: reset() on any progress; while idle,
-/// `spin_polls` quick polls, then waits doubling from 1 us up to `sleep_cap`.
+/// kQuickPolls quick polls, then waits doubling from 1 us up to `sleep_cap`.
 class MpiBackoff {
  public:
+  /// mpi4py.futures' count (docs/mpi-poll-policy.md, rule 6).
+  static constexpr unsigned kQuickPolls = 64;
   explicit MpiBackoff(const MpiPollConfig& config) : config_(config) {}
   void reset() noexcept { idle_ = 0; }
   /// Records an idle poll and returns how long to wait before the next one (0: poll again

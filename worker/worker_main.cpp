@@ -26,7 +26,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -47,14 +46,8 @@ std::string env_or(const char* name, const char* fallback) {
   return value && *value ? value : fallback;
 }
 
-// A malformed value is reported by check() (as --memory-* would be): NaN fails its range test.
-double env_fraction(const char* name, double fallback) {
-  const char* value = std::getenv(name);
-  if (!value || !*value) return fallback;
-  char* end = nullptr;
-  const double parsed = std::strtod(value, &end);
-  return end && *end == '\0' ? parsed : std::numeric_limits<double>::quiet_NaN();
-}
+// "0.7", not the double's 17 digits, in --help.
+std::string fraction_text(double f) { return fmt::format("{:g}", f); }
 
 struct MainOptions {
   std::string scheduler, scheduler_file, name, listen, host, interface;
@@ -70,14 +63,15 @@ struct MainOptions {
   int restart_limit = 10;
   std::string dashboard_address = worker::WorkerOptions{}.dashboard_address;
   bool no_dashboard = false;
-  // Defaults from TASKWIRE_MEMORY_* and TASKWIRE_LOCAL_DIRECTORY, else Dask's.
+  // The memory limit and the local directory are what a batch job's environment sets per
+  // node (TASKWIRE_MEMORY_LIMIT, TASKWIRE_LOCAL_DIRECTORY); the rest are flags, Dask's defaults.
   std::string memory_limit = env_or("TASKWIRE_MEMORY_LIMIT", "auto");
   std::string local_directory = env_or("TASKWIRE_LOCAL_DIRECTORY", "");
-  double memory_target = env_fraction("TASKWIRE_MEMORY_TARGET", MemoryOptions{}.target);
-  double memory_spill = env_fraction("TASKWIRE_MEMORY_SPILL", MemoryOptions{}.spill);
-  double memory_pause = env_fraction("TASKWIRE_MEMORY_PAUSE", MemoryOptions{}.pause);
-  double memory_terminate = env_fraction("TASKWIRE_MEMORY_TERMINATE", MemoryOptions{}.terminate);
-  std::string resources = env_or("TASKWIRE_WORKER_RESOURCES", "");
+  double memory_target = MemoryOptions{}.target;
+  double memory_spill = MemoryOptions{}.spill;
+  double memory_pause = MemoryOptions{}.pause;
+  double memory_terminate = MemoryOptions{}.terminate;
+  std::string resources;
   std::string lifetime = "none", lifetime_stagger = "0", lifetime_grace = "1m";
 };
 
@@ -108,7 +102,7 @@ po::options_description describe(MainOptions& o) {
       "resources", po::value(&o.resources),
       "what this worker offers tasks, as NAME=AMOUNT pairs, e.g. \"GPU=2,MEM=64e9\": a task "
       "submitted with resources runs only on a worker offering them, and only while enough "
-      "is free there (env TASKWIRE_WORKER_RESOURCES)")(
+      "is free there")(
       "listen", po::value(&o.listen),
       "where peers fetch data from this worker (default: tcp://HOST:0, HOST as --host says, "
       "or inproc://auto); tcp://0.0.0.0:PORT listens on every interface and advertises HOST")(
@@ -147,19 +141,22 @@ po::options_description describe(MainOptions& o) {
       "local-directory", po::value(&o.local_directory),
       "where spilled results go: a fresh directory inside it, removed at exit (default: "
       "$TMPDIR or /tmp; env TASKWIRE_LOCAL_DIRECTORY)")(
-      "memory-target-fraction", po::value(&o.memory_target)->default_value(o.memory_target),
+      "memory-target-fraction",
+      po::value(&o.memory_target)->default_value(o.memory_target, fraction_text(o.memory_target)),
       "results held in memory past this fraction of --memory-limit spill, least recently used "
-      "first; 0: off (env TASKWIRE_MEMORY_TARGET)")(
-      "memory-spill-fraction", po::value(&o.memory_spill)->default_value(o.memory_spill),
-      "process memory (RSS) past this fraction spills results until below the target; 0: off "
-      "(env TASKWIRE_MEMORY_SPILL)")(
-      "memory-pause-fraction", po::value(&o.memory_pause)->default_value(o.memory_pause),
+      "first; 0: off")(
+      "memory-spill-fraction",
+      po::value(&o.memory_spill)->default_value(o.memory_spill, fraction_text(o.memory_spill)),
+      "process memory (RSS) past this fraction spills results until below the target; 0: off")(
+      "memory-pause-fraction",
+      po::value(&o.memory_pause)->default_value(o.memory_pause, fraction_text(o.memory_pause)),
       "process memory past this fraction pauses the worker: no new task, no fetch, until it "
-      "falls; 0: off (env TASKWIRE_MEMORY_PAUSE)")(
+      "falls; 0: off")(
       "memory-terminate-fraction",
-      po::value(&o.memory_terminate)->default_value(o.memory_terminate),
+      po::value(&o.memory_terminate)
+          ->default_value(o.memory_terminate, fraction_text(o.memory_terminate)),
       "process memory past this fraction restarts the worker (its nanny does; with "
-      "--no-nanny it exits 1); 0: off (env TASKWIRE_MEMORY_TERMINATE)")(
+      "--no-nanny it exits 1); 0: off")(
       "lifetime", po::value(&o.lifetime)->default_value(o.lifetime),
       "after this long (30s, 50m, 2h; none: never) the worker asks the scheduler to retire "
       "it: it takes no new task, hands back those not started, finishes the running ones, "

@@ -28,6 +28,11 @@ for v in $vars; do
   grep -qF "\`$v\`" <<<"$env_section" || miss "variable $v is read by the code but not in '## Environment variables'"
 done
 
+# At most 12 variables are settings (issue 37): the rest say "not a setting" (a diagnostic, or
+# set by taskwire for its own processes).
+settings=$(grep -E '^\| `TASKWIRE_' <<<"$env_section" | grep -vc 'not a setting' || true)
+[ "$settings" -le 12 ] || miss "$settings TASKWIRE_* variables are settings; at most 12 may be"
+
 # 2. Daemon flags, from each program's own --help.
 check_flags() {  # program heading
   local flags

@@ -155,7 +155,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   fuzz_with(data, size, Limits{});  // the defaults every connection starts with
   fuzz_with(data, size, kTight);
   check_stream(data, size);
-  // The byte limits an operator may set (TASKWIRE_MAX_FRAME_BYTES, TASKWIRE_MAX_MESSAGE_BYTES:
+  // The byte limits an operator may set (Limits::max_frame_bytes, TASKWIRE_MAX_MESSAGE_BYTES:
   // any u64), taken from the input's last 16 bytes.
   if (size >= 24) {
     using taskwire::runtime::raw_codec::load_le;

@@ -57,15 +57,15 @@ TEST_CASE("runtime: Frame copies share bytes, never copy them", "[runtime]") {
 }
 
 TEST_CASE("runtime: Config::from_env overlays TASKWIRE_* variables and rejects junk", "[runtime]") {
-  ::setenv("TASKWIRE_MPI_SPIN_POLLS", "7", 1);
-  ::setenv("TASKWIRE_MPI_SLEEP_CAP_US", "250", 1);
+  ::setenv("TASKWIRE_MPI_YIELD_US", "7", 1);
+  ::setenv("TASKWIRE_MAX_QUEUED_BYTES", "250", 1);
   auto c = runtime::Config::from_env();
-  CHECK(c.mpi.spin_polls == 7);
-  CHECK(c.mpi.sleep_cap == std::chrono::microseconds(250));
-  ::setenv("TASKWIRE_MPI_SPIN_POLLS", "lots", 1);
-  CHECK_THROWS_WITH(runtime::Config::from_env(), Catch::Contains("TASKWIRE_MPI_SPIN_POLLS"));
-  ::unsetenv("TASKWIRE_MPI_SPIN_POLLS");
-  ::unsetenv("TASKWIRE_MPI_SLEEP_CAP_US");
+  CHECK(c.mpi.yield_after_progress == std::chrono::microseconds(7));
+  CHECK(c.limits.max_queued_bytes == 250);
+  ::setenv("TASKWIRE_MPI_YIELD_US", "lots", 1);
+  CHECK_THROWS_WITH(runtime::Config::from_env(), Catch::Contains("TASKWIRE_MPI_YIELD_US"));
+  ::unsetenv("TASKWIRE_MPI_YIELD_US");
+  ::unsetenv("TASKWIRE_MAX_QUEUED_BYTES");
 }
 
 TEST_CASE("runtime: Context runs handlers on its threads and stops cleanly", "[runtime]") {
