@@ -57,9 +57,11 @@ enum class Op : std::uint8_t {
   // client -> scheduler
   update_graph = 1, release_keys = 2, cancel_keys = 3, shutdown = 5,
   scheduler_info = 6,  // since protocol version 7; answered by scheduler_info_reply
+  rebalance = 8,       // since protocol version 19; answered by rebalance_reply
   // scheduler -> client
   key_in_memory = 20, key_erred = 21, key_cancelled = 22, shutting_down = 24, key_lost = 25,
   scheduler_info_reply = 26,  // since protocol version 7
+  rebalance_reply = 28,       // since protocol version 19
   // worker -> scheduler
   register_worker = 40, heartbeat = 41, task_finished = 42, task_erred = 43,
   missing_data = 44,  // also client -> scheduler since protocol version 10 (key empty)
@@ -334,6 +336,26 @@ struct UpdateDataReply {
   std::vector<std::uint64_t> nbytes;
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & request_id & keys & nbytes; }
+};
+/// rebalance (since protocol version 19): a client asks for the bytes held to be evened out
+/// between `workers` (addresses or names; all when empty), moving only `keys` (all in memory
+/// when empty). Answered by rebalance_reply once every move is done or failed.
+struct RebalanceRequest {
+  std::uint64_t request_id = 0;
+  std::vector<std::string> keys;
+  std::vector<std::string> workers;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & request_id & keys & workers; }
+};
+/// rebalance_reply: echoes request_id; `moved` keys (`moved_bytes`) now on other workers;
+/// each of `failed` names a key or worker and why it did not move.
+struct RebalanceReply {
+  std::uint64_t request_id = 0;
+  std::uint64_t moved = 0;
+  std::uint64_t moved_bytes = 0;
+  std::vector<std::string> failed;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & request_id & moved & moved_bytes & failed; }
 };
 /// scheduler_info: a client asks for a snapshot of the cluster; the reply echoes request_id.
 struct SchedulerInfoRequest {

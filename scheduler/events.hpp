@@ -218,9 +218,22 @@ struct AddKeys {
   std::string stimulus_id;
 };
 
+/// A client asks for the bytes held to be evened out between workers (Dask's
+/// Client.rebalance): `keys` (all in memory when empty) between `workers` (addresses or
+/// names; every worker not retiring when empty). Answered by one ReportRebalance once every
+/// move is done or failed (rebalance.cpp).
+struct Rebalance {
+  static constexpr std::string_view kind = "rebalance";
+  std::string client;
+  std::uint64_t request_id = 0;  ///< echoed in the answer
+  std::vector<std::string> keys;
+  std::vector<std::string> workers;
+  std::string stimulus_id;
+};
+
 using Event = std::variant<UpdateGraph, ClientReleasesKeys, CancelKeys, RemoveClient, AddWorker,
                            RemoveWorker, WorkerDied, ThreadsBusy, Heartbeat, CheckHeartbeats,
                            TaskFinished, TaskErred, MissingData, StealResponse,
-                           WorkerStatusChanged, RetireWorker, AddKeys>;
+                           WorkerStatusChanged, RetireWorker, AddKeys, Rebalance>;
 
 }  // namespace taskwire::scheduler

@@ -72,6 +72,11 @@ struct DescribeSchedulerInstruction {
     return fmt::format_to(out, "cancelled-keys {} ({}) -> client {} [{}]", i.keys, i.reason,
                           i.client, i.stimulus_id);
   }
+  auto operator()(const sch::ReportRebalance& i) const {
+    return fmt::format_to(out, "rebalanced {} key(s), {} B, {} failed -> client {} #{} [{}]",
+                          i.moved, i.moved_bytes, i.failed.size(), i.client, i.request_id,
+                          i.stimulus_id);
+  }
   auto operator()(const sch::DropTaskSpec& i) const {
     return fmt::format_to(out, "drop-task-spec '{}' (spec {}) [{}]", i.key, i.spec, i.stimulus_id);
   }

@@ -117,6 +117,17 @@ struct ReportCancelled {
   std::string stimulus_id;
 };
 
+/// The answer to a client's Rebalance: `moved` keys (`moved_bytes`) now live on another
+/// worker; each of `failed` says which key could not be moved and why.
+struct ReportRebalance {
+  std::string client;
+  std::uint64_t request_id = 0;
+  std::size_t moved = 0;
+  std::int64_t moved_bytes = 0;
+  std::vector<std::string> failed;
+  std::string stimulus_id;
+};
+
 // ---- to the server itself ----
 
 /// The scheduler forgot this task; the server may drop the payload frames behind `spec`.
@@ -138,7 +149,7 @@ struct LogEvent {
 using Instruction =
     std::variant<ComputeTask, FreeKeys, StealRequest, RefuseWorker, CloseWorker,
                  AcquireReplicas, ReportKeyInMemory, ReportTaskErred, ReportKeyLost,
-                 ReportCancelled, DropTaskSpec, LogEvent>;
+                 ReportCancelled, ReportRebalance, DropTaskSpec, LogEvent>;
 using Instructions = std::vector<Instruction>;
 
 const std::string& stimulus_of(const Instruction& instruction) noexcept;

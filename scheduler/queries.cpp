@@ -132,6 +132,7 @@ std::string SchedulerState::validate() const {
   if (std::string problem = validate_workers(); !problem.empty()) return problem;
   if (std::string problem = validate_steals(); !problem.empty()) return problem;
   if (std::string problem = validate_retiring(); !problem.empty()) return problem;
+  if (std::string problem = validate_rebalance(); !problem.empty()) return problem;
   for (const auto& [id, cs] : clients_) {
     for (const TaskState* ts : cs->wants_what) {
       if (find_task(ts->key) != ts) return fmt::format("client {} wants a dead task", id);

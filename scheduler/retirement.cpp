@@ -25,10 +25,6 @@ namespace taskwire::scheduler {
 
 namespace {
 using S = TaskStatus;
-/// A copy asked for and not confirmed this long after is asked for again (of the worker
-/// holding the fewest bytes then, maybe the same): the target may have held a stale run of
-/// the key, or lost the request with a blip. A working copy takes milliseconds.
-constexpr double kReplicationPatience = 10;
 }  // namespace
 
 void SchedulerState::on(const RetireWorker& e) {
@@ -54,6 +50,7 @@ void SchedulerState::on(const AddKeys& e) {
     TaskState* ts = find_task(key);
     if (ts && ts->state == S::memory && !ws->retiring) {
       add_replica(ts, ws);
+      if (!rebalance_moves_.empty()) rebalance_confirmed(ts, ws);
     } else {
       free_keys(ws, key);  // released meanwhile: a copy the scheduler would not count
     }

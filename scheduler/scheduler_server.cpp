@@ -233,6 +233,14 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     if (auto* out = out_to(peer_of(clients, r.client)))
       out->add(Op::key_cancelled, protocol::KeysCancelled{r.keys, r.reason});
   }
+  void emit(ReportRebalance& r) {
+    if (auto* out = out_to(peer_of(clients, r.client)))
+      out->add(Op::rebalance_reply,
+               protocol::RebalanceReply{
+                   r.request_id, r.moved,
+                   static_cast<std::uint64_t>(std::max<std::int64_t>(r.moved_bytes, 0)),
+                   std::move(r.failed)});
+  }
   void emit(DropTaskSpec& d) {
     specs.erase(d.spec);
     small_results.forget(d.key);
@@ -380,6 +388,12 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
         auto b = r.body<protocol::SchedulerInfoRequest>();
         become_client(p);
         out_to(p)->add(Op::scheduler_info_reply, describe_cluster(*p, b.request_id));
+        return true;
+      }
+      case Op::rebalance: {
+        auto b = r.body<protocol::RebalanceRequest>();
+        become_client(p);
+        handle(Rebalance{p->id, b.request_id, std::move(b.keys), std::move(b.workers), ""});
         return true;
       }
       default:

@@ -33,6 +33,7 @@ Instructions SchedulerState::handle(const Event& event) {
   run_transitions();  // what the queue placed may let dependents be assigned ahead
   balance();          // what the queue did not fill, stealing may
   drain_retiring();   // after stealing, which may have moved work off a retiring worker
+  if (!rebalance_requests_.empty()) settle_rebalance();
   forgotten_.clear();
   removed_workers_.clear();
   last_to_worker_.clear();

@@ -232,6 +232,22 @@ class SchedulerState {
   // retirement (retirement.cpp)
   void on(const RetireWorker& e);
   void on(const AddKeys& e);
+  // rebalance.cpp
+  void on(const Rebalance& e);
+  /// The workers a Rebalance evens out: those it names (addresses or names; unknown ones in
+  /// `unknown`), else all; never a retiring, paused or removed one.
+  std::vector<WorkerState*> rebalance_workers(const Rebalance& e,
+                                              std::vector<std::string>& unknown) const;
+  /// Plans moves from the workers above the mean bytes to those below, largest keys first,
+  /// each only while it brings both nearer the mean; returns how many it asked for.
+  std::size_t plan_rebalance(const std::vector<WorkerState*>& workers,
+                             const std::vector<std::string>& keys, std::size_t request);
+  /// `to` confirmed its copy of `ts` (AddKeys): the move's sender frees its copy.
+  void rebalance_confirmed(TaskState* ts, WorkerState* to);
+  /// Moves whose key left memory or whose worker left fail; past `now` (when >= 0) those
+  /// asked for kReplicationPatience ago do too. Answers every request with none pending.
+  void settle_rebalance(double now = -1);
+  std::string validate_rebalance() const;
   /// Something that may move a retirement on happened to `ts` or `ws`: look again at the end
   /// of this handle().
   void retirement_touched(const TaskState* ts);
@@ -398,8 +414,29 @@ class SchedulerState {
     WorkerState* target = nullptr;
     double asked_at = -1;
   };
+  /// A copy asked for (AcquireReplicas) and not confirmed this long after is given up, and
+  /// a retirement's asked for again (of the worker holding the fewest bytes then, maybe the
+  /// same): the target may have held a stale run of the key, or lost the request with a
+  /// blip. A working copy takes milliseconds.
+  static constexpr double kReplicationPatience = 10;
   std::set<WorkerState*, ByAddress> retiring_;
   std::unordered_map<TaskState*, Replication> replicating_;
+  /// Clients' Rebalance requests not answered yet, by a serial of their own, and their moves
+  /// not confirmed, by key (a key moves once at a time); by name, as a key or worker may go.
+  struct RebalanceRequest {
+    std::string client;
+    std::uint64_t request_id = 0;
+    std::size_t pending = 0;
+    ReportRebalance answer;
+  };
+  struct RebalanceMove {
+    std::string from, to;
+    std::size_t request = 0;
+    double asked_at = -1;
+  };
+  std::map<std::size_t, RebalanceRequest> rebalance_requests_;
+  std::map<std::string, RebalanceMove, std::less<>> rebalance_moves_;
+  std::size_t rebalance_serial_ = 0;
   std::unordered_map<std::string, double, StringHash, std::equal_to<>> durations_;
   // A ring of the last transition_log_length transitions; once full, a record's strings are
   // overwritten in place (their capacity reused), so logging allocates nothing (it was 7 % of

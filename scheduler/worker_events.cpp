@@ -256,6 +256,7 @@ void SchedulerState::on(const CheckHeartbeats& e) {
   check_no_workers(e.now);
   retirement_touched_all();  // the periodic pass: a retirement never waits for an event
   if (!replicating_.empty()) retry_replications(e.now);
+  if (!rebalance_moves_.empty()) settle_rebalance(e.now);
   if (e.interval > 0 && last_heartbeat_check_ >= 0 && e.now - last_heartbeat_check_ > 2 * e.interval)
     looking_since_ = e.now;
   last_heartbeat_check_ = e.now;

@@ -58,7 +58,8 @@ namespace taskwire::comm {
 ///    worker; WorkerReport::retiring.
 /// 17: compute_task carries small dependencies the scheduler had just received inline
 ///    (`given`): the worker does not fetch them.
-inline constexpr std::uint32_t kProtocolVersion = 17;
+/// 19 (18 is another branch's): rebalance (client -> scheduler), answered by rebalance_reply.
+inline constexpr std::uint32_t kProtocolVersion = 19;
 
 /// What a comm accepts while its peer has not authenticated: the handshake's messages are
 /// one frame of a few KiB at most, so a peer announcing more is refused before anything is

@@ -168,6 +168,8 @@ void SimScheduler::emit(const sch::Instruction& i) {
           out_["client"].push_back(OpKeyCancelled{x.keys, x.reason});
         } else if constexpr (std::is_same_v<T, sch::DropTaskSpec>) {
           specs_.erase(x.spec);
+        } else if constexpr (std::is_same_v<T, sch::ReportRebalance>) {
+          // the simulated client never asks for a rebalance
         } else {
           emit_log(x);
         }
