@@ -201,7 +201,9 @@ std::unique_ptr<Daemon> start_threshold_worker(const std::string& address, const
 // The limits read jemalloc's statistics only where jemalloc serves malloc (the daemon is
 // linked as this test is); under a sanitizer RSS counts its shadow memory.
 bool jemalloc_counts_memory() {
-  return !kUnderAddressSanitizer && ::dlsym(RTLD_DEFAULT, "mallctl") != nullptr;
+  if (!kUnderAddressSanitizer && ::dlsym(RTLD_DEFAULT, "mallctl") != nullptr) return true;
+  WARN("jemalloc does not serve malloc here: not checking the limits against its statistics");
+  return false;
 }
 
 struct SchedulerForTest {
@@ -221,25 +223,24 @@ struct SchedulerForTest {
 };
 
 // 80 MiB of results, well past half of a 128 MiB limit with the worker's own ~25 MiB.
-constexpr long kHeldBlobs = 20;
+auto submit_held_blobs(Client& client) {
+  std::vector<long> seeds;
+  for (long i = 0; i < 20; ++i) seeds.push_back(i);
+  return client.map(test::memory_blob, seeds);
+}
 
 }  // namespace
 
 TEST_CASE("worker daemon: results past the pause threshold pause it; released, it resumes "
           "although jemalloc keeps their pages resident",
           "[worker][memory][daemon]") {
-  if (!jemalloc_counts_memory()) {
-    WARN("jemalloc does not serve malloc here: not checking the limits against its statistics");
-    return;
-  }
+  if (!jemalloc_counts_memory()) return;
   SchedulerForTest scheduler;
   auto worker = start_threshold_worker(scheduler.address(), "--memory-pause-fraction", "0.5");
   {
     Client client(scheduler.registry, scheduler.address());
     {
-      std::vector<long> seeds;
-      for (long i = 0; i < kHeldBlobs; ++i) seeds.push_back(i);
-      auto blobs = client.map(test::memory_blob, seeds);
+      auto blobs = submit_held_blobs(client);
       if (!worker->wait_for_stderr("paused: process memory")) FAIL(worker->stderr_text());
     }  // every blob released: freed on the worker, its pages kept by jemalloc (dirty_decay_ms:-1)
     if (!worker->wait_for_stderr("resumed: process memory")) FAIL(worker->stderr_text());
@@ -252,16 +253,11 @@ TEST_CASE("worker daemon: results past the pause threshold pause it; released, i
 }
 
 TEST_CASE("worker daemon: results past the terminate threshold close it", "[worker][memory][daemon]") {
-  if (!jemalloc_counts_memory()) {
-    WARN("jemalloc does not serve malloc here: not checking the limits against its statistics");
-    return;
-  }
+  if (!jemalloc_counts_memory()) return;
   SchedulerForTest scheduler;
   auto worker = start_threshold_worker(scheduler.address(), "--memory-terminate-fraction", "0.5");
   Client client(scheduler.registry, scheduler.address());
-  std::vector<long> seeds;
-  for (long i = 0; i < kHeldBlobs; ++i) seeds.push_back(i);
-  auto blobs = client.map(test::memory_blob, seeds);
+  auto blobs = submit_held_blobs(client);
   const auto status = worker->wait(std::chrono::seconds(30));
   INFO(worker->stderr_text());
   CHECK(status == std::optional<int>(1));
