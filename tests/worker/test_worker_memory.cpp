@@ -231,8 +231,8 @@ auto submit_held_blobs(Client& client) {
 
 }  // namespace
 
-TEST_CASE("worker daemon: results past the pause threshold pause it; released, it resumes "
-          "although jemalloc keeps their pages resident",
+TEST_CASE("worker daemon: results past the pause threshold pause it, and once they are "
+          "released it resumes though jemalloc keeps their pages resident",
           "[worker][memory][daemon]") {
   if (!jemalloc_counts_memory()) return;
   SchedulerForTest scheduler;
