@@ -24,12 +24,12 @@
 // above 8 MiB go to an arena that returns them to the kernel as soon as they are freed).
 // Why jemalloc, and why these options: docs/measurements.md, same section.
 // One arena, whose freed pages are never purged on a timer (narenas:1, dirty_decay_ms:-1):
-// a page touched for the first time costs ~4 ms per MB on the VMs measured, ten to thirty
-// times a page used before, and with an arena per thread and a 10 s decay the first cluster
-// of a process paid that for all its data while later ones reused what the first had freed
-// (docs/measurements.md, "The first cluster in a process"). The worker's memory limits
-// therefore subtract the pages kept this way (process_memory_bytes); release_free_memory
-// still purges them. MALLOC_CONF, read after this string, overrides any of these options.
+// a page touched for the first time costs ~4 ms per MB on the VMs measured, about thirty
+// times a page used before; with an arena per thread and a 10 s decay, a new cluster's
+// threads, and every cluster after 10 s, faulted their memory in again (docs/measurements.md,
+// "The first cluster in a process"). The worker's memory limits therefore subtract the
+// pages kept this way (process_memory_bytes); release_free_memory still purges them. An
+// option the user's MALLOC_CONF names wins (jemalloc reads it after this string).
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>

@@ -1,10 +1,10 @@
 #pragma once
 // A worker's memory limit and what it does as its process nears it, after Dask's worker
 // memory management (distributed.worker.memory.*): past `target` of the limit in results
-// held, the least recently used go to disk; past `spill` of it in process memory (its RSS less the
-// freed pages the allocator keeps: runtime::process_memory_bytes), more
-// go; past `pause`, the worker starts no task and fetches nothing until it is below again;
-// past `terminate`, a worker under its nanny is restarted (without one, it closes).
+// held, the least recently used go to disk; past `spill` of it in process memory (its RSS
+// less the freed pages the allocator keeps: runtime::process_memory_bytes), more go; past
+// `pause`, the worker starts no task and fetches nothing until it is below again; past
+// `terminate`, a worker under its nanny is restarted (without one, it closes).
 #include <chrono>
 #include <cstdint>
 #include <string>
