@@ -57,11 +57,26 @@ void Worker::Impl::check_memory() {
   const double limit = static_cast<double>(m.limit);
   std::uint64_t memory = runtime::process_memory_bytes();
   if (memory == 0) return;  // not measurable here
+  give_back_kept_pages(memory);
   if (m.terminate > 0 && static_cast<double>(memory) > m.terminate * limit)
     return terminate_for_memory(memory);
   if (m.spill > 0 && static_cast<double>(memory) > m.spill * limit)
     memory = spill_for_process_memory(memory);
   update_pause(memory);
+}
+
+// The allocator keeps freed pages for good (malloc_tuning.cpp), which the thresholds do not
+// count; but past the first threshold that is on, the resident set itself is given back down
+// to what the process holds, so that a worker near its limit keeps no idle memory from its
+// neighbours (or its cgroup). Below it, the pages stay for reuse.
+void Worker::Impl::give_back_kept_pages(std::uint64_t memory) {
+  const auto& m = options_.memory;
+  const double first = m.spill > 0 ? m.spill : m.pause > 0 ? m.pause : m.terminate;
+  if (first <= 0) return;
+  const double threshold = first * static_cast<double>(m.limit);
+  if (static_cast<double>(memory) > threshold) return;  // what it holds is past it: spill
+  if (static_cast<double>(runtime::resident_set_bytes()) > threshold)
+    runtime::release_free_memory();
 }
 
 // As Dask's worker memory monitor: spill the least recently used results until as many bytes

@@ -21,6 +21,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace taskwire;
@@ -222,6 +223,16 @@ struct SchedulerForTest {
   std::string address() const { return server->addresses().at(0); }
 };
 
+// Polled as the monitor would see it; false if the RSS is still past `bytes` after 20 s.
+bool wait_for_rss_below(pid_t pid, std::uint64_t bytes) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (status_field_bytes(pid, "VmRSS") >= bytes) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
 // 80 MiB of results, well past half of a 128 MiB limit with the worker's own ~25 MiB.
 auto submit_held_blobs(Client& client) {
   std::vector<long> seeds;
@@ -244,6 +255,8 @@ TEST_CASE("worker daemon: results past the pause threshold pause it, and once th
       if (!worker->wait_for_stderr("paused: process memory")) FAIL(worker->stderr_text());
     }  // every blob released: freed on the worker, its pages kept by jemalloc (dirty_decay_ms:-1)
     if (!worker->wait_for_stderr("resumed: process memory")) FAIL(worker->stderr_text());
+    // Past the first threshold on (pause here) the kept pages go back to the system too.
+    CHECK(wait_for_rss_below(worker->pid(), kWorkerLimit / 2));
     auto one = client.submit(test::memory_blob, 7L);
     CHECK(client.submit(test::memory_blob_checksum, one).get() ==
           test::memory_blob_checksum(test::memory_blob(7)));
