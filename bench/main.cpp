@@ -132,6 +132,8 @@ int tasks_main(const std::vector<std::string>& args) {
       "submit().get() repetitions (0 skips them)")(
       "repeats", po::value(&o.repeats)->default_value(o.repeats), "runs per workload (median reported)")(
       "pool", po::bool_switch(&o.pool), "under mpiexec: the scheduler runs in the client's rank")(
+      "nthreads", po::value(&o.nthreads)->default_value(o.nthreads),
+      "under mpiexec: threads per worker rank")(
       "no-work-stealing",
       po::bool_switch()->notifier([&o](bool off) { o.scheduler.work_stealing = !off; }),
       "alone: the scheduler never moves a placed task to an idle worker")(
@@ -152,9 +154,10 @@ int tasks_main(const std::vector<std::string>& args) {
       "compare: backend,workload,tasks,pair,off_seconds,on_seconds, a row a pair)")(
       "log-level", po::value(&level)->default_value(level), "trace .. off");
   if (!parse_options(args, desc, level)) return 0;
-  if (o.independent < 0 || o.chain < 0 || o.fan_in < 0 || o.roundtrips < 0 || o.repeats < 1) {
+  if (o.independent < 0 || o.chain < 0 || o.fan_in < 0 || o.roundtrips < 0 || o.repeats < 1 ||
+      o.nthreads < 1) {
     fmt::print(stderr, "taskwire-bench tasks: workload sizes must not be negative and --repeats "
-                       "must be at least 1\n");
+                       "and --nthreads must be at least 1\n");
     return 2;
   }
   if (backends.empty()) backends = bench::launched_on_several_ranks() ? "mpi,tcp" : "tcp";

@@ -119,7 +119,7 @@ void print_results(const std::string& backend, const std::vector<Result>& result
 }
 
 // Under mpiexec: rank 0 scheduler, rank 1 client (with --pool: both on rank 0), the other
-// ranks single-thread workers, once per transport in the same launch.
+// ranks workers (of --nthreads threads), once per transport in the same launch.
 int run_tasks_on_ranks(const TasksOptions& o) {
   for (const auto& b : o.backends) mpi::parse_transport(b);  // a bad name fails before MPI starts
   runtime::MpiEnvironment env;
@@ -129,16 +129,18 @@ int run_tasks_on_ranks(const TasksOptions& o) {
   CsvWriter csv(client ? o.csv : "", "backend,workload,tasks,seconds,tasks_per_s,per_task_us");
   if (client) {
     if (o.pool)
-      fmt::print("scheduler and client on rank 0 (pool mode), {} single-thread worker ranks\n", env.size() - 1);
+      fmt::print("scheduler and client on rank 0 (pool mode), {} worker ranks of {} thread(s)\n",
+                 env.size() - 1, o.nthreads);
     else
-      fmt::print("scheduler on rank 0, client on rank 1, {} single-thread worker ranks\n", env.size() - 2);
+      fmt::print("scheduler on rank 0, client on rank 1, {} worker ranks of {} thread(s)\n",
+                 env.size() - 2, o.nthreads);
     print_header();
   }
   int rc = 0;
   for (const auto& backend : o.backends) {
     mpi::LaunchOptions lo;
     lo.transport = mpi::parse_transport(backend);
-    lo.nthreads = 1;
+    lo.nthreads = o.nthreads;
     rc |= mpi::run_cluster(env, lo, layout, [&](Client& client) {
       print_results(backend, run_workloads(client, o), csv);
     });

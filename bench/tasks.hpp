@@ -15,6 +15,7 @@ struct TasksOptions {
   int roundtrips = 300;                      ///< submit(noop).get() repetitions
   int repeats = 3;                           ///< runs per workload; the median is reported
   bool pool = false;  ///< under mpiexec: the scheduler inside the client's rank (pool mode)
+  int nthreads = 1;   ///< under mpiexec: threads per worker rank
   /// Alone only: "off" (no HTTP dashboards), "on" (the scheduler's and every worker's, each
   /// /metrics scraped once a second), or "compare": each repeat runs a fresh cluster without
   /// and one with them, in alternating order, and prints both medians and their ratio.

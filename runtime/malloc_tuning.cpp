@@ -23,12 +23,20 @@
 // huge pages for its mappings, and large blocks kept in the ordinary arenas (by default those
 // above 8 MiB go to an arena that returns them to the kernel as soon as they are freed).
 // Why jemalloc, and why these options: docs/measurements.md, same section.
+// One arena, whose freed pages are never purged on a timer (narenas:1, dirty_decay_ms:-1):
+// a page touched for the first time costs ~4 ms per MB on the VMs measured, about thirty
+// times a page used before; with an arena per thread and a 10 s decay, a new cluster's
+// threads, and every cluster after 10 s, faulted their memory in again (docs/measurements.md,
+// "The first cluster in a process"). The worker's memory limits therefore subtract the
+// pages kept this way (process_memory_bytes); release_free_memory still purges them. An
+// option the user's MALLOC_CONF names wins (jemalloc reads it after this string).
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <malloc.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -44,7 +52,8 @@
 #ifdef TASKWIRE_WITH_JEMALLOC
 extern "C" {
 // jemalloc's documented hook: the process's first definition of this symbol is its option string.
-__attribute__((visibility("default"))) const char* malloc_conf = "thp:always,oversize_threshold:0";
+__attribute__((visibility("default"))) const char* malloc_conf =
+    "thp:always,oversize_threshold:0,narenas:1,dirty_decay_ms:-1";
 }
 #endif
 
@@ -177,13 +186,42 @@ const bool tuned = [] {
   return true;
 }();
 
+using Mallctl = int (*)(const char*, void*, std::size_t*, void*, std::size_t);
+
+// Looked up, not linked: a program that dlopens libtaskwire keeps its own malloc, and
+// jemalloc may serve this process only through LD_PRELOAD.
+Mallctl jemalloc_mallctl() noexcept {
+  static const auto found = reinterpret_cast<Mallctl>(::dlsym(RTLD_DEFAULT, "mallctl"));
+  return found;
+}
+
+// Freed pages jemalloc keeps, touched, for its next allocations (dirty; never purged with
+// dirty_decay_ms:-1); 0 when jemalloc does not serve malloc or cannot say.
+std::uint64_t allocator_kept_bytes() noexcept {
+  auto* mallctl = jemalloc_mallctl();
+  if (!mallctl) return 0;
+  std::uint64_t epoch = 1;  // its statistics are a snapshot, refreshed by writing the epoch
+  if (mallctl("epoch", nullptr, nullptr, &epoch, sizeof epoch) != 0) return 0;
+  std::size_t dirty_pages = 0, page = 0;
+  std::size_t len = sizeof dirty_pages;
+  // Arena 4096 is MALLCTL_ARENAS_ALL: the sum over every arena.
+  if (mallctl("stats.arenas.4096.pdirty", &dirty_pages, &len, nullptr, 0) != 0) return 0;
+  len = sizeof page;
+  if (mallctl("arenas.page", &page, &len, nullptr, 0) != 0) return 0;
+  return static_cast<std::uint64_t>(dirty_pages) * page;
+}
+
 }  // namespace
+
+std::uint64_t process_memory_bytes() noexcept {
+  const std::uint64_t rss = resident_set_bytes();
+  const std::uint64_t kept = allocator_kept_bytes();
+  return rss > kept ? rss - kept : (rss ? 1 : 0);  // 0 stays "not measurable"
+}
+
 void release_free_memory() noexcept {
   release_kept_buffers();
-  // Looked up, not linked: a program that dlopens libtaskwire keeps its own malloc, and
-  // jemalloc may serve this process only through LD_PRELOAD.
-  using Mallctl = int (*)(const char*, void*, std::size_t*, void*, std::size_t);
-  if (auto* mallctl = reinterpret_cast<Mallctl>(::dlsym(RTLD_DEFAULT, "mallctl"))) {
+  if (auto* mallctl = jemalloc_mallctl()) {
     // Arena 4096 is MALLCTL_ARENAS_ALL: every arena's unused pages go back at once instead
     // of after jemalloc's decay time.
     mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);

@@ -14,6 +14,13 @@ std::uint64_t resident_set_bytes() noexcept;
 /// cannot be read.
 std::uint64_t peak_resident_set_bytes() noexcept;
 
+/// What a worker's memory limit compares (worker_memory.cpp): the resident set size less the
+/// freed pages the allocator keeps for reuse (jemalloc's dirty pages; taskwire's jemalloc
+/// options never give them back on their own, so the resident set size stays near its peak
+/// after data is freed). Non-malloc memory (stacks, mappings, MPI's buffers) still counts.
+/// 0 when the resident set size cannot be read. Cheap enough for a ten-a-second monitor.
+std::uint64_t process_memory_bytes() noexcept;
+
 /// Gives the memory the allocator and the frame buffer cache keep for reuse back to the
 /// operating system (jemalloc: purges every arena; glibc: malloc_trim), so that freeing
 /// data lowers the resident set size at once. Costs a few milliseconds: for a process near

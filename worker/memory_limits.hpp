@@ -1,9 +1,10 @@
 #pragma once
 // A worker's memory limit and what it does as its process nears it, after Dask's worker
 // memory management (distributed.worker.memory.*): past `target` of the limit in results
-// held, the least recently used go to disk; past `spill` of it in process memory (RSS), more
-// go; past `pause`, the worker starts no task and fetches nothing until it is below again;
-// past `terminate`, a worker under its nanny is restarted (without one, it closes).
+// held, the least recently used go to disk; past `spill` of it in process memory (its RSS
+// less the freed pages the allocator keeps: runtime::process_memory_bytes), more go; past
+// `pause`, the worker starts no task and fetches nothing until it is below again; past
+// `terminate`, a worker under its nanny is restarted (without one, it closes).
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -16,7 +17,7 @@ struct MemoryOptions {
   std::uint64_t limit = 0;
   /// Fractions of `limit`; 0 turns that step off. Dask's defaults.
   double target = 0.6;     ///< results held in memory: spill the least recently used
-  double spill = 0.7;      ///< process memory (RSS): spill until below `target`
+  double spill = 0.7;      ///< process memory (process_memory_bytes): spill below `target`
   double pause = 0.8;      ///< process memory: start no task, fetch nothing
   double terminate = 0.95; ///< process memory: restart (under a nanny) or close
   /// Where spilled results go: the worker makes a fresh directory inside it and removes it

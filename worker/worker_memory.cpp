@@ -1,5 +1,6 @@
 // The worker's memory management (memory_limits.hpp): a timer on the strand compares the
-// process's resident set size with the limit's thresholds, spills results past `spill`,
+// process's memory (runtime::process_memory_bytes: its resident set less the freed pages
+// the allocator keeps for reuse) with the limit's thresholds, spills results past `spill`,
 // pauses past `pause` and ends the worker past `terminate`. Spilling past `target` happens
 // in the DataStore itself, as results arrive.
 #include <taskwire/worker/worker_server_impl.hpp>
@@ -54,22 +55,37 @@ void Worker::Impl::start_memory_monitor() {
 void Worker::Impl::check_memory() {
   const auto& m = options_.memory;
   const double limit = static_cast<double>(m.limit);
-  std::uint64_t rss = runtime::resident_set_bytes();
-  if (rss == 0) return;  // not measurable here
-  if (m.terminate > 0 && static_cast<double>(rss) > m.terminate * limit)
-    return terminate_for_memory(rss);
-  if (m.spill > 0 && static_cast<double>(rss) > m.spill * limit)
-    rss = spill_for_process_memory(rss);
-  update_pause(rss);
+  std::uint64_t memory = runtime::process_memory_bytes();
+  if (memory == 0) return;  // not measurable here
+  give_back_kept_pages(memory);
+  if (m.terminate > 0 && static_cast<double>(memory) > m.terminate * limit)
+    return terminate_for_memory(memory);
+  if (m.spill > 0 && static_cast<double>(memory) > m.spill * limit)
+    memory = spill_for_process_memory(memory);
+  update_pause(memory);
+}
+
+// The allocator keeps freed pages for good (malloc_tuning.cpp), which the thresholds do not
+// count; but past the first threshold that is on, the resident set itself is given back down
+// to what the process holds, so that a worker near its limit keeps no idle memory from its
+// neighbours (or its cgroup). Below it, the pages stay for reuse.
+void Worker::Impl::give_back_kept_pages(std::uint64_t memory) {
+  const auto& m = options_.memory;
+  const double first = m.spill > 0 ? m.spill : m.pause > 0 ? m.pause : m.terminate;
+  if (first <= 0) return;
+  const double threshold = first * static_cast<double>(m.limit);
+  if (static_cast<double>(memory) > threshold) return;  // what it holds is past it: spill
+  if (static_cast<double>(runtime::resident_set_bytes()) > threshold)
+    runtime::release_free_memory();
 }
 
 // As Dask's worker memory monitor: spill the least recently used results until as many bytes
 // as the process is above `target` (or `spill` if target is off) have gone, then hand the
 // freed memory back to the system and measure again.
-std::uint64_t Worker::Impl::spill_for_process_memory(std::uint64_t rss) {
+std::uint64_t Worker::Impl::spill_for_process_memory(std::uint64_t memory) {
   const auto& m = options_.memory;
   const double goal = (m.target > 0 ? m.target : m.spill) * static_cast<double>(m.limit);
-  const auto need = static_cast<std::uint64_t>(static_cast<double>(rss) - goal);
+  const auto need = static_cast<std::uint64_t>(static_cast<double>(memory) - goal);
   std::uint64_t spilled = 0;
   std::size_t count = 0;
   while (spilled < need) {
@@ -79,12 +95,12 @@ std::uint64_t Worker::Impl::spill_for_process_memory(std::uint64_t rss) {
     ++count;
   }
   runtime::release_free_memory();
-  const std::uint64_t now = runtime::resident_set_bytes();
+  const std::uint64_t now = runtime::process_memory_bytes();
   if (count > 0) {
     spill_warned_ = false;
     spdlog::debug("worker {}: process memory {} past {:.0f}% of its limit {}: spilled {} "
                   "result(s), {}, to {}; now {}",
-                  name_, format_bytes(rss), m.spill * 100, format_bytes(m.limit), count,
+                  name_, format_bytes(memory), m.spill * 100, format_bytes(m.limit), count,
                   format_bytes(spilled), spill_directory_.path().string(), format_bytes(now));
   } else if (!spill_warned_ && static_cast<double>(now) > m.spill * static_cast<double>(m.limit)) {
     spill_warned_ = true;  // once per episode: the monitor runs ten times a second
@@ -94,13 +110,13 @@ std::uint64_t Worker::Impl::spill_for_process_memory(std::uint64_t rss) {
                  name_, format_bytes(now), m.spill * 100, format_bytes(m.limit),
                  format_bytes(data_->counts().spilled_bytes));
   }
-  return now ? now : rss;
+  return now ? now : memory;
 }
 
-void Worker::Impl::update_pause(std::uint64_t rss) {
+void Worker::Impl::update_pause(std::uint64_t memory) {
   const auto& m = options_.memory;
   if (m.pause <= 0) return;
-  const bool over = static_cast<double>(rss) > m.pause * static_cast<double>(m.limit);
+  const bool over = static_cast<double>(memory) > m.pause * static_cast<double>(m.limit);
   if (over == state_->paused()) return;
   state_->set_paused(over);
   // The scheduler then places nothing new here, and may steal what waits.
@@ -108,20 +124,20 @@ void Worker::Impl::update_pause(std::uint64_t rss) {
   if (over) {
     spdlog::warn("worker {}: paused: process memory {} is past {:.0f}% of its limit {}; it "
                  "starts no task and fetches nothing until that falls",
-                 name_, format_bytes(rss), m.pause * 100, format_bytes(m.limit));
+                 name_, format_bytes(memory), m.pause * 100, format_bytes(m.limit));
     return;
   }
   spdlog::info("worker {}: resumed: process memory {} is below {:.0f}% of its limit {}", name_,
-               format_bytes(rss), m.pause * 100, format_bytes(m.limit));
+               format_bytes(memory), m.pause * 100, format_bytes(m.limit));
   handle({});  // start what waited
 }
 
-void Worker::Impl::terminate_for_memory(std::uint64_t rss) {
+void Worker::Impl::terminate_for_memory(std::uint64_t memory) {
   const auto& m = options_.memory;
   const auto reason = fmt::format(
       "process memory {} is past {:.0f}% of its memory limit {} (--memory-limit; results "
       "held in memory: {})",
-      format_bytes(rss), m.terminate * 100, format_bytes(m.limit),
+      format_bytes(memory), m.terminate * 100, format_bytes(m.limit),
       format_bytes(data_->counts().memory_bytes));
   if (!options_.nanny) return begin_close(reason + "; closing the worker", false);
   // Under the nanny: leave at once with the status that asks it for a restart (a close

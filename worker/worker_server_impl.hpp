@@ -121,9 +121,10 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   // worker_memory.cpp
   void start_memory_monitor();
   void check_memory();
-  std::uint64_t spill_for_process_memory(std::uint64_t rss);
-  void update_pause(std::uint64_t rss);
-  void terminate_for_memory(std::uint64_t rss);
+  void give_back_kept_pages(std::uint64_t memory);
+  std::uint64_t spill_for_process_memory(std::uint64_t memory);
+  void update_pause(std::uint64_t memory);
+  void terminate_for_memory(std::uint64_t memory);
 
   // worker_http.cpp
   void start_dashboard();

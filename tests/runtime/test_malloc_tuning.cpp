@@ -3,6 +3,8 @@
 // TASKWIRE_WITH_JEMALLOC) or, on the system allocator (test_system_malloc, or a build without
 // jemalloc), was re-executed with glibc.malloc.hugetlb=1 before main, unless built with a
 // sanitizer.
+#include <taskwire/runtime/process_info.hpp>
+
 #include <catch2/catch.hpp>
 
 #ifdef TASKWIRE_WITH_JEMALLOC
@@ -10,6 +12,7 @@
 #endif
 
 #include <sys/mman.h>
+#include <sys/types.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -86,5 +89,26 @@ TEST_CASE("jemalloc serves the process's malloc, with taskwire's options", "[run
   len = sizeof oversize;
   REQUIRE(mallctl("opt.oversize_threshold", &oversize, &len, nullptr, 0) == 0);
   CHECK(oversize == 0);
+  unsigned arenas = 0;
+  len = sizeof arenas;
+  REQUIRE(mallctl("opt.narenas", &arenas, &len, nullptr, 0) == 0);
+  CHECK(arenas == 1);
+  ssize_t decay_ms = 0;
+  len = sizeof decay_ms;
+  REQUIRE(mallctl("opt.dirty_decay_ms", &decay_ms, &len, nullptr, 0) == 0);
+  CHECK(decay_ms == -1);
+}
+
+TEST_CASE("process memory: freed blocks jemalloc keeps resident do not count",
+          "[runtime][malloc]") {
+  constexpr std::size_t bytes = std::size_t{64} << 20;
+  auto block = std::make_unique<char[]>(bytes);  // value-initialised: every page touched
+  const std::uint64_t held = taskwire::runtime::process_memory_bytes();
+  CHECK(held >= bytes);
+  block.reset();
+  // Freed, not purged: still resident (dirty_decay_ms:-1), no longer counted.
+  const std::uint64_t after = taskwire::runtime::process_memory_bytes();
+  CHECK(after + bytes / 2 <= held);
+  CHECK(taskwire::runtime::resident_set_bytes() >= after);
 }
 #endif

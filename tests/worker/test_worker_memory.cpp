@@ -12,12 +12,16 @@
 
 #include <catch2/catch.hpp>
 
+#include <dlfcn.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace taskwire;
@@ -175,4 +179,100 @@ TEST_CASE("worker daemons: intermediate data twice their memory limits spills, c
     CHECK(status == std::optional<int>(0));
   }
   CHECK(files_under(local_dir) == 0);  // each worker removed its spill directory
+}
+
+namespace {
+
+// A worker daemon whose process memory decides everything: results are never spilled for
+// their own bytes (target and spill off), only the named threshold is on.
+std::unique_ptr<Daemon> start_threshold_worker(const std::string& address, const char* threshold,
+                                               const char* fraction) {
+  std::vector<std::string> args{
+      address, "--no-nanny", "--nthreads", "1", "--name", "limited", "--preload",
+      TASKWIRE_MEMORY_PRELOAD_LIB, "--memory-limit", "128MiB", "--no-dashboard", "--log-level",
+      "info"};
+  for (const char* f : {"--memory-target-fraction", "--memory-spill-fraction",
+                        "--memory-pause-fraction", "--memory-terminate-fraction"})
+    args.insert(args.end(), {f, f == std::string(threshold) ? fraction : "0"});
+  auto worker = std::make_unique<Daemon>(std::move(args));
+  REQUIRE(worker->wait_for_stderr("memory limit 128.0 MiB"));
+  return worker;
+}
+
+// The limits read jemalloc's statistics only where jemalloc serves malloc (the daemon is
+// linked as this test is); under a sanitizer RSS counts its shadow memory.
+bool jemalloc_counts_memory() {
+  if (!kUnderAddressSanitizer && ::dlsym(RTLD_DEFAULT, "mallctl") != nullptr) return true;
+  WARN("jemalloc does not serve malloc here: not checking the limits against its statistics");
+  return false;
+}
+
+struct SchedulerForTest {
+  runtime::Context ctx{runtime::Config::from_env(), 2};
+  comm::Registry registry{ctx};
+  std::unique_ptr<scheduler::SchedulerServer> server;
+  SchedulerForTest() {
+    comm::register_builtin_backends(registry);
+    ctx.start();
+    scheduler::SchedulerServerOptions so;
+    so.listen = {"tcp://127.0.0.1:0"};
+    server = std::make_unique<scheduler::SchedulerServer>(registry, so);
+    server->start();
+  }
+  ~SchedulerForTest() { server->stop(); }
+  std::string address() const { return server->addresses().at(0); }
+};
+
+// Polled as the monitor would see it; false if the RSS is still past `bytes` after 20 s.
+bool wait_for_rss_below(pid_t pid, std::uint64_t bytes) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (status_field_bytes(pid, "VmRSS") >= bytes) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+// 80 MiB of results, well past half of a 128 MiB limit with the worker's own ~25 MiB.
+auto submit_held_blobs(Client& client) {
+  std::vector<long> seeds;
+  for (long i = 0; i < 20; ++i) seeds.push_back(i);
+  return client.map(test::memory_blob, seeds);
+}
+
+}  // namespace
+
+TEST_CASE("worker daemon: results past the pause threshold pause it, and once they are "
+          "released it resumes though jemalloc keeps their pages resident",
+          "[worker][memory][daemon]") {
+  if (!jemalloc_counts_memory()) return;
+  SchedulerForTest scheduler;
+  auto worker = start_threshold_worker(scheduler.address(), "--memory-pause-fraction", "0.5");
+  {
+    Client client(scheduler.registry, scheduler.address());
+    {
+      auto blobs = submit_held_blobs(client);
+      if (!worker->wait_for_stderr("paused: process memory")) FAIL(worker->stderr_text());
+    }  // every blob released: freed on the worker, its pages kept by jemalloc (dirty_decay_ms:-1)
+    if (!worker->wait_for_stderr("resumed: process memory")) FAIL(worker->stderr_text());
+    // Past the first threshold on (pause here) the kept pages go back to the system too.
+    CHECK(wait_for_rss_below(worker->pid(), kWorkerLimit / 2));
+    auto one = client.submit(test::memory_blob, 7L);
+    CHECK(client.submit(test::memory_blob_checksum, one).get() ==
+          test::memory_blob_checksum(test::memory_blob(7)));
+  }
+  scheduler.server->stop();  // closes the worker
+  CHECK(worker->wait() == std::optional<int>(0));
+}
+
+TEST_CASE("worker daemon: results past the terminate threshold close it", "[worker][memory][daemon]") {
+  if (!jemalloc_counts_memory()) return;
+  SchedulerForTest scheduler;
+  auto worker = start_threshold_worker(scheduler.address(), "--memory-terminate-fraction", "0.5");
+  Client client(scheduler.registry, scheduler.address());
+  auto blobs = submit_held_blobs(client);
+  const auto status = worker->wait(std::chrono::seconds(30));
+  INFO(worker->stderr_text());
+  CHECK(status == std::optional<int>(1));
+  CHECK(worker->wait_for_stderr("past 50% of its memory limit 128.0 MiB", std::chrono::seconds(1)));
 }
