@@ -23,7 +23,7 @@ set(TASKWIRE_PUBLIC_ENTRY_HEADERS
 set(TASKWIRE_PUBLIC_INCLUDED_HEADERS
   client/client_core.hpp client/outbox.hpp          # future.hpp
   client/callback_runner.hpp                        # client_core.hpp
-  comm/core/address.hpp comm/core/backend.hpp comm/core/comm.hpp comm/core/error.hpp
+  comm/core/address.hpp comm/core/backend.hpp comm/core/backend_counters.hpp comm/core/comm.hpp comm/core/error.hpp
   comm/core/handshake.hpp comm/core/registry.hpp
   graph/options.hpp graph/plan.hpp graph/run.hpp
   runtime/asio.hpp runtime/batch.hpp runtime/byte_buffers.hpp runtime/config.hpp
