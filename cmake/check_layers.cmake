@@ -5,6 +5,8 @@
 # includer (what a layer may include is its own, those it lists, and what they may include).
 # <taskwire/PATH> is PATH from the source root; "PATH" is found beside the includer or from
 # the source root, as the compiler finds it (other includes are third-party and ignored).
+# It also fails on a source file outside tests/, examples/, docs/, cmake/ and third_party/
+# that is in no layer, so that a new folder cannot escape the table.
 # The build refuses most such includes already (cmake/TaskwireLayers.cmake); this check also
 # covers the programs, quoted includes and a layer that is not built in this configuration.
 cmake_minimum_required(VERSION 3.20)
@@ -63,6 +65,34 @@ foreach(layer IN LISTS TASKWIRE_LAYER_NAMES)
 endforeach()
 list(REMOVE_DUPLICATES files)
 list(SORT files)
+
+# Every source of the library and programs is in some layer: a new folder must be added to
+# the table before its includes go unchecked. Left out: tests, examples, docs, cmake,
+# third_party and build trees (anything whose name starts with "build"), hidden folders.
+file(GLOB tops RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/*")
+set(unplaced 0)
+foreach(top IN LISTS tops)
+  if(top MATCHES "^(tests|examples|docs|cmake|third_party|build.*|\\..*)$")
+    continue()
+  endif()
+  if(IS_DIRECTORY "${SOURCE_DIR}/${top}")
+    file(GLOB_RECURSE found RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/${top}/*.hpp"
+         "${SOURCE_DIR}/${top}/*.cpp" "${SOURCE_DIR}/${top}/*.h")
+  elseif(top MATCHES "\\.(hpp|cpp|h)$")
+    set(found "${top}")
+  else()
+    continue()
+  endif()
+  foreach(f IN LISTS found)
+    if(NOT f IN_LIST files)
+      message("NO LAYER ${f}: add its folder to cmake/layers.txt")
+      math(EXPR unplaced "${unplaced} + 1")
+    endif()
+  endforeach()
+endforeach()
+if(unplaced GREATER 0)
+  message(FATAL_ERROR "layers: ${unplaced} source file(s) in no layer (above)")
+endif()
 
 set(edges "")
 set(bad 0)
