@@ -1,7 +1,7 @@
 # cmake -DSOURCE_DIR=... -P check_layers.cmake
-# Lists every include from one layer of cmake/layers.txt into another (the layers' folders,
-# tests, examples and docs left out: they may use any layer) and fails, naming the file and
-# line, on each that the table does not allow: an include of a layer that is not below the
+# Lists every include from one layer of cmake/layers.txt into another (tests, examples and
+# docs are no layer: they may use any) and fails, naming the file and line, on each that the
+# table does not allow: an include of a layer that is not below the
 # includer (what a layer may include is its own, those it lists, and what they may include).
 # <taskwire/PATH> is PATH from the source root; "PATH" is found beside the includer or from
 # the source root, as the compiler finds it (other includes are third-party and ignored).
