@@ -2,7 +2,7 @@
 // taskwire: the umbrella header for programs using the runtime.
 #include <taskwire/client/client.hpp>
 #include <taskwire/client/progress.hpp>
-#include <taskwire/client/mpi/launch.hpp>
+#include <taskwire/launch/mpi/launch.hpp>
 #include <taskwire/comm/backends.hpp>
 #include <taskwire/comm/core/connect.hpp>
 #include <taskwire/graph/execute.hpp>
@@ -11,6 +11,6 @@
 #include <taskwire/runtime/force_exit.hpp>
 #include <taskwire/runtime/function_registry.hpp>
 #include <taskwire/runtime/log.hpp>
-#include <taskwire/runtime/mpi_environment.hpp>
+#include <taskwire/comm/mpi/mpi_environment.hpp>
 #include <taskwire/runtime/serialize.hpp>
 #include <taskwire/runtime/serialize_std.hpp>

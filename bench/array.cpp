@@ -3,7 +3,7 @@
 #include "bench/splitmix.hpp"
 #include "bench/stats.hpp"
 
-#include <taskwire/client/mpi/launch.hpp>
+#include <taskwire/launch/mpi/launch.hpp>
 #include <taskwire/runtime/function_registry.hpp>
 #include <taskwire/runtime/large_buffer.hpp>
 

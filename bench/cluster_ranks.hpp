@@ -1,7 +1,7 @@
 #pragma once
 // Subcommands that launch a whole cluster (scheduler, client, workers) need 3 ranks or more
 // (2 in the pool layout, where the scheduler runs in the client's rank).
-#include <taskwire/runtime/mpi_environment.hpp>
+#include <taskwire/comm/mpi/mpi_environment.hpp>
 
 #include <fmt/format.h>
 

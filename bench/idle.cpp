@@ -3,7 +3,7 @@
 
 #include "bench/stats.hpp"
 
-#include <taskwire/client/mpi/launch.hpp>
+#include <taskwire/launch/mpi/launch.hpp>
 
 #include <fmt/format.h>
 #include <sys/resource.h>

@@ -13,8 +13,8 @@
 
 #include <taskwire/comm/backends.hpp>
 #include <taskwire/comm/core/connect.hpp>
-#include <taskwire/runtime/mpi_broadcast.hpp>
-#include <taskwire/runtime/mpi_environment.hpp>
+#include <taskwire/comm/mpi/mpi_broadcast.hpp>
+#include <taskwire/comm/mpi/mpi_environment.hpp>
 
 #include <fmt/format.h>
 #include <sys/resource.h>

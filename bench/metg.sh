@@ -26,15 +26,15 @@
 # peak needs nonblock). --csv FILE (default metg.csv): rows
 # system,type,iter,tasks,seconds,flops,us_per_task (flops: FLOP/s). --timeout: seconds per
 # run (default 60), enforced by MPIEXEC_TIMEOUT and timeout(1).
-# Binaries default to build/release/taskbench/ under the project root.
+# Binaries default to build/release/bench/taskbench/ under the project root.
 # Exits non-zero when a run fails (its row is left out; the sweep goes on).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
 type=stencil_1d width=2 steps=1000 radix=3 output=16 kernel=compute_bound cores=2
 iters="" csv=metg.csv quick=0 repeats=1 per_run_timeout=60 systems="nonblock,taskwire-mpi,taskwire-tcp"
-nonblock="$here/build/release/taskbench/taskbench-mpi-nonblock"
-taskbench="$here/build/release/taskbench/taskwire-taskbench"
+nonblock="$here/build/release/bench/taskbench/taskbench-mpi-nonblock"
+taskbench="$here/build/release/bench/taskbench/taskwire-taskbench"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;

@@ -2,7 +2,7 @@
 
 #include <taskwire/comm/backends.hpp>
 #include <taskwire/comm/core/connect.hpp>
-#include <taskwire/runtime/mpi_broadcast.hpp>
+#include <taskwire/comm/mpi/mpi_broadcast.hpp>
 
 #include <chrono>
 #include <mutex>

@@ -7,7 +7,7 @@
 #include <taskwire/comm/core/backend.hpp>
 #include <taskwire/comm/core/registry.hpp>
 #include <taskwire/runtime/context.hpp>
-#include <taskwire/runtime/mpi_environment.hpp>
+#include <taskwire/comm/mpi/mpi_environment.hpp>
 
 #include <functional>
 #include <memory>

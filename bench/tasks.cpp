@@ -5,7 +5,7 @@
 #include "bench/scrape.hpp"
 #include "bench/stats.hpp"
 
-#include <taskwire/client/mpi/launch.hpp>
+#include <taskwire/launch/mpi/launch.hpp>
 
 #include <taskwire/client/client.hpp>
 

@@ -11,7 +11,7 @@
 #include <map>
 #include <memory>
 #include <taskwire/client/client.hpp>
-#include <taskwire/client/mpi/launch.hpp>
+#include <taskwire/launch/mpi/launch.hpp>
 
 #include "bench/cluster_ranks.hpp"
 #include "bench/local_cluster.hpp"

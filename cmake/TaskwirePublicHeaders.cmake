@@ -9,13 +9,13 @@ set(TASKWIRE_PUBLIC_ENTRY_HEADERS
   taskwire.hpp                      # umbrella
   client/client.hpp client/future.hpp client/task_error.hpp client/as_completed.hpp
   client/progress.hpp client/scheduler_info.hpp
-  client/mpi/launch.hpp             # initialize / initialize_pool / run_cluster
+  launch/mpi/launch.hpp             # initialize / initialize_pool / run_cluster
   launch/slurm/slurm_cluster.hpp    # SlurmCluster: workers as Slurm jobs
   graph/graph.hpp graph/execute.hpp
   runtime/function_registry.hpp runtime/serialize.hpp runtime/serialize_std.hpp
   runtime/large_buffer.hpp          # BufferAllocator for tasks' big arrays
   runtime/context.hpp runtime/log.hpp
-  runtime/mpi_environment.hpp runtime/force_exit.hpp
+  comm/mpi/mpi_environment.hpp runtime/force_exit.hpp
   comm/backends.hpp comm/core/connect.hpp
   scheduler/scheduler_server.hpp worker/worker_server.hpp)
 
@@ -23,11 +23,11 @@ set(TASKWIRE_PUBLIC_ENTRY_HEADERS
 set(TASKWIRE_PUBLIC_INCLUDED_HEADERS
   client/client_core.hpp client/outbox.hpp          # future.hpp
   client/callback_runner.hpp                        # client_core.hpp
-  comm/core/address.hpp comm/core/backend.hpp comm/core/comm.hpp comm/core/error.hpp
+  comm/core/address.hpp comm/core/backend.hpp comm/core/backend_counters.hpp comm/core/comm.hpp comm/core/error.hpp
   comm/core/handshake.hpp comm/core/registry.hpp
   graph/options.hpp graph/plan.hpp graph/run.hpp
   runtime/asio.hpp runtime/batch.hpp runtime/byte_buffers.hpp runtime/config.hpp
-  runtime/frame.hpp runtime/histogram.hpp runtime/resources.hpp runtime/mpi_wake.hpp runtime/mpi_hosts.hpp runtime/mpi_exits.hpp runtime/protocol.hpp runtime/raw_codec.hpp
+  runtime/frame.hpp runtime/histogram.hpp runtime/resources.hpp comm/mpi/mpi_wake.hpp comm/mpi/mpi_hosts.hpp comm/mpi/mpi_exits.hpp runtime/protocol.hpp runtime/raw_codec.hpp
   runtime/sendable.hpp                              # serialize.hpp
   runtime/value.hpp runtime/value_size.hpp          # function_registry.hpp
   runtime/wire_codec.hpp

@@ -1,7 +1,7 @@
 #pragma once
 // Where this process sits in its launch (rank, number of ranks), read from the launcher's
 // environment before MPI is initialised: for log lines and files named per rank, and for the
-// UCX defaults (runtime/ucx_defaults.hpp).
+// UCX defaults (comm/mpi/ucx_defaults.hpp).
 //
 // PMI first (MPICH's hydra sets PMI_RANK/PMI_SIZE, and so does `srun --mpi=pmi2`), then PMIx
 // and Open MPI, then Slurm's own SLURM_PROCID/SLURM_NTASKS. The order matters under Slurm:

@@ -1,6 +1,5 @@
 #include <taskwire/scheduler/scheduler_dashboard.hpp>
 
-#include <taskwire/comm/mpi/mpi_poll_stats.hpp>
 #include <taskwire/http/daemon_answers.hpp>
 #include <taskwire/http/prometheus_text.hpp>
 
@@ -135,8 +134,8 @@ std::string render_metrics(const SchedulerFacts& f) {
   p.single("taskwire_scheduler_task_stream_unrecorded_total", "counter",
            "Finished tasks left out of the task stream (over its rate of entries a second).",
            static_cast<double>(f.stream_unrecorded));
-  for (const auto& m : comm::mpi::poll_metrics())
-    p.single(std::string("taskwire_scheduler_") + m.name, "counter", m.help, static_cast<double>(m.value));
+  for (const auto& c : f.backend_counters)
+    p.single("taskwire_scheduler_" + c.name, "counter", c.help, static_cast<double>(c.value));
   p.single("taskwire_scheduler_uptime_seconds", "gauge", "Seconds since the scheduler started.",
            f.uptime);
   return p.take();

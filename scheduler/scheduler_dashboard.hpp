@@ -3,6 +3,7 @@
 // recent errors), the snapshot of facts it copies on its strand for one HTTP request, and
 // how a snapshot renders (Prometheus text, JSON) off the strand. The HTTP server itself is
 // http/http_server.hpp; SchedulerServer wires them together.
+#include <taskwire/comm/core/backend_counters.hpp>
 #include <taskwire/http/dashboard_page.hpp>
 #include <taskwire/http/task_stream.hpp>
 #include <taskwire/runtime/protocol.hpp>
@@ -68,6 +69,7 @@ struct SchedulerFacts {
   std::uint64_t last_seq = 0;
   std::uint64_t stream_unrecorded = 0;  ///< finished tasks left out of the task stream
   std::vector<TaskErrorRecord> errors;  ///< json requests only
+  std::vector<comm::BackendCounter> backend_counters;  ///< the registry's (Registry::counters)
 };
 
 SchedulerFacts collect_facts(const SchedulerState& state, const DashboardRecorder* recorder,

@@ -1,11 +1,11 @@
 // taskwire-scheduler: the scheduler daemon.
 //   taskwire-scheduler --listen tcp://0.0.0.0:8786 [--listen ADDR2 ...] --scheduler-file F
 // Exits 0 after SIGINT/SIGTERM or a client's shutdown(), 1 with a message on a fatal error,
-// 2 on a bad command line (runtime/daemon_bootstrap.hpp).
+// 2 on a bad command line (launch/daemon_bootstrap.hpp).
 #include <taskwire/comm/core/address.hpp>
 #include <taskwire/comm/core/host_address.hpp>
 #include <taskwire/http/http_server.hpp>
-#include <taskwire/runtime/daemon_bootstrap.hpp>
+#include <taskwire/launch/daemon_bootstrap.hpp>
 #include <taskwire/runtime/log.hpp>
 #include <taskwire/runtime/scheduler_file.hpp>
 #include <taskwire/scheduler/scheduler_server.hpp>

@@ -611,6 +611,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
       facts->uptime = self->now();
       facts->loop_lag = self->lag ? self->lag->last_seconds() : 0;
       facts->loop_lag_max = self->lag ? self->lag->max_seconds() : 0;
+      facts->backend_counters = self->registry.counters();
       asio::post(self->registry.context().executor(),
                  [facts, routed, respond = std::move(respond)] { respond(render(*facts, routed)); });
     });

@@ -1,6 +1,5 @@
 #include <taskwire/worker/worker_dashboard.hpp>
 
-#include <taskwire/comm/mpi/mpi_poll_stats.hpp>
 #include <taskwire/http/daemon_answers.hpp>
 #include <taskwire/http/prometheus_text.hpp>
 
@@ -157,8 +156,8 @@ std::string render_metrics(const WorkerFacts& f) {
            "How late the last probe timer fired on the worker's strand.", f.loop_lag);
   p.single("taskwire_worker_event_loop_lag_max_seconds", "gauge",
            "The largest such delay since the worker started.", f.loop_lag_max);
-  for (const auto& m : comm::mpi::poll_metrics())
-    p.single(std::string("taskwire_worker_") + m.name, "counter", m.help, static_cast<double>(m.value));
+  for (const auto& c : f.backend_counters)
+    p.single("taskwire_worker_" + c.name, "counter", c.help, static_cast<double>(c.value));
   p.single("taskwire_worker_task_stream_unrecorded_total", "counter",
            "Task runs left out of the task stream (over its rate of entries a second).",
            static_cast<double>(f.stream_unrecorded));

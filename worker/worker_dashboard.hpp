@@ -2,6 +2,7 @@
 // The worker's side of the dashboard: counters and the task stream it records on its strand
 // as tasks finish and transfers arrive, the snapshot one HTTP request copies there, and how
 // that renders (Prometheus text, JSON) off the strand. Not installed API.
+#include <taskwire/comm/core/backend_counters.hpp>
 #include <taskwire/http/dashboard_page.hpp>
 #include <taskwire/http/task_stream.hpp>
 #include <taskwire/runtime/histogram.hpp>
@@ -81,6 +82,7 @@ struct WorkerFacts {
   std::uint64_t last_seq = 0;
   std::uint64_t stream_unrecorded = 0;  ///< task runs left out of the task stream
   std::vector<WorkerTaskError> errors;  ///< json requests only
+  std::vector<comm::BackendCounter> backend_counters;  ///< the registry's (Registry::counters)
 };
 
 /// Copies the recorder's part of the facts (the caller fills in the worker's own).

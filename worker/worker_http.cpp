@@ -74,6 +74,7 @@ WorkerFacts Worker::Impl::collect_facts(const http::RoutedRequest& request) cons
   f.process_peak_bytes = runtime::peak_resident_set_bytes();
   if (recorder_) collect_recorded(*recorder_, request, f);
   if (lag_) f.loop_lag = lag_->last_seconds(), f.loop_lag_max = lag_->max_seconds();
+  f.backend_counters = registry_.counters();
   return f;
 }
 

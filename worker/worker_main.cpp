@@ -10,9 +10,9 @@
 // restarts it when it dies of a signal; a child waiting for its scheduler is not dying.
 #include <taskwire/comm/core/connect.hpp>
 #include <taskwire/http/http_server.hpp>
-#include <taskwire/runtime/daemon_bootstrap.hpp>
+#include <taskwire/launch/daemon_bootstrap.hpp>
 #include <taskwire/runtime/log.hpp>
-#include <taskwire/runtime/preload.hpp>
+#include <taskwire/launch/preload.hpp>
 #include <taskwire/runtime/resources.hpp>
 #include <taskwire/worker/crash_record.hpp>
 #include <taskwire/worker/nanny.hpp>

@@ -3,12 +3,14 @@
 // tcp/, mpi/, inproc/, each including only comm/core and runtime). They produce raw comms;
 // comm/core/connect.hpp adds retries and the handshake on top.
 #include <taskwire/comm/core/address.hpp>
+#include <taskwire/comm/core/backend_counters.hpp>
 #include <taskwire/comm/core/comm.hpp>
 
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace taskwire::comm {
 
@@ -58,6 +60,9 @@ class Backend {
   virtual std::unique_ptr<Listener> make_listener(const Address& address,
                                                   RawAcceptHandler on_comm,
                                                   const RawListenOptions& options) = 0;
+  /// Synchronous, thread-safe: what this backend has counted since the process started
+  /// (backend_counters.hpp); none by default.
+  virtual std::vector<BackendCounter> counters() const { return {}; }
 };
 
 }  // namespace taskwire::comm

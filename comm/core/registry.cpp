@@ -28,4 +28,13 @@ std::vector<std::string> Registry::schemes() const {
   return out;
 }
 
+std::vector<BackendCounter> Registry::counters() const {
+  std::vector<BackendCounter> out;
+  for (const auto& [scheme, backend] : backends_) {
+    auto more = backend->counters();
+    out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  }
+  return out;
+}
+
 }  // namespace taskwire::comm

@@ -24,6 +24,8 @@ class Registry {
   Backend& get(std::string_view scheme) const;
   Backend* find(std::string_view scheme) const noexcept;
   std::vector<std::string> schemes() const;
+  /// Every backend's counters (Backend::counters), in scheme order. Thread-safe once filled.
+  std::vector<BackendCounter> counters() const;
   runtime::Context& context() const noexcept { return context_; }
 
  private:

@@ -1,6 +1,7 @@
 #include <taskwire/comm/mpi/mpi_backend.hpp>
 #include <taskwire/comm/mpi/mpi_connector.hpp>
 #include <taskwire/comm/mpi/mpi_listener.hpp>
+#include <taskwire/comm/mpi/mpi_poll_stats.hpp>
 #include <taskwire/comm/mpi/mpi_poller.hpp>
 
 
@@ -41,6 +42,12 @@ std::unique_ptr<Listener> MpiBackend::make_listener(const Address& address,
                                                     RawAcceptHandler on_comm,
                                                     const RawListenOptions&) {
   return std::make_unique<MpiListener>(core_, address, std::move(on_comm));
+}
+
+std::vector<BackendCounter> MpiBackend::counters() const {
+  std::vector<BackendCounter> out;
+  for (const auto& m : poll_metrics()) out.push_back({m.name, m.help, m.value});
+  return out;
 }
 
 }  // namespace taskwire::comm::mpi

@@ -49,6 +49,8 @@ class MpiBackend final : public Backend {
   std::unique_ptr<Listener> make_listener(const Address& address,
                                           RawAcceptHandler on_comm,
                                           const RawListenOptions& options) override;
+  /// The poll drivers' counters (mpi_poll_stats.hpp), which are the process's.
+  std::vector<BackendCounter> counters() const override;
 
  private:
   std::shared_ptr<MpiBackendCore> core_;

@@ -3,7 +3,7 @@
 #include <taskwire/comm/mpi/mpi_poll_policy.hpp>
 #include <taskwire/comm/mpi/mpi_poll_stats.hpp>
 #include <taskwire/runtime/context.hpp>
-#include <taskwire/runtime/mpi_hosts.hpp>
+#include <taskwire/comm/mpi/mpi_hosts.hpp>
 #include <taskwire/runtime/trace.hpp>
 
 #include <fcntl.h>

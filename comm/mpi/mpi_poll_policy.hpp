@@ -4,7 +4,7 @@
 // tells its peers on the wake board. Pure: no clock, no MPI; the driver passes what it knows.
 // docs/mpi-poll-policy.md has the measurements behind each rule.
 #include <taskwire/runtime/config.hpp>
-#include <taskwire/runtime/mpi_wake.hpp>
+#include <taskwire/comm/mpi/mpi_wake.hpp>
 
 #include <chrono>
 #include <cstdint>

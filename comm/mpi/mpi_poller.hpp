@@ -21,8 +21,8 @@
 #include <taskwire/comm/mpi/mpi_poll_policy.hpp>
 #include <taskwire/comm/mpi/mpi_wire.hpp>
 #include <taskwire/runtime/config.hpp>
-#include <taskwire/runtime/mpi_environment.hpp>
-#include <taskwire/runtime/mpi_wake.hpp>
+#include <taskwire/comm/mpi/mpi_environment.hpp>
+#include <taskwire/comm/mpi/mpi_wake.hpp>
 
 #include <atomic>
 #include <functional>

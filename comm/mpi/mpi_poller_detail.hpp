@@ -1,6 +1,6 @@
 #pragma once
 // Helpers shared by the MpiPoller's translation units (not part of any interface).
-#include <taskwire/runtime/mpi_environment.hpp>
+#include <taskwire/comm/mpi/mpi_environment.hpp>
 
 #include <cstdint>
 #include <string>

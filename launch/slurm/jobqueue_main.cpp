@@ -6,7 +6,7 @@
 //     --worker-arg=--preload --worker-arg=/home/me/libtasks.so --scheduler-file sched.json
 #include <taskwire/launch/job_plan.hpp>
 #include <taskwire/launch/slurm/slurm_cluster.hpp>
-#include <taskwire/runtime/daemon_bootstrap.hpp>
+#include <taskwire/launch/daemon_bootstrap.hpp>
 #include <taskwire/runtime/log.hpp>
 #include <taskwire/runtime/scheduler_file.hpp>
 

@@ -1,5 +1,7 @@
 // The dashboard's building blocks: the HTTP server's limits and routes, the Prometheus text
 // writer, the task-stream ring.
+#include <taskwire/comm/backends.hpp>
+#include <taskwire/comm/core/registry.hpp>
 #include <taskwire/http/daemon_answers.hpp>
 #include <taskwire/http/dashboard_page.hpp>
 #include <taskwire/http/http_server.hpp>
@@ -318,4 +320,31 @@ TEST_CASE("http: a /json reply puts the task stream in the dashboard and survive
   const auto metrics =
       http::facts_response({.route = http::Route::metrics, .part = ""}, "m 1\n", {}, {});
   CHECK(metrics.body == "m 1\n");
+}
+
+TEST_CASE("http: both dashboards' /metrics carry the backends' counters, read through the "
+          "registry") {
+  runtime::Context context;
+  comm::Registry empty(context);
+  CHECK(empty.counters().empty());
+  comm::Registry registry(context);
+  comm::register_builtin_backends(registry);  // mpi:// counts its poll drivers' turns and sleeps
+  const auto counters = registry.counters();
+  std::vector<std::string> names;
+  for (const auto& c : counters) names.push_back(c.name);
+  CHECK(names == std::vector<std::string>{"mpi_poll_turns_total", "mpi_poll_sleeps_total",
+                                          "mpi_poll_wakeups_by_peer_total",
+                                          "mpi_poll_wakeups_by_timer_total",
+                                          "mpi_poll_wakeups_local_total"});
+  const http::RoutedRequest metrics{.route = http::Route::metrics, .part = ""};
+  scheduler::SchedulerFacts scheduler_facts;
+  scheduler_facts.backend_counters = counters;
+  const auto from_scheduler = scheduler::render(scheduler_facts, metrics).body;
+  CHECK(from_scheduler.find("# TYPE taskwire_scheduler_mpi_poll_turns_total counter") !=
+        std::string::npos);
+  worker::WorkerFacts worker_facts;
+  worker_facts.backend_counters = counters;
+  const auto from_worker = worker::render(worker_facts, metrics).body;
+  CHECK(from_worker.find("# TYPE taskwire_worker_mpi_poll_sleeps_total counter") !=
+        std::string::npos);
 }

@@ -10,9 +10,9 @@
 //                  only the environment's first collective), until the test interrupts it
 // Ranks say "exits-test: rank R pid P" once up, and a task that ends its rank says
 // "exits-test: rank R ends by ..." first, so that the test knows whom the job must name.
-#include <taskwire/client/mpi/launch.hpp>
+#include <taskwire/launch/mpi/launch.hpp>
 #include <taskwire/runtime/function_registry.hpp>
-#include <taskwire/runtime/mpi_hosts.hpp>
+#include <taskwire/comm/mpi/mpi_hosts.hpp>
 
 #include <fmt/format.h>
 #include <mpi.h>

@@ -1,6 +1,6 @@
-// The daemons' shared set-up (runtime/daemon_bootstrap.hpp) and the scheduler file's wait.
+// The daemons' shared set-up (launch/daemon_bootstrap.hpp) and the scheduler file's wait.
 #include <taskwire/comm/core/connect.hpp>
-#include <taskwire/runtime/daemon_bootstrap.hpp>
+#include <taskwire/launch/daemon_bootstrap.hpp>
 #include <taskwire/runtime/scheduler_file.hpp>
 
 #include <catch2/catch.hpp>

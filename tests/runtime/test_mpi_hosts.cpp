@@ -1,5 +1,5 @@
 // runtime::crowded_ranks and same_kernel (mpi_hosts.hpp) on hand-made identity records.
-#include <taskwire/runtime/mpi_hosts.hpp>
+#include <taskwire/comm/mpi/mpi_hosts.hpp>
 
 #include <catch2/catch.hpp>
 

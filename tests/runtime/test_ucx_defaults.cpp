@@ -1,4 +1,4 @@
-#include <taskwire/runtime/ucx_defaults.hpp>
+#include <taskwire/comm/mpi/ucx_defaults.hpp>
 
 #include <catch2/catch.hpp>
 

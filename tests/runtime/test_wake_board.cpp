@@ -1,6 +1,6 @@
 // runtime::WakeBoard (mpi_wake.hpp) without MPI: two boards in this process stand for two
 // ranks on one host (keys other than the pid keep them apart from the process's own).
-#include <taskwire/runtime/mpi_wake.hpp>
+#include <taskwire/comm/mpi/mpi_wake.hpp>
 
 #include <catch2/catch.hpp>
 

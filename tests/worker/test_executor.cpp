@@ -60,22 +60,40 @@ TEST_CASE("executor: nthreads jobs run at once", "[worker][executor]") {
 
 TEST_CASE("executor: stop lets running jobs finish and discards queued ones",
           "[worker][executor]") {
+  // Ordered by a gate, not by time: the running job holds until stop() has discarded the
+  // queued one (the queue empties then, and only then: the one thread is held).
   Executor ex(1);
   ex.start();
-  std::promise<void> started;
-  std::atomic<bool> finished{false}, ran_queued{false};
+  std::promise<void> started, release;
+  std::shared_future<void> gate = release.get_future().share();
+  std::atomic<bool> finished{false}, ran_queued{false}, stop_returned{false};
+  std::atomic<bool> stop_returned_before_job_ended{false};
   ex.submit({}, [&] {
     started.set_value();
-    std::this_thread::sleep_for(50ms);
+    gate.wait();
+    stop_returned_before_job_ended = stop_returned.load();
     finished = true;
   });
   REQUIRE(started.get_future().wait_for(10s) == std::future_status::ready);
-  ex.submit({}, [&] { ran_queued = true; });
-  auto stopped = std::async(std::launch::async, [&] { ex.stop(); });
+  REQUIRE(ex.submit({}, [&] { ran_queued = true; }));
+  CHECK(ex.queued() == 1);
+  auto stopped = std::async(std::launch::async, [&] {
+    ex.stop();
+    stop_returned = true;
+  });
+  const auto give_up = std::chrono::steady_clock::now() + 10s;  // a liveness bound only
+  while (ex.queued() != 0) {
+    REQUIRE(std::chrono::steady_clock::now() < give_up);
+    std::this_thread::yield();
+  }
+  CHECK(ex.running() == 1);
+  CHECK_FALSE(ex.submit({}, [] {}));  // stopping: refused
+  release.set_value();
   REQUIRE(stopped.wait_for(10s) == std::future_status::ready);
   CHECK(finished);
+  CHECK_FALSE(stop_returned_before_job_ended);
   CHECK_FALSE(ran_queued);
-  CHECK_FALSE(ex.submit({}, [] {}));
+  CHECK(ex.running() == 0);
   ex.stop();  // idempotent
 }
 

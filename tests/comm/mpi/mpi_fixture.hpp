@@ -2,7 +2,7 @@
 // The mpi:// scheme fixture (tests/comm/fixture.hpp) and what MPI-specific tests need from it.
 #include "tests/comm/fixture.hpp"
 
-#include <taskwire/runtime/mpi_environment.hpp>
+#include <taskwire/comm/mpi/mpi_environment.hpp>
 
 namespace taskwire::test {
 

@@ -7,7 +7,7 @@
 #include <taskwire/comm/backends.hpp>
 #include <taskwire/comm/core/connect.hpp>
 #include <taskwire/runtime/context.hpp>
-#include <taskwire/runtime/mpi_environment.hpp>
+#include <taskwire/comm/mpi/mpi_environment.hpp>
 
 #include <fmt/format.h>
 #include <sys/resource.h>

@@ -20,7 +20,7 @@
 #include <taskwire/runtime/resources.hpp>
 #include <taskwire/worker/memory_limits.hpp>
 #include <taskwire/client/client.hpp>
-#include <taskwire/runtime/mpi_environment.hpp>
+#include <taskwire/comm/mpi/mpi_environment.hpp>
 
 #include <chrono>
 #include <functional>

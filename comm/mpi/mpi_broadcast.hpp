@@ -2,7 +2,7 @@
 // A polled broadcast of a string over the runtime's communicator, for start-up exchanges
 // (the scheduler's contact address). Polled like MpiEnvironment::barrier(): no rank sits in
 // a blocking MPI call while it waits (they spin in MPICH 4.0).
-#include <taskwire/runtime/mpi_environment.hpp>
+#include <taskwire/comm/mpi/mpi_environment.hpp>
 
 #include <string>
 

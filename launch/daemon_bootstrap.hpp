@@ -1,9 +1,9 @@
 #pragma once
-// What taskwire-scheduler, taskwire-worker and taskwire-mpi share: the command line's common
-// options and its errors, logging, the configuration, a started context and registry,
-// SIGINT/SIGTERM as a stop request, finding the scheduler, exit statuses. Built into the
-// three programs only (the taskwire_daemon_bootstrap static library), not libtaskwire, and
-// not installed: it is not public API, which is also why it may use comm/ from runtime/.
+// What taskwire-scheduler, taskwire-worker, taskwire-mpi and taskwire-jobqueue share: the
+// command line's common options and its errors, logging, the configuration, a started context
+// and registry, SIGINT/SIGTERM as a stop request, finding the scheduler, exit statuses. Built
+// into the programs only (the taskwire_daemon_bootstrap static library), not libtaskwire, and
+// not installed: it is not public API.
 #include <taskwire/comm/core/registry.hpp>
 #include <taskwire/runtime/asio.hpp>
 #include <taskwire/runtime/config.hpp>

@@ -1,9 +1,9 @@
-#include <taskwire/client/mpi/cluster_rank.hpp>
+#include <taskwire/launch/mpi/cluster_rank.hpp>
 #include <taskwire/comm/backends.hpp>
 #include <taskwire/comm/core/address.hpp>
 #include <taskwire/http/http_server.hpp>
 #include <taskwire/runtime/asio.hpp>
-#include <taskwire/runtime/mpi_broadcast.hpp>
+#include <taskwire/comm/mpi/mpi_broadcast.hpp>
 #include <taskwire/runtime/process_info.hpp>
 #include <taskwire/runtime/scheduler_file.hpp>
 #include <taskwire/scheduler/scheduler_server.hpp>

@@ -1,4 +1,4 @@
-#include <taskwire/runtime/mpi_broadcast.hpp>
+#include <taskwire/comm/mpi/mpi_broadcast.hpp>
 
 #include <taskwire/comm/core/host_address.hpp>
 

@@ -1,6 +1,6 @@
-#include "taskbench/run_graphs.hpp"
+#include "bench/taskbench/run_graphs.hpp"
 
-#include "taskbench/point_task.hpp"
+#include "bench/taskbench/point_task.hpp"
 
 #include <taskwire/client/task_error.hpp>
 

@@ -1,4 +1,4 @@
-#include <taskwire/runtime/daemon_bootstrap.hpp>
+#include <taskwire/launch/daemon_bootstrap.hpp>
 
 #include <taskwire/comm/backends.hpp>
 #include <taskwire/comm/core/connect.hpp>

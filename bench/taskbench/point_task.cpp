@@ -1,4 +1,4 @@
-#include "taskbench/point_task.hpp"
+#include "bench/taskbench/point_task.hpp"
 
 #include <taskwire/runtime/function_registry.hpp>
 #include <taskwire/runtime/raw_codec.hpp>

@@ -1,6 +1,6 @@
-#include <taskwire/runtime/mpi_environment.hpp>
-#include <taskwire/runtime/mpi_hosts.hpp>
-#include <taskwire/runtime/ucx_defaults.hpp>
+#include <taskwire/comm/mpi/mpi_environment.hpp>
+#include <taskwire/comm/mpi/mpi_hosts.hpp>
+#include <taskwire/comm/mpi/ucx_defaults.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

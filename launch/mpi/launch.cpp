@@ -1,8 +1,8 @@
-#include <taskwire/client/mpi/cluster_rank.hpp>
-#include <taskwire/client/mpi/launch.hpp>
+#include <taskwire/launch/mpi/cluster_rank.hpp>
+#include <taskwire/launch/mpi/launch.hpp>
 #include <taskwire/runtime/force_exit.hpp>
 #include <taskwire/runtime/log.hpp>
-#include <taskwire/runtime/preload.hpp>
+#include <taskwire/launch/preload.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

@@ -4,9 +4,9 @@
 // other over MPI, and the scheduler also listens on TCP (its address goes first in the
 // scheduler file) so that a Client outside the job can connect and submit work. The job ends
 // when a client calls shutdown() or on SIGINT/SIGTERM, every rank exiting 0.
-#include <taskwire/client/mpi/launch.hpp>
+#include <taskwire/launch/mpi/launch.hpp>
 #include <taskwire/http/http_server.hpp>
-#include <taskwire/runtime/daemon_bootstrap.hpp>
+#include <taskwire/launch/daemon_bootstrap.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

@@ -3,11 +3,11 @@
 // Every rank parses the same argv into the same TaskBench App before the cluster starts, so a
 // worker's task finds its graph by index (point_task.hpp); the client submits and times the
 // graphs and prints TaskBench's report (run_graphs.hpp).
-#include "taskbench/driver_options.hpp"
-#include "taskbench/point_task.hpp"
-#include "taskbench/run_graphs.hpp"
+#include "bench/taskbench/driver_options.hpp"
+#include "bench/taskbench/point_task.hpp"
+#include "bench/taskbench/run_graphs.hpp"
 
-#include <taskwire/client/mpi/launch.hpp>
+#include <taskwire/launch/mpi/launch.hpp>
 #include <taskwire/runtime/log.hpp>
 
 #include <fmt/format.h>

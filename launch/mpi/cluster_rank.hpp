@@ -2,8 +2,8 @@
 // One rank's part in a cluster launched under mpiexec (see launch.hpp): the scheduler, a
 // worker, the client, or (pool mode) the scheduler and the client in one process.
 // start() and the end of a cluster are collective: every rank of the job takes part.
-#include <taskwire/client/mpi/job_signals.hpp>
-#include <taskwire/client/mpi/launch.hpp>
+#include <taskwire/launch/mpi/job_signals.hpp>
+#include <taskwire/launch/mpi/launch.hpp>
 #include <taskwire/comm/core/registry.hpp>
 #include <taskwire/runtime/context.hpp>
 

@@ -1,4 +1,4 @@
-#include <taskwire/client/mpi/job_signals.hpp>
+#include <taskwire/launch/mpi/job_signals.hpp>
 #include <taskwire/runtime/force_exit.hpp>
 
 #include <fmt/format.h>

@@ -22,9 +22,9 @@
 // cannot be initialised again after MPI_Finalize). Thread-safety: all members are safe to
 // call from any thread.
 #include <taskwire/runtime/config.hpp>
-#include <taskwire/runtime/mpi_exits.hpp>
-#include <taskwire/runtime/mpi_hosts.hpp>
-#include <taskwire/runtime/mpi_wake.hpp>
+#include <taskwire/comm/mpi/mpi_exits.hpp>
+#include <taskwire/comm/mpi/mpi_hosts.hpp>
+#include <taskwire/comm/mpi/mpi_wake.hpp>
 
 #include <mpi.h>
 

@@ -1,7 +1,7 @@
 #pragma once
 // The command line of taskwire-taskbench: the driver's own `--` flags, taken out of argv, and
 // TaskBench's single-dash flags (-steps, -width, -type, ...), left for TaskBench's App.
-#include <taskwire/client/mpi/launch.hpp>
+#include <taskwire/launch/mpi/launch.hpp>
 
 #include <cstddef>
 #include <string>

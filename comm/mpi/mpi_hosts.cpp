@@ -1,4 +1,4 @@
-#include <taskwire/runtime/mpi_hosts.hpp>
+#include <taskwire/comm/mpi/mpi_hosts.hpp>
 
 #include <arpa/inet.h>
 #include <fcntl.h>

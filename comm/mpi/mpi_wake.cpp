@@ -1,6 +1,6 @@
-#include <taskwire/runtime/mpi_wake.hpp>
+#include <taskwire/comm/mpi/mpi_wake.hpp>
 
-#include <taskwire/runtime/mpi_hosts.hpp>
+#include <taskwire/comm/mpi/mpi_hosts.hpp>
 
 #include <fcntl.h>
 #include <sys/eventfd.h>

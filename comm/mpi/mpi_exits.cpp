@@ -1,4 +1,4 @@
-#include <taskwire/runtime/mpi_exits.hpp>
+#include <taskwire/comm/mpi/mpi_exits.hpp>
 #include <taskwire/runtime/process_info.hpp>
 
 #include <fmt/format.h>

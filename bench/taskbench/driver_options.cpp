@@ -1,4 +1,4 @@
-#include "taskbench/driver_options.hpp"
+#include "bench/taskbench/driver_options.hpp"
 
 #include <fmt/format.h>
 

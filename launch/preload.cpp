@@ -1,4 +1,4 @@
-#include <taskwire/runtime/preload.hpp>
+#include <taskwire/launch/preload.hpp>
 
 #include <taskwire/runtime/function_registry.hpp>
 
