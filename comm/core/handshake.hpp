@@ -58,7 +58,9 @@ namespace taskwire::comm {
 ///    worker; WorkerReport::retiring.
 /// 17: compute_task carries small dependencies the scheduler had just received inline
 ///    (`given`): the worker does not fetch them.
-inline constexpr std::uint32_t kProtocolVersion = 17;
+/// 18: a client asks for workers to be retired: retire_workers, answered by
+///    retire_workers_reply.
+inline constexpr std::uint32_t kProtocolVersion = 18;
 
 /// What a comm accepts while its peer has not authenticated: the handshake's messages are
 /// one frame of a few KiB at most, so a peer announcing more is refused before anything is

@@ -166,6 +166,8 @@ void SimScheduler::emit(const sch::Instruction& i) {
           out_["client"].push_back(OpKeyLost{x.key});
         } else if constexpr (std::is_same_v<T, sch::ReportCancelled>) {
           out_["client"].push_back(OpKeyCancelled{x.keys, x.reason});
+        } else if constexpr (std::is_same_v<T, sch::ReportRetirement>) {
+          // The simulated client never asks for one (its workers retire by themselves).
         } else if constexpr (std::is_same_v<T, sch::DropTaskSpec>) {
           specs_.erase(x.spec);
         } else {
