@@ -553,9 +553,9 @@ protocol::SchedulerInfo ClientCore::scheduler_info(std::chrono::milliseconds tim
                        timeout, "scheduler_info");
 }
 
-protocol::RetireWorkersReply ClientCore::retire_workers(const std::vector<std::string>& workers,
-                                                        std::size_t count,
-                                                        std::optional<std::chrono::milliseconds> timeout) {
+protocol::RetireWorkersReply ClientCore::retire_workers(
+    const std::vector<std::string>& workers, std::size_t count,
+    std::optional<std::chrono::milliseconds> timeout) {
   return request_reply(retire_requests_, Op::retire_workers,
                        protocol::RetireWorkersRequest{0, workers, count}, timeout,
                        "retire_workers");

@@ -98,7 +98,8 @@ void SchedulerState::give_up_retirement(WorkerState* ws, std::size_t unplaced) {
   ws->retiring = false;
   ws->drain_due = false;
   retiring_.erase(ws);
-  std::erase_if(replicating_, [&](const auto& entry) { return entry.first->who_has.front() == ws; });
+  std::erase_if(replicating_,
+                [&](const auto& entry) { return entry.first->who_has.front() == ws; });
   classify_for_stealing(ws);
   settle_retire_requests(ws, why);
   retry_unrunnable_ = true;

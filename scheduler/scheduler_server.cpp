@@ -709,6 +709,14 @@ std::string SchedulerServer::dashboard_url() const {
   return impl_->http ? impl_->http->url() : std::string();
 }
 
+void SchedulerServer::retire_workers(std::vector<std::string> workers) {
+  asio::post(impl_->strand, [impl = impl_, workers = std::move(workers)]() mutable {
+    if (impl->stopping) return;
+    impl->handle(RetireWorkers{"", 0, std::move(workers), 0, ""});  // "": nobody to answer
+    impl->flush();
+  });
+}
+
 void SchedulerServer::stop() {
   auto impl = impl_;
   // Shared, as in the destructor: the handler may run after this returns.
