@@ -168,6 +168,29 @@ struct FakeBatch final : BatchSystem {
   }
 };
 
+// Workers the jobs of a fake batch would start: real ones, in this process, named as a job's
+// script names them (JOBNAME-JOBID-0).
+struct JobWorkers {
+  runtime::Context context{runtime::Config::from_env(), 1};
+  comm::Registry registry{context};
+  std::string scheduler;
+  explicit JobWorkers(std::string scheduler_address) : scheduler(std::move(scheduler_address)) {
+    comm::register_builtin_backends(registry);
+    context.start();
+  }
+  ~JobWorkers() { context.stop(); }
+  std::unique_ptr<worker::Worker> start(const std::string& job,
+                                        std::chrono::system_clock::time_point retire_at = {}) {
+    worker::WorkerOptions o;
+    o.scheduler_address = scheduler;
+    o.name = "taskwire-worker-" + job + "-0";
+    o.retire_at = retire_at;
+    auto w = std::make_unique<worker::Worker>(context, registry, o);
+    w->start();
+    return w;
+  }
+};
+
 bool until(const std::function<bool()>& ok) {
   for (int i = 0; i < 200 && !ok(); ++i) std::this_thread::sleep_for(25ms);
   return ok();
@@ -221,21 +244,8 @@ TEST_CASE("job cluster: a job whose workers retire is replaced at once, and its 
                                         .listen = "tcp://127.0.0.1:0"});
   cluster.scale(1);
   batch.set("100", JobState::running);
-  runtime::Context context(runtime::Config::from_env(), 1);
-  comm::Registry registry(context);
-  comm::register_builtin_backends(registry);
-  context.start();
-  // The workers job 100 and job 101 would start (real ones, in this process).
-  const auto start = [&](const std::string& job, std::chrono::system_clock::time_point at) {
-    worker::WorkerOptions o;
-    o.scheduler_address = cluster.scheduler_address();
-    o.name = "taskwire-worker-" + job + "-0";
-    o.retire_at = at;
-    auto w = std::make_unique<worker::Worker>(context, registry, o);
-    w->start();
-    return w;
-  };
-  auto first = start("100", std::chrono::system_clock::now() + 1s);
+  JobWorkers workers(cluster.scheduler_address());
+  auto first = workers.start("100", std::chrono::system_clock::now() + 1s);
   REQUIRE(cluster.wait_for_workers(1, 10s));
   taskwire::Client client(cluster.scheduler_address());
   auto kept = client.scatter(41);  // its only copy is on job 100's worker
@@ -247,7 +257,7 @@ TEST_CASE("job cluster: a job whose workers retire is replaced at once, and its 
   CHECK(jobs[0].leaving);
   CHECK_FALSE(jobs[1].leaving);
   CHECK_FALSE(first->close_status().closed);
-  auto second = start("101", {});
+  auto second = workers.start("101");
   REQUIRE(first->wait_closed(10s));  // retired once the data was copied
   CHECK(first->close_status().clean);
   CHECK(kept.get() == 41);
@@ -259,7 +269,6 @@ TEST_CASE("job cluster: a job whose workers retire is replaced at once, and its 
   second->stop();
   first->stop();
   cluster.close();
-  context.stop();
 }
 
 TEST_CASE("job cluster: scaling down retires the workers of the job going (its data moves to "
@@ -272,20 +281,9 @@ TEST_CASE("job cluster: scaling down retires the workers of the job going (its d
   cluster.scale(2);
   batch.set("100", JobState::running);
   batch.set("101", JobState::running);
-  runtime::Context context(runtime::Config::from_env(), 1);
-  comm::Registry registry(context);
-  comm::register_builtin_backends(registry);
-  context.start();
-  const auto start = [&](const std::string& job) {
-    worker::WorkerOptions o;
-    o.scheduler_address = cluster.scheduler_address();
-    o.name = "taskwire-worker-" + job + "-0";
-    auto w = std::make_unique<worker::Worker>(context, registry, o);
-    w->start();
-    return w;
-  };
-  auto staying = start("100");
-  auto going = start("101");
+  JobWorkers workers(cluster.scheduler_address());
+  auto staying = workers.start("100");
+  auto going = workers.start("101");
   REQUIRE(cluster.wait_for_workers(2, 10s));
   taskwire::Client client(cluster.scheduler_address());
   auto big = client.scatter(std::vector<int>(1000, 1), {.workers = {"taskwire-worker-100-0"}});
@@ -316,7 +314,6 @@ TEST_CASE("job cluster: scaling down retires the workers of the job going (its d
   going->stop();
   staying->stop();
   cluster.close();
-  context.stop();
 }
 
 TEST_CASE("adapt: bursts separated by idle gaps shorter than release_after submit no more "

@@ -22,6 +22,13 @@ std::vector<std::string> replicas_asked(const Instructions& out, const std::stri
   return sorted(keys);
 }
 
+/// Worker a, alone, computes x (the only copy).
+void one_result_on_a(Harness& h) {
+  h.add_worker("a");
+  h.submit({task("x")});
+  h.finish("x");
+}
+
 /// Worker a computes x and y (the only copies), then b joins.
 void two_results_on_a(Harness& h) {
   h.add_worker("a");
@@ -330,9 +337,7 @@ TEST_CASE("retire_workers: a worker whose only copies nobody can take is not ret
           "client hears why, and the worker takes work again",
           "[scheduler][retirement]") {
   Harness h(without_stealing());
-  h.add_worker("a");
-  h.submit({task("x")});
-  h.finish("x");
+  one_result_on_a(h);
   auto out = h.handle(RetireWorkers{"c1", 1, {"a"}, 0, ""});
   auto told = answers(out);
   REQUIRE(told.size() == 1);
@@ -375,9 +380,7 @@ TEST_CASE("retire_workers: a worker retiring on its own is never given up, and a
           "left hears nothing",
           "[scheduler][retirement]") {
   Harness h(without_stealing());
-  h.add_worker("a");
-  h.submit({task("x")});
-  h.finish("x");
+  one_result_on_a(h);
   h.handle(RetireWorker{"a", "lifetime", ""});
   auto out = h.handle(RetireWorkers{"admin", 1, {"a"}, 0, ""});
   CHECK(answers(out).empty());  // it waits for somewhere to copy to, as before
