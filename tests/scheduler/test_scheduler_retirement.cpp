@@ -320,7 +320,7 @@ TEST_CASE("retire_workers: a count takes idle workers first, then those holding 
   CHECK(answers(out).empty());  // b's copy is on its way
 }
 
-TEST_CASE("retire_workers: names are taken as addresses are; an unknown one fails at once",
+TEST_CASE("retire_workers: names are taken as addresses are, and an unknown one fails at once",
           "[scheduler][retirement]") {
   Harness h;
   h.handle(AddWorker{"tcp://w1", 1, "alpha", 0, ""});
