@@ -164,29 +164,32 @@ struct JobCluster::Impl {
     return out;
   }
 
-  // Too many jobs: those with no worker connected are cancelled at once; the others' workers
-  // are retired first (Dask's scale_down through retire_workers), so that a job holding data
-  // or running tasks is not scancelled under them (follow_drains() cancels it once they left).
+  // Too many jobs: those still queued (no worker ever seen) are cancelled at once; the others'
+  // workers are retired first (Dask's scale_down through retire_workers), so that a job
+  // holding data or running tasks is not scancelled under them: follow_drains() cancels it
+  // once they left. A running job's workers may have connected since the last check (their
+  // addresses not known yet): follow_drains() retires them when it sees them.
   void reconcile() {
     const std::size_t live = live_jobs();
     if (live < target_jobs && failed_starts < 3) submit_more(target_jobs - live);
     if (live <= target_jobs) return;
-    std::vector<std::string> idle, workers;
+    std::vector<std::string> queued, workers;
     for (const auto& id : victims(live - target_jobs)) {
       Job& job = jobs[id];
-      if (job.addresses.empty()) {
-        idle.push_back(id);
+      if (job.state == JobState::pending && !job.worker_seen && job.connected == 0) {
+        queued.push_back(id);
         continue;
       }
       job.draining = true;
       job.drain_deadline = Clock::now() + drain_allowance();
       job.asked.insert(job.addresses.begin(), job.addresses.end());
       workers.insert(workers.end(), job.addresses.begin(), job.addresses.end());
-      spdlog::info("SlurmCluster: retiring the {} worker(s) of job {} before cancelling it",
-                   job.addresses.size(), id);
+      spdlog::info("SlurmCluster: retiring the workers of job {} before cancelling it ({} "
+                   "connected as of the last check)",
+                   id, job.addresses.size());
     }
     if (!workers.empty()) scheduler->retire_workers(workers);
-    cancel(idle, "not started, or no worker of theirs connected");
+    cancel(queued, "not started");
   }
 
   void cancel(const std::vector<std::string>& ids, std::string_view why) {
@@ -205,7 +208,7 @@ struct JobCluster::Impl {
     return grace.count() > 0 ? grace : std::chrono::seconds(60);
   }
 
-  // A draining job is cancelled once its workers left, once the scheduler gave their
+  // A draining job is cancelled once no worker of it is connected, once the scheduler gave their
   // retirement up (nowhere to copy their data: scale(0); what they held is computed again
   // if needed), or at its deadline. A worker of it that connected late is retired too.
   void follow_drains(const SchedulerInfo& info) {

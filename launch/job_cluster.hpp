@@ -107,7 +107,7 @@ class JobCluster {
   std::string job_script() const;
 
   /// Holds `workers` workers: jobs = workers / processes, rounded up. Submits at once; of
-  /// jobs too many, cancels those not started at once, and retires the workers of the others
+  /// jobs too many, cancels those still queued at once, and retires the workers of the others
   /// first (idle ones and those holding the fewest bytes go first; their tasks not started
   /// and their data move to the workers that stay, as Client::retire_workers does), then
   /// cancels them once their workers left (or when a worker's lifetime grace, 60 s without
