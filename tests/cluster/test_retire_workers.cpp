@@ -12,7 +12,7 @@ using namespace taskwire;
 using namespace std::chrono_literals;
 
 namespace {
-std::string name_of(Client& client, const std::string& address) {
+std::string worker_name(Client& client, const std::string& address) {
   for (const auto& w : client.scheduler_info().workers)
     if (w.address == address) return w.name;
   return "";
@@ -39,7 +39,7 @@ TEST_CASE("cluster: retire_workers mid-graph: the running task finishes, the que
   std::string other;
   for (const auto& w : c.client.scheduler_info().workers)
     if (w.address != *running_on && other.empty()) other = w.address;
-  const std::string by_name = name_of(c.client, *running_on);
+  const std::string by_name = worker_name(c.client, *running_on);
   auto retiring = std::async(std::launch::async, [&] {
     return c.client.retire_workers({by_name, other}, 60s);
   });
