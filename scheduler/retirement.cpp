@@ -12,6 +12,12 @@
 // With no other worker to copy to, it waits; the worker's own hard deadline then ends it as
 // before (its only copies are lost and computed again).
 //
+// A client asks for the same with RetireWorkers (Client::retire_workers, and a job cluster
+// scaling down): the workers it names, or a count chosen as Dask's workers_to_close does. It
+// hears once each is gone or could not be retired. A retirement only clients asked for, with
+// nowhere to copy to, is given up at once instead of waiting (the worker runs on): nothing
+// else would ever end it, and Dask's RetireWorker policy gives up the same way.
+//
 // The work is done at the end of handle(), for the retiring workers something happened to
 // (drain_due), so that an event costs nothing more while no worker retires.
 #include <taskwire/scheduler/scheduler_state.hpp>
@@ -194,7 +200,8 @@ void SchedulerState::drain_retiring() {
       drain(ws);
       again = true;
     }
-    if (std::exchange(retry_unrunnable_, false)) {  // a retirement given up: it takes work
+    // A retirement given up: that worker takes work again (or resources were freed).
+    if (std::exchange(retry_unrunnable_, false)) {
       schedule_unrunnable();
       schedule_queued();
     }
