@@ -109,6 +109,7 @@ void SchedulerState::give_up_retirement(WorkerState* ws, std::size_t unplaced) {
   classify_for_stealing(ws);
   settle_retire_requests(ws, why);
   retry_unrunnable_ = true;
+  retirement_touched_all();  // a worker retiring by itself may copy to this one now
 }
 
 void SchedulerState::settle_retire_requests(const WorkerState* ws, const std::string& why) {

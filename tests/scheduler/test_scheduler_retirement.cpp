@@ -391,3 +391,27 @@ TEST_CASE("retire_workers: a worker retiring on its own is never given up, and a
   CHECK(only<CloseWorker>(out).size() == 1);
   CHECK(answers(out).empty());
 }
+
+TEST_CASE("retire_workers: a worker whose retirement is given up takes the copies of one "
+          "retiring by itself",
+          "[scheduler][retirement]") {
+  // Found by the simulation (seeds 10171, 10232 with --graceful-retirements).
+  Harness h(without_stealing());
+  two_results_on_a(h);  // x, y only on a; b holds nothing
+  TaskSpec z = task("z");
+  z.workers = {"b"};
+  h.submit({z});
+  h.finish("z");  // z only on b
+  auto out = h.handle(RetireWorker{"a", "lifetime", ""});
+  REQUIRE(replicas_asked(out, "b") == std::vector<std::string>{"x", "y"});
+  // b is asked to retire too: a's copies have nowhere to go, and b's neither: b's retirement
+  // is given up, and a copies to b after all.
+  out = h.handle(RetireWorkers{"c1", 1, {"b"}, 0, ""});
+  const auto told = answers(out);
+  REQUIRE(told.size() == 1);
+  CHECK(failed_workers(told[0]) == std::vector<std::string>{"b"});
+  CHECK(replicas_asked(out, "b") == std::vector<std::string>{"x", "y"});
+  out = h.handle(AddKeys{"b", {"x", "y"}, ""});
+  CHECK(only<CloseWorker>(out).size() == 1);
+  CHECK(h.s.task_counts().lost == 0);
+}
