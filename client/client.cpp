@@ -67,6 +67,42 @@ SchedulerInfo Client::scheduler_info(std::chrono::milliseconds timeout) {
   return info;
 }
 
+RetireError::RetireError(std::vector<std::string> retired, std::vector<Failure> failures)
+    : std::runtime_error([&] {
+        std::vector<std::string> each;
+        for (const auto& f : failures) each.push_back(fmt::format("{}: {}", f.worker, f.reason));
+        return fmt::format("retire_workers: {} worker(s) not retired ({}); {} retired",
+                           failures.size(), fmt::join(each, "; "), retired.size());
+      }()),
+      retired_(std::move(retired)),
+      failures_(std::move(failures)) {}
+
+namespace {
+std::vector<std::string> retired_or_throw(protocol::RetireWorkersReply reply) {
+  if (reply.failed.empty()) return std::move(reply.retired);
+  std::vector<RetireError::Failure> failures;
+  for (auto& f : reply.failed) failures.push_back({std::move(f.worker), std::move(f.reason)});
+  throw RetireError(std::move(reply.retired), std::move(failures));
+}
+}  // namespace
+
+std::vector<std::string> Client::retire_workers(const std::vector<std::string>& workers,
+                                                std::optional<std::chrono::milliseconds> timeout) {
+  return retired_or_throw(core().retire_workers(workers, 0, timeout));
+}
+
+std::vector<std::string> Client::retire_workers(std::size_t count,
+                                                std::optional<std::chrono::milliseconds> timeout) {
+  return retired_or_throw(core().retire_workers({}, count, timeout));
+}
+
+RebalanceResult Client::rebalance(const std::vector<std::string>& keys,
+                                  const std::vector<std::string>& workers,
+                                  std::optional<std::chrono::milliseconds> timeout) {
+  auto reply = core().rebalance(keys, workers, timeout);
+  return {static_cast<std::size_t>(reply.moved), reply.moved_bytes, std::move(reply.failed)};
+}
+
 std::string Client::item_key(const protocol::TaskSpec& spec,
                              const std::vector<runtime::Frame>& frames) {
   const auto key = pure_key(spec, frames);  // "<function>-<hash>"

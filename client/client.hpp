@@ -205,6 +205,31 @@ struct WaitResult {
   std::vector<Future<T>> not_done;
 };
 
+/// What Client::rebalance did: the results now held by another worker, their bytes, and each
+/// result or worker that did not move and why ("KEY: why", "worker W: not connected").
+struct RebalanceResult {
+  std::size_t moved = 0;
+  std::uint64_t moved_bytes = 0;
+  std::vector<std::string> failed;
+};
+
+/// Client::retire_workers could not retire some of the workers: what() names each and why;
+/// the others were retired all the same (retired()).
+class RetireError : public std::runtime_error {
+ public:
+  struct Failure {
+    std::string worker;  ///< its address, or the name given
+    std::string reason;
+  };
+  RetireError(std::vector<std::string> retired, std::vector<Failure> failures);
+  const std::vector<std::string>& retired() const noexcept { return retired_; }
+  const std::vector<Failure>& failures() const noexcept { return failures_; }
+
+ private:
+  std::vector<std::string> retired_;
+  std::vector<Failure> failures_;
+};
+
 class Client {
  public:
   /// Connects to the scheduler at `address` (tcp://, inproc://, mpi://), retrying until
@@ -448,6 +473,45 @@ class Client {
   /// queued there), its clients and its tasks per state. Waits up to `timeout` for the answer;
   /// throws comm::CommError (timeout, or the connection to the scheduler is gone).
   SchedulerInfo scheduler_info(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+  /// Retires `workers` (addresses or names, as scheduler_info() lists them) without losing
+  /// anything, as Dask's Client.retire_workers: nothing new goes to them, the tasks they have
+  /// not started run elsewhere, those they run finish there, and each result they hold the
+  /// only copy of is copied to another worker; then they close (a nanny does not restart
+  /// them). Nothing is recomputed. Returns their addresses once they are gone. Throws
+  /// RetireError naming each that could not be retired and why (not connected; lost
+  /// meanwhile; no other worker to take its data: it then runs on as before), and
+  /// comm::CommError when the scheduler is gone or did not answer within `timeout` (none:
+  /// as long as the running tasks take).
+  std::vector<std::string> retire_workers(
+      const std::vector<std::string>& workers,
+      std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+  /// The same for `count` workers the scheduler chooses, as Dask's workers_to_close: idle
+  /// ones first, then those holding the fewest bytes; fewer when fewer are connected and
+  /// not retiring already.
+  std::vector<std::string> retire_workers(
+      std::size_t count, std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+
+  /// Evens out the bytes the workers hold, as Dask's Client.rebalance: those above the mean
+  /// send their largest results to those below, a result moving only while both come nearer
+  /// the mean; each move is a copy the recipient fetches, then the sender's copy freed (a
+  /// result a task on its worker still reads stays). `keys` limits what moves (all results
+  /// in memory when empty), `workers` (addresses or names) who takes part (all when empty;
+  /// never a paused or retiring worker). Returns once every move is done or failed; throws
+  /// comm::CommError when the scheduler is gone or did not answer within `timeout`.
+  RebalanceResult rebalance(const std::vector<std::string>& keys = {},
+                            const std::vector<std::string>& workers = {},
+                            std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+  /// The same for the results of `futures`.
+  template <class T>
+  RebalanceResult rebalance(const std::vector<Future<T>>& futures,
+                            const std::vector<std::string>& workers = {},
+                            std::optional<std::chrono::milliseconds> timeout = std::nullopt) {
+    std::vector<std::string> keys;
+    keys.reserve(futures.size());
+    for (const auto& f : futures) keys.push_back(f.key());
+    return rebalance(keys, workers, timeout);
+  }
 
   /// Submits `tasks` as one graph message (TaskDescription); one future per task, in order,
   /// whose get() returns the result's bytes (as<T>() reads them as a T). Throws

@@ -61,6 +61,13 @@ comm::ConnectOptions to_scheduler(comm::Registry& registry, std::chrono::millise
   options.handshake->expect_role = "scheduler";
   return options;
 }
+
+// A request's reply, kept only while its request waits (one that timed out is dropped).
+template <class Reply>
+void take_reply(std::map<std::uint64_t, std::optional<Reply>>& waiting, runtime::OpReader& r) {
+  auto b = r.body<Reply>();
+  if (auto it = waiting.find(b.request_id); it != waiting.end()) it->second = std::move(b);
+}
 }  // namespace
 
 std::shared_ptr<ClientCore> ClientCore::connect(const std::string& address, ClientOptions options) {
@@ -218,13 +225,15 @@ void ClientCore::on_batch(const runtime::Message& m) {
         r.body<protocol::Empty>();
         shutdown_acked_ = true;
         break;
-      case Op::scheduler_info_reply: {
-        auto b = r.body<protocol::SchedulerInfo>();
-        // Kept only while its request waits (one that timed out is dropped).
-        if (auto it = info_requests_.find(b.request_id); it != info_requests_.end())
-          it->second = std::move(b);
+      case Op::scheduler_info_reply:
+        take_reply(info_requests_, r);
         break;
-      }
+      case Op::retire_workers_reply:
+        take_reply(retire_requests_, r);
+        break;
+      case Op::rebalance_reply:
+        take_reply(rebalance_requests_, r);
+        break;
       default:
         throw runtime::SerializationError(
             fmt::format("unexpected operation {} from the scheduler", static_cast<int>(r.op())));
@@ -515,25 +524,51 @@ std::vector<KeyStatus> ClientCore::statuses(const std::vector<std::string>& keys
   return out;
 }
 
-protocol::SchedulerInfo ClientCore::scheduler_info(std::chrono::milliseconds timeout) {
-  std::uint64_t id = 0;
+// One request and its reply, matched by id in `waiting` (info_requests_, retire_requests_).
+template <class Reply, class Request>
+Reply ClientCore::request_reply(std::map<std::uint64_t, std::optional<Reply>>& waiting, Op op,
+                                Request request,
+                                std::optional<std::chrono::milliseconds> timeout,
+                                std::string_view what) {
   {
     std::lock_guard lock(mu_);
     if (!broken_.empty()) throw comm::CommError(make_error_code(comm::errc::closed), broken_);
-    id = ++info_counter_;
-    info_requests_.emplace(id, std::nullopt);
+    request.request_id = ++info_counter_;
+    waiting.emplace(request.request_id, std::nullopt);
   }
-  send([id](Outbox& out) { out.add(Op::scheduler_info, protocol::SchedulerInfoRequest{id}); });
+  const std::uint64_t id = request.request_id;
+  send([&](Outbox& out) { out.add(op, request); });
   std::unique_lock lock(mu_);
-  block(lock, [&] { return info_requests_.at(id).has_value() || !broken_.empty(); },
-        std::chrono::steady_clock::now() + timeout);
-  auto reply = std::move(info_requests_.at(id));
-  info_requests_.erase(id);
+  Deadline deadline;
+  if (timeout) deadline = std::chrono::steady_clock::now() + *timeout;
+  block(lock, [&] { return waiting.at(id).has_value() || !broken_.empty(); }, deadline);
+  auto reply = std::move(waiting.at(id));
+  waiting.erase(id);
   if (reply) return std::move(*reply);
   if (!broken_.empty()) throw comm::CommError(make_error_code(comm::errc::closed), broken_);
   throw comm::CommError(make_error_code(comm::errc::timeout),
-                        fmt::format("the scheduler did not answer scheduler_info within {} ms",
-                                    timeout.count()));
+                        fmt::format("the scheduler did not answer {} within {} ms", what,
+                                    timeout.value_or(std::chrono::milliseconds(0)).count()));
+}
+
+protocol::SchedulerInfo ClientCore::scheduler_info(std::chrono::milliseconds timeout) {
+  return request_reply(info_requests_, Op::scheduler_info, protocol::SchedulerInfoRequest{},
+                       timeout, "scheduler_info");
+}
+
+protocol::RetireWorkersReply ClientCore::retire_workers(
+    const std::vector<std::string>& workers, std::size_t count,
+    std::optional<std::chrono::milliseconds> timeout) {
+  return request_reply(retire_requests_, Op::retire_workers,
+                       protocol::RetireWorkersRequest{0, workers, count}, timeout,
+                       "retire_workers");
+}
+
+protocol::RebalanceReply ClientCore::rebalance(const std::vector<std::string>& keys,
+                                               const std::vector<std::string>& workers,
+                                               std::optional<std::chrono::milliseconds> timeout) {
+  return request_reply(rebalance_requests_, Op::rebalance,
+                       protocol::RebalanceRequest{0, keys, workers}, timeout, "rebalance");
 }
 
 runtime::Frame ClientCore::result(const std::string& key) { return results({key}).at(0); }

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -136,6 +137,18 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// Asks the scheduler for a snapshot of the cluster and waits up to `timeout` for it; throws
   /// comm::CommError (timeout, or the connection to the scheduler is gone).
   protocol::SchedulerInfo scheduler_info(std::chrono::milliseconds timeout);
+  /// Asks the scheduler to retire `workers` (addresses or names) and `count` more of its
+  /// choice, and waits for the answer (protocol::RetireWorkersRequest) up to `timeout` (none:
+  /// as long as it takes); throws comm::CommError (timeout, or the connection to the
+  /// scheduler is gone).
+  protocol::RetireWorkersReply retire_workers(
+      const std::vector<std::string>& workers, std::size_t count,
+      std::optional<std::chrono::milliseconds> timeout);
+  /// Asks the scheduler to even out the bytes its workers hold (protocol::RebalanceRequest)
+  /// and waits for the answer, as retire_workers does.
+  protocol::RebalanceReply rebalance(const std::vector<std::string>& keys,
+                                     const std::vector<std::string>& workers,
+                                     std::optional<std::chrono::milliseconds> timeout);
   /// Asks the scheduler to stop itself and every worker; waits for its acknowledgement.
   void shutdown(std::chrono::milliseconds timeout = std::chrono::milliseconds(10'000));
   void close();
@@ -195,6 +208,12 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// fetch_timeout_, plus 1 s per 100 MB.
   std::chrono::milliseconds time_allowed(std::uint64_t bytes) const;
   void fail_all(const std::string& why);
+  /// Sends `request` (its request_id set here) and waits for the reply of that id, which
+  /// on_batch files in `waiting`; throws comm::CommError as scheduler_info does.
+  template <class Reply, class Request>
+  Reply request_reply(std::map<std::uint64_t, std::optional<Reply>>& waiting, protocol::Op op,
+                      Request request, std::optional<std::chrono::milliseconds> timeout,
+                      std::string_view what);
   /// Waits (mu_ held through `lock`) until done() or the deadline; true if done(). The calling
   /// thread runs the context's event loop meanwhile when it may (runtime::Context::Drive), so
   /// that a reply wakes it directly; otherwise it waits on cv_.
@@ -253,6 +272,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   bool shutdown_acked_ = false;
   // scheduler_info requests waiting for their reply, by request id (empty: not answered yet).
   std::map<std::uint64_t, std::optional<protocol::SchedulerInfo>> info_requests_;
+  // retire_workers requests waiting for their reply, the same way (ids from info_counter_).
+  std::map<std::uint64_t, std::optional<protocol::RetireWorkersReply>> retire_requests_;
+  std::map<std::uint64_t, std::optional<protocol::RebalanceReply>> rebalance_requests_;
   std::uint64_t info_counter_ = 0;
   std::uint64_t counter_ = 0;
   std::int64_t priority_ = 0;

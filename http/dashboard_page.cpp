@@ -27,7 +27,7 @@ td.track{text-align:left;width:300px;background:#eee;padding:0;white-space:nowra
 <span>erred: <b id="erred">0</b></span><span>retried: <b id="retried">0</b></span>
 <span>event loop lag: <b id="lag">0</b> ms</span><span id="status"></span></div>
 <h2>Workers</h2><table id="workers"><thead><tr><th>worker</th><th>address</th><th>threads</th>
-<th>memory</th><th>running</th><th>queued</th><th>keys</th></tr></thead><tbody></tbody></table>
+<th>memory</th><th>running</th><th>queued</th><th>keys</th><th>status</th></tr></thead><tbody></tbody></table>
 <h2>Task stream</h2><svg id="stream" width="1200" height="60"></svg>
 <h2>Progress</h2><table id="progress"><tbody></tbody></table>
 <h2>Recent errors</h2><table id="errors"><tbody></tbody></table>
@@ -51,7 +51,7 @@ function workers(d) {
   $("workers").tBodies[0].innerHTML = d.workers.map(w =>
     `<tr class="worker" data-address="${esc(w.address)}"><td>${esc(w.name)}</td><td>${esc(w.address)}</td>` +
     `<td>${w.nthreads}</td><td>${bytes(w.memory_bytes)}</td><td>${w.running}</td><td>${w.queued}</td>` +
-    `<td>${w.keys}</td></tr>`).join("");
+    `<td>${w.keys}</td><td>${esc(w.status || "running")}</td></tr>`).join("");
 }
 function progress(d) {
   $("progress").tBodies[0].innerHTML = d.functions.map(f => {

@@ -16,6 +16,8 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <string_view>
 #include <thread>
 
 namespace taskwire::launch {
@@ -63,11 +65,17 @@ struct JobCluster::Impl {
     bool worker_seen = false;      ///< one of its workers connected at some point
     std::size_t connected = 0;     ///< its workers connected at the last check
     std::size_t busy = 0;          ///< tasks placed on its workers at the last check
-    std::size_t keys = 0;          ///< results its workers held at the last check
+    std::uint64_t bytes = 0;       ///< bytes of the results its workers held then
+    std::vector<std::string> addresses = {};  ///< its workers connected then
     std::size_t retiring = 0;      ///< of its connected workers, those retiring
     std::size_t order = 0;         ///< submission order
     /// Its workers retire (their lifetime ended): it ends soon, and no longer counts.
     bool leaving = false;
+    /// Fewer jobs were asked for: its workers retire (the scheduler moves their tasks and
+    /// data to the others), then it is cancelled. It no longer counts.
+    bool draining = false;
+    std::set<std::string> asked = {};  ///< draining: its workers the scheduler was asked to retire
+    Clock::time_point drain_deadline{};  ///< draining: cancelled by then whatever happens
   };
 
   JobClusterOptions options;
@@ -125,7 +133,7 @@ struct JobCluster::Impl {
   std::size_t live_jobs() const {
     std::size_t n = 0;
     for (const auto& [id, job] : jobs)
-      n += job.state != JobState::finished && !job.cancelled && !job.leaving;
+      n += job.state != JobState::finished && !job.cancelled && !job.leaving && !job.draining;
     return n;
   }
 
@@ -140,13 +148,15 @@ struct JobCluster::Impl {
   }
 
   // Which jobs go first when there are too many: those not started, then those whose workers
-  // have nothing placed on them and hold the fewest results, the newest first.
+  // have nothing placed on them and hold the fewest bytes (Dask's workers_to_close), the
+  // newest first.
   std::vector<std::string> victims(std::size_t n) const {
-    std::vector<std::pair<std::tuple<int, std::size_t, std::size_t, long>, std::string>> order;
+    std::vector<std::pair<std::tuple<int, std::size_t, std::uint64_t, long>, std::string>> order;
     for (const auto& [id, job] : jobs) {
-      if (job.state == JobState::finished || job.cancelled || job.leaving) continue;
+      if (job.state == JobState::finished || job.cancelled || job.leaving || job.draining)
+        continue;
       const int started = job.state == JobState::running || job.connected > 0;
-      order.push_back({{started, job.busy, job.keys, -static_cast<long>(job.order)}, id});
+      order.push_back({{started, job.busy, job.bytes, -static_cast<long>(job.order)}, id});
     }
     std::sort(order.begin(), order.end());
     std::vector<std::string> out;
@@ -154,15 +164,67 @@ struct JobCluster::Impl {
     return out;
   }
 
+  // Too many jobs: those still queued (no worker ever seen) are cancelled at once; the others'
+  // workers are retired first (Dask's scale_down through retire_workers), so that a job
+  // holding data or running tasks is not scancelled under them: follow_drains() cancels it
+  // once they left. A running job's workers may have connected since the last check (their
+  // addresses not known yet): follow_drains() retires them when it sees them.
   void reconcile() {
     const std::size_t live = live_jobs();
     if (live < target_jobs && failed_starts < 3) submit_more(target_jobs - live);
     if (live <= target_jobs) return;
-    const auto ids = victims(live - target_jobs);
+    std::vector<std::string> queued, workers;
+    for (const auto& id : victims(live - target_jobs)) {
+      Job& job = jobs[id];
+      if (job.state == JobState::pending && !job.worker_seen && job.connected == 0) {
+        queued.push_back(id);
+        continue;
+      }
+      job.draining = true;
+      job.drain_deadline = Clock::now() + drain_allowance();
+      job.asked.insert(job.addresses.begin(), job.addresses.end());
+      workers.insert(workers.end(), job.addresses.begin(), job.addresses.end());
+      spdlog::info("SlurmCluster: retiring the workers of job {} before cancelling it ({} "
+                   "connected as of the last check)",
+                   id, job.addresses.size());
+    }
+    if (!workers.empty()) scheduler->retire_workers(workers);
+    cancel(queued, "not started");
+  }
+
+  void cancel(const std::vector<std::string>& ids, std::string_view why) {
+    if (ids.empty()) return;
     batch->cancel(ids);
     for (const auto& id : ids) jobs[id].cancelled = true;
     next_status = {};
-    spdlog::info("SlurmCluster: cancelled {} job(s): {}", ids.size(), fmt::join(ids, " "));
+    spdlog::info("SlurmCluster: cancelled {} job(s) ({}): {}", ids.size(), why,
+                 fmt::join(ids, " "));
+  }
+
+  // How long the workers of a job scaled down may take to hand over before it is cancelled
+  // all the same: what a worker's own retirement is given (its lifetime grace), else 60 s.
+  std::chrono::seconds drain_allowance() const {
+    const auto grace = worker_lifetime(options).grace;
+    return grace.count() > 0 ? grace : std::chrono::seconds(60);
+  }
+
+  // A draining job is cancelled once no worker of it is connected, once the scheduler gave their
+  // retirement up (nowhere to copy their data: scale(0); what they held is computed again
+  // if needed), or at its deadline. A worker of it that connected late is retired too.
+  void follow_drains(const SchedulerInfo& info) {
+    std::vector<std::string> late, done;
+    for (auto& [id, job] : jobs) {
+      if (!job.draining || job.cancelled) continue;
+      bool given_up = false;
+      for (const auto& w : info.workers) {
+        if (job_of(w.name) != id || w.retiring) continue;
+        if (job.asked.insert(w.address).second) late.push_back(w.address);
+        else given_up = true;
+      }
+      if (job.connected == 0 || given_up || Clock::now() >= job.drain_deadline) done.push_back(id);
+    }
+    if (!late.empty()) scheduler->retire_workers(late);
+    cancel(done, "scaled down; their workers retired");
   }
 
   void set_target(std::size_t jobs_wanted) {
@@ -182,21 +244,27 @@ struct JobCluster::Impl {
   }
 
   void note_workers(const SchedulerInfo& info) {
-    for (auto& [id, job] : jobs) job.connected = job.busy = job.keys = job.retiring = 0;
+    for (auto& [id, job] : jobs) {
+      job.connected = job.busy = job.retiring = 0;
+      job.bytes = 0;
+      job.addresses.clear();
+    }
     for (const auto& w : info.workers) {
       const auto it = jobs.find(job_of(w.name));
       if (it == jobs.end()) continue;
       it->second.worker_seen = true;
       ++it->second.connected;
       it->second.busy += w.processing;
-      it->second.keys += w.keys_held;
+      it->second.bytes += w.bytes_held;
+      it->second.addresses.push_back(w.address);
       it->second.retiring += w.retiring;
       failed_starts = 0;
     }
     // A job ended by its workers' lifetime is replaced once they start to retire, not when
     // the batch system reports it gone (dask-jobqueue#691: such jobs were not replaced).
     for (auto& [id, job] : jobs) {
-      if (job.leaving || job.cancelled || job.connected == 0 || job.retiring < job.connected)
+      if (job.leaving || job.cancelled || job.draining || job.connected == 0 ||
+          job.retiring < job.connected)
         continue;
       job.leaving = true;
       spdlog::info("SlurmCluster: the workers of job {} retire (their lifetime is over); a job "
@@ -247,7 +315,10 @@ struct JobCluster::Impl {
       target_jobs = 0;
     }
     try {
-      if (info) note_workers(*info);
+      if (info) {
+        note_workers(*info);
+        follow_drains(*info);
+      }
       note_states();
       if (adaptive && info) {
         const Load load{info->tasks("processing") + info->tasks("queued") +
@@ -346,7 +417,7 @@ std::vector<JobStatus> JobCluster::jobs() const {
   std::lock_guard lock(impl_->mu);
   std::vector<JobStatus> out;
   for (const auto& [id, job] : impl_->jobs)
-    if (!job.cancelled) out.push_back({id, job.state, job.connected, job.leaving});
+    if (!job.cancelled) out.push_back({id, job.state, job.connected, job.leaving, job.draining});
   return out;
 }
 

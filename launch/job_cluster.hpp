@@ -86,6 +86,9 @@ struct JobStatus {
   std::size_t workers = 0;  ///< of its workers, those connected to the scheduler now
   /// Its workers retire (their lifetime ended): a job was submitted in its place.
   bool leaving = false;
+  /// scale() or adapt() asked for fewer jobs: its workers retire (their tasks and data go
+  /// to the other workers), then it is cancelled.
+  bool draining = false;
 };
 
 class JobCluster {
@@ -103,8 +106,13 @@ class JobCluster {
   /// The script each job runs (what scale() submits).
   std::string job_script() const;
 
-  /// Holds `workers` workers: jobs = workers / processes, rounded up. Submits or cancels at
-  /// once (pending jobs first, then those whose workers are idle), then keeps the count:
+  /// Holds `workers` workers: jobs = workers / processes, rounded up. Submits at once; of
+  /// jobs too many, cancels those still queued at once, and retires the workers of the others
+  /// first (idle ones and those holding the fewest bytes go first; their tasks not started
+  /// and their data move to the workers that stay, as Client::retire_workers does), then
+  /// cancels them once their workers left (or when a worker's lifetime grace, 60 s without
+  /// one, has passed; or at once when there is nowhere to copy their data). Then it keeps
+  /// the count:
   /// a job that ends by itself (walltime, node failure) is replaced, unless jobs keep
   /// ending before any worker of theirs connected (three in a row: logged, not replaced);
   /// a job whose workers retire (worker_lifetime) is replaced as soon as they start to.

@@ -57,10 +57,12 @@ enum class Op : std::uint8_t {
   // client -> scheduler
   update_graph = 1, release_keys = 2, cancel_keys = 3, shutdown = 5,
   scheduler_info = 6,  // since protocol version 7; answered by scheduler_info_reply
+  retire_workers = 7,  // since protocol version 18; answered by retire_workers_reply
   rebalance = 8,       // since protocol version 19; answered by rebalance_reply
   // scheduler -> client
   key_in_memory = 20, key_erred = 21, key_cancelled = 22, shutting_down = 24, key_lost = 25,
   scheduler_info_reply = 26,  // since protocol version 7
+  retire_workers_reply = 27,  // since protocol version 18
   rebalance_reply = 28,       // since protocol version 19
   // worker -> scheduler
   register_worker = 40, heartbeat = 41, task_finished = 42, task_erred = 43,
@@ -362,6 +364,34 @@ struct SchedulerInfoRequest {
   std::uint64_t request_id = 0;
   template <class Ar>
   void serialize(Ar& ar, unsigned) { ar & request_id; }
+};
+/// retire_workers (since protocol version 18): a client asks the scheduler to retire
+/// `workers` (addresses or names) and `count` more of its choice (idle ones first, then those
+/// holding the fewest bytes), as a worker's own retire_worker does: each leaves once its
+/// unstarted tasks and its only copies are elsewhere. Answered by retire_workers_reply once
+/// every one is gone or could not be retired.
+struct RetireWorkersRequest {
+  std::uint64_t request_id = 0;
+  std::vector<std::string> workers;
+  std::uint64_t count = 0;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & request_id & workers & count; }
+};
+/// A worker retire_workers could not retire (unknown, lost before it was done, or no other
+/// worker could take its only copies), and why.
+struct RetireFailure {
+  std::string worker;  ///< its address, or the name the client gave
+  std::string reason;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & worker & reason; }
+};
+/// retire_workers_reply: echoes request_id; `retired` are gone (their addresses).
+struct RetireWorkersReply {
+  std::uint64_t request_id = 0;
+  std::vector<std::string> retired;
+  std::vector<RetireFailure> failed;
+  template <class Ar>
+  void serialize(Ar& ar, unsigned) { ar & request_id & retired & failed; }
 };
 /// One worker as the scheduler sees it (in SchedulerInfo).
 struct WorkerReport {

@@ -321,6 +321,8 @@ void SchedulerState::on(const CancelKeys& e) {
 }
 
 void SchedulerState::on(const RemoveClient& e) {
+  // Its retirements go on (the workers are leaving already); nobody waits for the answer.
+  std::erase_if(retire_requests_, [&](const RetireRequest& r) { return r.client == e.client; });
   ClientState* cs = find_client(e.client);
   if (!cs) return;
   client_releases(cs, by_priority(cs->wants_what));

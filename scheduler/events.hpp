@@ -56,6 +56,21 @@ struct CancelKeys {
   std::string stimulus_id;
 };
 
+/// A client asks for workers to be retired (Dask's Client.retire_workers): each of `workers`
+/// (addresses or names), and `count` more chosen as Dask's workers_to_close does: idle ones
+/// first, then those holding the fewest bytes (fewer if fewer are connected and not
+/// retiring). Each is retired as after RetireWorker; answered by one ReportRetirement once
+/// every one is gone or could not be retired: unknown, lost before it was done, or holding
+/// only copies that no other worker can take (then it is not retired: it runs on as before).
+struct RetireWorkers {
+  static constexpr std::string_view kind = "retire-workers";
+  std::string client;
+  std::uint64_t request_id = 0;  ///< echoed in the answer
+  std::vector<std::string> workers;
+  std::size_t count = 0;
+  std::string stimulus_id;
+};
+
 /// The client disconnected: everything it wanted is released.
 struct RemoveClient {
   static constexpr std::string_view kind = "remove-client";
@@ -234,6 +249,7 @@ struct Rebalance {
 using Event = std::variant<UpdateGraph, ClientReleasesKeys, CancelKeys, RemoveClient, AddWorker,
                            RemoveWorker, WorkerDied, ThreadsBusy, Heartbeat, CheckHeartbeats,
                            TaskFinished, TaskErred, MissingData, StealResponse,
-                           WorkerStatusChanged, RetireWorker, AddKeys, Rebalance>;
+                           WorkerStatusChanged, RetireWorker, AddKeys, RetireWorkers,
+                           Rebalance>;
 
 }  // namespace taskwire::scheduler

@@ -72,6 +72,10 @@ struct DescribeSchedulerInstruction {
     return fmt::format_to(out, "cancelled-keys {} ({}) -> client {} [{}]", i.keys, i.reason,
                           i.client, i.stimulus_id);
   }
+  auto operator()(const sch::ReportRetirement& i) const {
+    return fmt::format_to(out, "retirement {}: {} retired, {} not -> client {} [{}]",
+                          i.request_id, i.retired, i.failed.size(), i.client, i.stimulus_id);
+  }
   auto operator()(const sch::ReportRebalance& i) const {
     return fmt::format_to(out, "rebalanced {} key(s), {} B, {} failed -> client {} #{} [{}]",
                           i.moved, i.moved_bytes, i.failed.size(), i.client, i.request_id,

@@ -117,6 +117,20 @@ struct ReportCancelled {
   std::string stimulus_id;
 };
 
+/// The answer to a client's RetireWorkers: `retired` are gone, their work and data elsewhere;
+/// each of `failed` (as the client named it, or its address) could not be, and why.
+struct ReportRetirement {
+  struct Failure {
+    std::string worker;
+    std::string reason;
+  };
+  std::string client;
+  std::uint64_t request_id = 0;
+  std::vector<std::string> retired;  ///< addresses, in the order they left
+  std::vector<Failure> failed;
+  std::string stimulus_id;
+};
+
 /// The answer to a client's Rebalance: `moved` keys (`moved_bytes`) now live on another
 /// worker; each of `failed` says which key could not be moved and why.
 struct ReportRebalance {
@@ -149,7 +163,7 @@ struct LogEvent {
 using Instruction =
     std::variant<ComputeTask, FreeKeys, StealRequest, RefuseWorker, CloseWorker,
                  AcquireReplicas, ReportKeyInMemory, ReportTaskErred, ReportKeyLost,
-                 ReportCancelled, ReportRebalance, DropTaskSpec, LogEvent>;
+                 ReportCancelled, ReportRetirement, ReportRebalance, DropTaskSpec, LogEvent>;
 using Instructions = std::vector<Instruction>;
 
 const std::string& stimulus_of(const Instruction& instruction) noexcept;

@@ -108,6 +108,9 @@ struct WorkerState {
   /// Retiring (RetireWorker): nothing new goes there, what it has not started is asked
   /// back, its only copies are copied elsewhere; closed once it runs and keeps nothing.
   bool retiring = false;
+  /// It asked to retire itself (its --lifetime): retired whatever it takes, never given up
+  /// (a retirement only clients asked for is, when no other worker can take its data).
+  bool retire_self = false;
   bool drain_due = false;  ///< retiring: something changed, look again (retirement.cpp)
   runtime::Resources resources;       ///< what it offers
   runtime::Resources used_resources;  ///< held by the restricted tasks processing there

@@ -12,6 +12,12 @@
 // With no other worker to copy to, it waits; the worker's own hard deadline then ends it as
 // before (its only copies are lost and computed again).
 //
+// A client asks for the same with RetireWorkers (Client::retire_workers, and a job cluster
+// scaling down): the workers it names, or a count chosen as Dask's workers_to_close does. It
+// hears once each is gone or could not be retired. A retirement only clients asked for, with
+// nowhere to copy to, is given up at once instead of waiting (the worker runs on): nothing
+// else would ever end it, and Dask's RetireWorker policy gives up the same way.
+//
 // The work is done at the end of handle(), for the retiring workers something happened to
 // (drain_due), so that an event costs nothing more while no worker retires.
 #include <taskwire/scheduler/scheduler_state.hpp>
@@ -30,7 +36,12 @@ using S = TaskStatus;
 void SchedulerState::on(const RetireWorker& e) {
   WorkerState* ws = find_worker(e.worker);
   if (!ws) return log(LogLevel::debug, fmt::format("retire unknown worker {}", e.worker));
+  ws->retire_self = true;  // a client's request for it is never given up now
   if (ws->retiring) return log(LogLevel::debug, fmt::format("worker {} retires already", e.worker));
+  begin_retirement(ws, e.reason);
+}
+
+void SchedulerState::begin_retirement(WorkerState* ws, const std::string& reason) {
   ws->retiring = true;
   retiring_.insert(ws);
   forget_thief(ws);  // steals on their way to it are placed anew when confirmed
@@ -39,8 +50,87 @@ void SchedulerState::on(const RetireWorker& e) {
   ws->drain_due = true;
   log(LogLevel::info,
       fmt::format("retiring worker {} ({}){}: {} task(s) processing, {} key(s) held",
-                  ws->address, ws->name, e.reason.empty() ? "" : ": " + e.reason,
+                  ws->address, ws->name, reason.empty() ? "" : ": " + reason,
                   ws->processing.size(), ws->has_what.size()));
+}
+
+void SchedulerState::on(const RetireWorkers& e) {
+  RetireRequest request{e.client, e.request_id, {}, {}, {}};
+  std::vector<WorkerState*> chosen;
+  for (const auto& wanted : e.workers) {
+    WorkerState* ws = find_worker(wanted);
+    for (auto it = workers_.begin(); !ws && it != workers_.end(); ++it)
+      if (it->second->name == wanted) ws = it->second.get();
+    if (!ws) {
+      request.failed.push_back({wanted, "no worker of that address or name is connected"});
+    } else if (std::find(chosen.begin(), chosen.end(), ws) == chosen.end()) {
+      chosen.push_back(ws);
+    }
+  }
+  for (WorkerState* ws : workers_to_close(e.count, chosen)) chosen.push_back(ws);
+  for (WorkerState* ws : chosen) {
+    request.waiting.insert(ws->address);
+    if (!ws->retiring) begin_retirement(ws, fmt::format("client {} asked", e.client));
+  }
+  retire_requests_.push_back(std::move(request));
+}
+
+std::vector<WorkerState*> SchedulerState::workers_to_close(
+    std::size_t count, const std::vector<WorkerState*>& chosen) const {
+  std::vector<WorkerState*> candidates;
+  for (const auto& [address, ws] : workers_)
+    if (!ws->retiring && std::find(chosen.begin(), chosen.end(), ws.get()) == chosen.end())
+      candidates.push_back(ws.get());
+  // By address among equals (workers_ is ordered so): deterministic.
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const WorkerState* a, const WorkerState* b) {
+                     return std::pair(!a->processing.empty(), a->nbytes) <
+                            std::pair(!b->processing.empty(), b->nbytes);
+                   });
+  candidates.resize(std::min(count, candidates.size()));
+  return candidates;
+}
+
+void SchedulerState::give_up_retirement(WorkerState* ws, std::size_t unplaced) {
+  const std::string why = fmt::format(
+      "no other worker can take its {} only cop{} (the others retire or are paused, or there "
+      "are none): it was not retired and runs on",
+      unplaced, unplaced == 1 ? "y" : "ies");
+  log(LogLevel::warning, fmt::format("worker {}: {}", ws->address, why));
+  ws->retiring = false;
+  ws->drain_due = false;
+  retiring_.erase(ws);
+  std::erase_if(replicating_,
+                [&](const auto& entry) { return entry.first->who_has.front() == ws; });
+  classify_for_stealing(ws);
+  settle_retire_requests(ws, why);
+  retry_unrunnable_ = true;
+  retirement_touched_all();  // a worker retiring by itself may copy to this one now
+}
+
+void SchedulerState::settle_retire_requests(const WorkerState* ws, const std::string& why) {
+  for (RetireRequest& request : retire_requests_) {
+    const auto it = request.waiting.find(ws->address);
+    if (it == request.waiting.end()) continue;
+    request.waiting.erase(it);
+    if (why.empty()) {
+      request.retired.push_back(ws->address);
+    } else {
+      request.failed.push_back({ws->address, why});
+    }
+  }
+}
+
+void SchedulerState::answer_retire_requests() {
+  for (auto it = retire_requests_.begin(); it != retire_requests_.end();) {
+    if (!it->waiting.empty()) {
+      ++it;
+      continue;
+    }
+    out_.push_back(ReportRetirement{it->client, it->request_id, std::move(it->retired),
+                                    std::move(it->failed), stimulus_id_});
+    it = retire_requests_.erase(it);
+  }
 }
 
 void SchedulerState::on(const AddKeys& e) {
@@ -108,8 +198,14 @@ void SchedulerState::drain_retiring() {
       drain(ws);
       again = true;
     }
+    // A retirement given up: that worker takes work again (or resources were freed).
+    if (std::exchange(retry_unrunnable_, false)) {
+      schedule_unrunnable();
+      schedule_queued();
+    }
     run_transitions();
   }
+  if (!retire_requests_.empty()) answer_retire_requests();
 }
 
 void SchedulerState::drain(WorkerState* ws) {
@@ -140,6 +236,7 @@ void SchedulerState::drain(WorkerState* ws) {
   }
   for (auto& [target, request] : requests) emit_to_worker(target, std::move(request));
   if (ws->processing.empty() && only_copies == 0) return close_retired(ws);
+  if (unplaced > 0 && !ws->retire_self) return give_up_retirement(ws, unplaced);
   if (unplaced > 0)
     log(LogLevel::debug, fmt::format("retiring worker {} waits for another worker to take its "
                                      "{} only cop{}",
@@ -168,6 +265,7 @@ void SchedulerState::close_retired(WorkerState* ws) {
   emit_to_worker(ws, CloseWorker{ws->address, "retired: its work and data are elsewhere now",
                                  stimulus_id_, false});
   ++counts_.workers_retired;
+  settle_retire_requests(ws, "");
   detach_worker(ws, "retired", true);
   reschedule_work_of(ws, true);  // nothing runs there, and each key it held lives elsewhere
 }
@@ -181,6 +279,8 @@ std::string SchedulerState::validate_retiring() const {
   for (const auto& [address, ws] : workers_) {
     if (ws->retiring != (retiring_.count(ws.get()) == 1))
       return fmt::format("worker {} retiring but not listed, or listed but not retiring", address);
+    if (ws->retire_self && !ws->retiring)
+      return fmt::format("worker {} asked to retire but is not retiring", address);
     if (!ws->retiring) continue;
     if (ws->listed_idle || !ws->incoming_steals.empty())
       return fmt::format("retiring worker {} is a steal's thief", address);
@@ -199,6 +299,10 @@ std::string SchedulerState::validate_retiring() const {
     if (ws->processing.empty() && only_copies == 0)
       return fmt::format("retiring worker {} runs and keeps nothing but was not closed", address);
   }
+  for (const RetireRequest& request : retire_requests_)
+    for (const auto& address : request.waiting)
+      if (const WorkerState* ws = find_worker(address); !ws || !ws->retiring)
+        return fmt::format("a request to retire {} waits, but it is not retiring", address);
   for (const auto& [ts, replication] : replicating_) {
     const WorkerState* target = replication.target;
     if (find_task(ts->key) != ts || ts->state != S::memory || ts->who_has.size() != 1 ||

@@ -87,7 +87,8 @@ void write_counts(http::PrometheusText& p, const SchedulerFacts& f) {
            "Results whose every copy was lost with a worker: computed again if still needed.",
            static_cast<double>(f.tasks.lost));
   p.single("taskwire_scheduler_workers_retired_total", "counter",
-           "Workers closed after a retirement (their --lifetime), their data moved first.",
+           "Workers closed after a retirement (their --lifetime, or retire_workers), their "
+           "data moved first.",
            static_cast<double>(f.tasks.workers_retired));
   p.family("taskwire_scheduler_function_tasks_completed_total", "counter",
            "Tasks that finished, by function.");
@@ -105,6 +106,12 @@ void write_workers(http::PrometheusText& p, const SchedulerFacts& f) {
   for (const auto& w : f.workers) threads += w.nthreads;
   p.single("taskwire_scheduler_workers", "gauge", "Workers connected.",
            static_cast<double>(f.workers.size()));
+  const auto retiring = std::count_if(f.workers.begin(), f.workers.end(),
+                                      [](const WorkerInfo& w) { return w.retiring; });
+  p.single("taskwire_scheduler_workers_retiring", "gauge",
+           "Workers connected and retiring: they take no new task and leave once their data "
+           "is elsewhere.",
+           static_cast<double>(retiring));
   p.single("taskwire_scheduler_clients", "gauge", "Clients connected.",
            static_cast<double>(f.clients));
   p.single("taskwire_scheduler_threads", "gauge", "Task threads of all workers together.", threads);
@@ -154,7 +161,8 @@ nlohmann::json to_json(const SchedulerFacts& f) {
     workers.push_back({{"address", w.address}, {"name", w.name}, {"nthreads", w.nthreads},
                        {"memory_bytes", w.nbytes}, {"running", running},
                        {"queued", w.processing - running}, {"keys", w.has_what},
-                       {"occupancy_seconds", w.occupancy}});
+                       {"occupancy_seconds", w.occupancy},
+                       {"status", w.retiring ? "retiring" : w.paused ? "paused" : "running"}});
   }
   for (const auto& [name, m] : f.functions)
     functions.push_back({{"name", name}, {"tasks", state_counts(m.tasks)},

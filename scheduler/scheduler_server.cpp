@@ -233,6 +233,11 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     if (auto* out = out_to(peer_of(clients, r.client)))
       out->add(Op::key_cancelled, protocol::KeysCancelled{r.keys, r.reason});
   }
+  void emit(ReportRetirement& r) {
+    protocol::RetireWorkersReply reply{r.request_id, std::move(r.retired), {}};
+    for (auto& f : r.failed) reply.failed.push_back({std::move(f.worker), std::move(f.reason)});
+    if (auto* out = out_to(peer_of(clients, r.client))) out->add(Op::retire_workers_reply, reply);
+  }
   void emit(ReportRebalance& r) {
     if (auto* out = out_to(peer_of(clients, r.client)))
       out->add(Op::rebalance_reply,
@@ -388,6 +393,13 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
         auto b = r.body<protocol::SchedulerInfoRequest>();
         become_client(p);
         out_to(p)->add(Op::scheduler_info_reply, describe_cluster(*p, b.request_id));
+        return true;
+      }
+      case Op::retire_workers: {
+        auto b = r.body<protocol::RetireWorkersRequest>();
+        become_client(p);
+        handle(RetireWorkers{p->id, b.request_id, std::move(b.workers),
+                             static_cast<std::size_t>(b.count), ""});
         return true;
       }
       case Op::rebalance: {
@@ -710,6 +722,14 @@ std::vector<std::string> SchedulerServer::addresses() const {
 
 std::string SchedulerServer::dashboard_url() const {
   return impl_->http ? impl_->http->url() : std::string();
+}
+
+void SchedulerServer::retire_workers(std::vector<std::string> workers) {
+  asio::post(impl_->strand, [impl = impl_, workers = std::move(workers)]() mutable {
+    if (impl->stopping) return;
+    impl->handle(RetireWorkers{"", 0, std::move(workers), 0, ""});  // "": nobody to answer
+    impl->flush();
+  });
 }
 
 void SchedulerServer::stop() {

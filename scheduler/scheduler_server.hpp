@@ -51,6 +51,10 @@ class SchedulerServer {
   /// to begin it; what it posted keeps the server's state alive until it ran, so the
   /// registry and its context must outlive that too.
   void stop();
+  /// Retires `workers` (addresses or names) as a client's retire_workers does, with no
+  /// answer: scheduler_info() shows them retiring, then gone, or running on when there was
+  /// nowhere to copy their data (the log says why). For a job cluster in this process.
+  void retire_workers(std::vector<std::string> workers);
   /// Becomes ready when a client asked for shutdown (or stop() was called) and the workers
   /// have been told to close.
   std::shared_future<void> finished() const { return finished_; }

@@ -232,6 +232,20 @@ class SchedulerState {
   // retirement (retirement.cpp)
   void on(const RetireWorker& e);
   void on(const AddKeys& e);
+  void on(const RetireWorkers& e);
+  /// Marks `ws` retiring: nothing new goes there; the rest is drain()'s.
+  void begin_retirement(WorkerState* ws, const std::string& reason);
+  /// RetireWorkers' choice of `count` workers not retiring and not in `chosen`: idle ones
+  /// first, then those holding the fewest bytes (Dask's workers_to_close).
+  std::vector<WorkerState*> workers_to_close(std::size_t count,
+                                             const std::vector<WorkerState*>& chosen) const;
+  /// A retirement only clients asked for, whose only copies no worker can take: given up,
+  /// the worker runs on as before and the requests waiting on it hear why.
+  void give_up_retirement(WorkerState* ws, std::size_t unplaced);
+  /// `ws` left (retired when `why` is empty): the requests waiting on it note it.
+  void settle_retire_requests(const WorkerState* ws, const std::string& why);
+  /// ReportRetirement for each request no longer waiting on any worker.
+  void answer_retire_requests();
   // rebalance.cpp
   void on(const Rebalance& e);
   /// The workers a Rebalance evens out: those it names (addresses or names; unknown ones in
@@ -420,6 +434,16 @@ class SchedulerState {
   /// blip. A working copy takes milliseconds.
   static constexpr double kReplicationPatience = 10;
   std::set<WorkerState*, ByAddress> retiring_;
+  /// Clients' RetireWorkers not answered yet: the workers each still waits for (addresses),
+  /// and what came of the others.
+  struct RetireRequest {
+    std::string client;
+    std::uint64_t request_id = 0;
+    std::set<std::string, std::less<>> waiting;
+    std::vector<std::string> retired;
+    std::vector<ReportRetirement::Failure> failed;
+  };
+  std::vector<RetireRequest> retire_requests_;
   std::unordered_map<TaskState*, Replication> replicating_;
   /// Clients' Rebalance requests not answered yet, by a serial of their own, and their moves
   /// not confirmed, by key (a key moves once at a time); by name, as a key or worker may go.

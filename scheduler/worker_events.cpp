@@ -135,6 +135,7 @@ void SchedulerState::detach_worker(WorkerState* ws, const std::string& reason, b
   log(expected ? LogLevel::info : LogLevel::warning,
       fmt::format("removing worker {}: {}", ws->address, reason));
   ws->removed = true;
+  settle_retire_requests(ws, "it left before its retirement was done (" + reason + ")");
   forget_thief(ws);
   if (ws->retiring) retiring_.erase(ws);
   forget_replication_target(ws);

@@ -58,7 +58,10 @@ namespace taskwire::comm {
 ///    worker; WorkerReport::retiring.
 /// 17: compute_task carries small dependencies the scheduler had just received inline
 ///    (`given`): the worker does not fetch them.
-/// 19 (18 is another branch's): rebalance (client -> scheduler), answered by rebalance_reply.
+/// 18: a client asks for workers to be retired: retire_workers, answered by
+///    retire_workers_reply.
+/// 19: a client asks for the bytes held to be evened out: rebalance, answered by
+///    rebalance_reply.
 inline constexpr std::uint32_t kProtocolVersion = 19;
 
 /// What a comm accepts while its peer has not authenticated: the handshake's messages are

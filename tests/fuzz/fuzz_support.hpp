@@ -38,7 +38,9 @@ namespace taskwire::fuzz {
   X(steal_request, StealRequest) X(steal_response, StealResponse)                         \
   X(worker_status, WorkerStatus) X(update_data, UpdateData)                               \
   X(update_data_reply, UpdateDataReply) X(add_keys, Keys) X(retire_worker, RetireWorker)    \
-  X(acquire_replicas, AcquireReplicas)
+  X(acquire_replicas, AcquireReplicas) X(retire_workers, RetireWorkersRequest)             \
+  X(retire_workers_reply, RetireWorkersReply) X(rebalance, RebalanceRequest)               \
+  X(rebalance_reply, RebalanceReply)
 
 /// Calls `visit(std::type_identity<Body>{})` with the body type of `op`; false (and no
 /// call) for a code no reader accepts.

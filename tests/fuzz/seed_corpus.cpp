@@ -82,6 +82,12 @@ void fill(protocol::RetireWorker& b) { b.reason = "its --lifetime is over"; }
 void fill(protocol::AcquireReplicas& b) {
   b.who_has = {{"inc-1", {"tcp://127.0.0.1:4001"}}, {"inc-2", {"tcp://127.0.0.1:4001", "mpi://3"}}};
 }
+void fill(protocol::RetireWorkersRequest& b) { b = {4, {"mpi://2", "w0"}, 1}; }
+void fill(protocol::RetireWorkersReply& b) {
+  b = {4, {"mpi://2"}, {{"w0", "no worker of that address or name is connected"}}};
+}
+void fill(protocol::RebalanceRequest& b) { b = {5, {"inc-1", "inc-2"}, {"w0", "mpi://3"}}; }
+void fill(protocol::RebalanceReply& b) { b = {5, 1, 65536, {"inc-2: released or lost meanwhile"}}; }
 void fill(protocol::Empty&) {}
 
 /// Payload frames a sample operation of `op` carries, as its sender attaches them.

@@ -348,3 +348,22 @@ TEST_CASE("http: both dashboards' /metrics carry the backends' counters, read th
   CHECK(from_worker.find("# TYPE taskwire_worker_mpi_poll_sleeps_total counter") !=
         std::string::npos);
 }
+
+TEST_CASE("http: the scheduler's /json and /metrics show a retiring worker as such",
+          "[retirement]") {
+  scheduler::SchedulerFacts facts;
+  facts.workers.push_back({.address = "tcp://a:1", .name = "a"});
+  facts.workers.push_back({.address = "tcp://b:1", .name = "b", .paused = true});
+  facts.workers.push_back({.address = "tcp://c:1", .name = "c", .retiring = true});
+  facts.tasks.workers_retired = 2;
+  const auto json = nlohmann::json::parse(
+      scheduler::render(facts, {.route = http::Route::json, .part = "workers"}).body);
+  REQUIRE(json.size() == 3);
+  CHECK(json[0]["status"] == "running");
+  CHECK(json[1]["status"] == "paused");
+  CHECK(json[2]["status"] == "retiring");
+  const auto metrics = scheduler::render(facts, {.route = http::Route::metrics, .part = ""}).body;
+  CHECK_THAT(metrics, Catch::Contains("\ntaskwire_scheduler_workers_retiring 1\n"));
+  CHECK_THAT(metrics, Catch::Contains("\ntaskwire_scheduler_workers_retired_total 2\n"));
+  CHECK_THAT(http::dashboard_page().body, Catch::Contains("<th>status</th>"));
+}

@@ -162,6 +162,33 @@ struct FakeBatch final : BatchSystem {
     std::lock_guard lock(mu);
     return jobs.size();
   }
+  std::vector<std::string> cancelled_ids() {
+    std::lock_guard lock(mu);
+    return cancelled;
+  }
+};
+
+// Workers the jobs of a fake batch would start: real ones, in this process, named as a job's
+// script names them (JOBNAME-JOBID-0).
+struct JobWorkers {
+  runtime::Context context{runtime::Config::from_env(), 1};
+  comm::Registry registry{context};
+  std::string scheduler;
+  explicit JobWorkers(std::string scheduler_address) : scheduler(std::move(scheduler_address)) {
+    comm::register_builtin_backends(registry);
+    context.start();
+  }
+  ~JobWorkers() { context.stop(); }
+  std::unique_ptr<worker::Worker> start(const std::string& job,
+                                        std::chrono::system_clock::time_point retire_at = {}) {
+    worker::WorkerOptions o;
+    o.scheduler_address = scheduler;
+    o.name = "taskwire-worker-" + job + "-0";
+    o.retire_at = retire_at;
+    auto w = std::make_unique<worker::Worker>(context, registry, o);
+    w->start();
+    return w;
+  }
 };
 
 bool until(const std::function<bool()>& ok) {
@@ -217,21 +244,8 @@ TEST_CASE("job cluster: a job whose workers retire is replaced at once, and its 
                                         .listen = "tcp://127.0.0.1:0"});
   cluster.scale(1);
   batch.set("100", JobState::running);
-  runtime::Context context(runtime::Config::from_env(), 1);
-  comm::Registry registry(context);
-  comm::register_builtin_backends(registry);
-  context.start();
-  // The workers job 100 and job 101 would start (real ones, in this process).
-  const auto start = [&](const std::string& job, std::chrono::system_clock::time_point at) {
-    worker::WorkerOptions o;
-    o.scheduler_address = cluster.scheduler_address();
-    o.name = "taskwire-worker-" + job + "-0";
-    o.retire_at = at;
-    auto w = std::make_unique<worker::Worker>(context, registry, o);
-    w->start();
-    return w;
-  };
-  auto first = start("100", std::chrono::system_clock::now() + 1s);
+  JobWorkers workers(cluster.scheduler_address());
+  auto first = workers.start("100", std::chrono::system_clock::now() + 1s);
   REQUIRE(cluster.wait_for_workers(1, 10s));
   taskwire::Client client(cluster.scheduler_address());
   auto kept = client.scatter(41);  // its only copy is on job 100's worker
@@ -243,7 +257,7 @@ TEST_CASE("job cluster: a job whose workers retire is replaced at once, and its 
   CHECK(jobs[0].leaving);
   CHECK_FALSE(jobs[1].leaving);
   CHECK_FALSE(first->close_status().closed);
-  auto second = start("101", {});
+  auto second = workers.start("101");
   REQUIRE(first->wait_closed(10s));  // retired once the data was copied
   CHECK(first->close_status().clean);
   CHECK(kept.get() == 41);
@@ -255,5 +269,75 @@ TEST_CASE("job cluster: a job whose workers retire is replaced at once, and its 
   second->stop();
   first->stop();
   cluster.close();
-  context.stop();
+}
+
+TEST_CASE("job cluster: scaling down retires the workers of the job going (its data moves to "
+          "the job staying) and cancels it only once they left",
+          "[launch][retirement]") {
+  auto owned = std::make_unique<FakeBatch>();
+  FakeBatch& batch = *owned;
+  JobCluster cluster(std::move(owned), {.processes = 1, .status_interval = 100ms,
+                                        .listen = "tcp://127.0.0.1:0"});
+  cluster.scale(2);
+  batch.set("100", JobState::running);
+  batch.set("101", JobState::running);
+  JobWorkers workers(cluster.scheduler_address());
+  auto staying = workers.start("100");
+  auto going = workers.start("101");
+  REQUIRE(cluster.wait_for_workers(2, 10s));
+  taskwire::Client client(cluster.scheduler_address());
+  auto big = client.scatter(std::vector<int>(1000, 1), {.workers = {"taskwire-worker-100-0"}});
+  auto small = client.scatter(41, {.workers = {"taskwire-worker-101-0"}});
+  const std::size_t seen = cluster.status_checks();
+  REQUIRE(until([&] { return cluster.status_checks() >= seen + 2; }));  // it saw the bytes
+
+  cluster.scale(1);  // job 101 holds fewer bytes: it goes
+  CHECK(batch.cancelled_ids().empty());  // not scancelled under its worker
+  const auto jobs = cluster.jobs();
+  REQUIRE(jobs.size() == 2);
+  CHECK_FALSE(jobs[0].draining);
+  CHECK(jobs[1].draining);
+  REQUIRE(going->wait_closed(10s));  // retired: its data went to job 100's worker
+  CHECK(going->close_status().clean);
+  REQUIRE(until([&] { return batch.cancelled_ids() == std::vector<std::string>{"101"}; }));
+  CHECK(small.get() == 41);
+  REQUIRE(cluster.jobs().size() == 1);
+  CHECK(cluster.jobs()[0].id == "100");
+  CHECK(cluster.submitted_jobs() == 2);  // a job scaled down is not replaced
+
+  // scale(0): the last worker's data has nowhere to go; the scheduler keeps it running, and
+  // the cluster, asked for no job, cancels it all the same.
+  cluster.scale(0);
+  REQUIRE(until([&] { return batch.cancelled_ids().size() == 2; }));
+  CHECK(cluster.jobs().empty());
+  CHECK(cluster.submitted_jobs() == 2);
+  going->stop();
+  staying->stop();
+  cluster.close();
+}
+
+TEST_CASE("adapt: bursts separated by idle gaps shorter than release_after submit no more "
+          "jobs than the peak, and release them only after the last burst",
+          "[launch]") {
+  // dask-jobqueue #701, #190, #498: workers released between two computations and requeued.
+  AdaptivePolicy p({.minimum = 0, .maximum = 10, .release_after = 10s}, 0);
+  auto now = AdaptivePolicy::Clock::time_point{};
+  std::size_t held = 0, raised = 0, lowered = 0;
+  const auto step = [&](const Load& load, std::chrono::milliseconds dt) {
+    now += dt;
+    const std::size_t target = p.target(load, now);
+    raised += target > held;
+    lowered += target < held;
+    held = target;
+  };
+  for (int burst = 0; burst < 5; ++burst) {
+    for (int i = 0; i < 20; ++i) step({.runnable = 40, .threads_per_worker = 4}, 500ms);
+    for (int i = 0; i < 16; ++i) step({}, 500ms);  // 8 s idle: kept
+  }
+  CHECK(raised == 1);
+  CHECK(lowered == 0);
+  CHECK(held == 10);
+  for (int i = 0; i < 30; ++i) step({}, 500ms);  // then idle for good
+  CHECK(lowered == 1);
+  CHECK(held == 0);
 }

@@ -22,6 +22,13 @@ std::vector<std::string> replicas_asked(const Instructions& out, const std::stri
   return sorted(keys);
 }
 
+/// Worker a, alone, computes x (the only copy).
+void one_result_on_a(Harness& h) {
+  h.add_worker("a");
+  h.submit({task("x")});
+  h.finish("x");
+}
+
 /// Worker a computes x and y (the only copies), then b joins.
 void two_results_on_a(Harness& h) {
   h.add_worker("a");
@@ -255,4 +262,156 @@ TEST_CASE("retirement: a copy never confirmed is asked for again", "[scheduler][
   CHECK(replicas_asked(out, "b") == std::vector<std::string>{"x"});
   out = h.handle(AddKeys{"b", {"x"}, ""});
   CHECK(only<CloseWorker>(out).size() == 1);
+}
+
+// ---- a client's RetireWorkers (Client::retire_workers) ----
+
+namespace {
+std::vector<ReportRetirement> answers(const Instructions& out) {
+  return only<ReportRetirement>(out);
+}
+
+std::vector<std::string> failed_workers(const ReportRetirement& r) {
+  std::vector<std::string> workers;
+  for (const auto& f : r.failed) workers.push_back(f.worker);
+  return workers;
+}
+}  // namespace
+
+TEST_CASE("retire_workers: the workers named retire, and the client hears once they are gone",
+          "[scheduler][retirement]") {
+  Harness h(without_stealing());
+  two_results_on_a(h);
+  auto out = h.handle(RetireWorkers{"c1", 7, {"a"}, 0, ""});
+  CHECK(replicas_asked(out, "b") == std::vector<std::string>{"x", "y"});
+  CHECK(answers(out).empty());  // not before it is gone
+  CHECK(h.s.worker("a")->retiring);
+  out = h.handle(AddKeys{"b", {"x", "y"}, ""});
+  REQUIRE(only<CloseWorker>(out).size() == 1);
+  const auto told = answers(out);
+  REQUIRE(told.size() == 1);
+  CHECK(told[0].client == "c1");
+  CHECK(told[0].request_id == 7);
+  CHECK(told[0].retired == std::vector<std::string>{"a"});
+  CHECK(told[0].failed.empty());
+  CHECK(h.s.task_counts().lost == 0);
+}
+
+TEST_CASE("retire_workers: a count takes idle workers first, then those holding the fewest "
+          "bytes",
+          "[scheduler][retirement]") {
+  Harness h(without_stealing());
+  for (const char* w : {"a", "b", "c", "d"}) h.add_worker(w);
+  TaskSpec big = task("big"), small = task("small"), slow = task("slow", {}, "slow");
+  big.workers = {"a"};
+  small.workers = {"b"};
+  slow.workers = {"c"};
+  h.submit({big, small, slow});
+  h.finish("big", 1'000'000);
+  h.finish("small", 10);
+  REQUIRE(h.s.processing("c") == std::vector<std::string>{"slow"});
+  // d holds nothing and runs nothing, b holds 10 bytes, a a megabyte, c runs a task.
+  const auto& out = h.handle(RetireWorkers{"c1", 1, {}, 2, ""});
+  CHECK(h.s.worker("b")->retiring);
+  CHECK_FALSE(h.s.worker("a")->retiring);
+  CHECK_FALSE(h.s.worker("c")->retiring);
+  CHECK_FALSE(h.s.worker("d"));  // it kept nothing: closed at once
+  CHECK(replicas_asked(out, "d").empty());
+  CHECK(answers(out).empty());  // b's copy is on its way
+}
+
+TEST_CASE("retire_workers: names are taken as addresses are, and an unknown one fails at once",
+          "[scheduler][retirement]") {
+  Harness h;
+  h.handle(AddWorker{"tcp://w1", 1, "alpha", 0, ""});
+  const auto& out = h.handle(RetireWorkers{"c1", 3, {"alpha", "nobody"}, 0, ""});
+  const auto told = answers(out);
+  REQUIRE(told.size() == 1);
+  CHECK(told[0].retired == std::vector<std::string>{"tcp://w1"});
+  REQUIRE(failed_workers(told[0]) == std::vector<std::string>{"nobody"});
+  CHECK_THAT(told[0].failed[0].reason, Catch::Contains("no worker of that address or name"));
+  CHECK(h.s.workers().empty());
+}
+
+TEST_CASE("retire_workers: a worker whose only copies nobody can take is not retired: the "
+          "client hears why, and the worker takes work again",
+          "[scheduler][retirement]") {
+  Harness h(without_stealing());
+  one_result_on_a(h);
+  auto out = h.handle(RetireWorkers{"c1", 1, {"a"}, 0, ""});
+  auto told = answers(out);
+  REQUIRE(told.size() == 1);
+  CHECK(told[0].retired.empty());
+  REQUIRE(failed_workers(told[0]) == std::vector<std::string>{"a"});
+  CHECK_THAT(told[0].failed[0].reason, Catch::Contains("no other worker can take its 1 only copy"));
+  CHECK(only<CloseWorker>(out).empty());
+  CHECK_FALSE(h.s.worker("a")->retiring);
+  out = h.submit({task("z", {"x"})});
+  CHECK(h.s.processing_on("z") == "a");
+
+  // Two holding data, both asked: the first (by address) stays, and takes the other's.
+  h.add_worker("b");
+  h.submit({task("w", {}, "inc")}, {"w"});
+  h.run_all();
+  REQUIRE(h.s.who_has("w") == std::vector<std::string>{"b"});
+  out = h.handle(RetireWorkers{"c1", 2, {"a", "b"}, 0, ""});
+  CHECK(replicas_asked(out, "a") == std::vector<std::string>{"w"});
+  out = h.handle(AddKeys{"a", {"w"}, ""});
+  told = answers(out);
+  REQUIRE(told.size() == 1);
+  CHECK(told[0].retired == std::vector<std::string>{"b"});
+  CHECK(failed_workers(told[0]) == std::vector<std::string>{"a"});
+}
+
+TEST_CASE("retire_workers: a worker lost before it is done is reported not retired",
+          "[scheduler][retirement]") {
+  Harness h(without_stealing());
+  two_results_on_a(h);
+  h.handle(RetireWorkers{"c1", 5, {"a"}, 0, ""});
+  const auto& out = h.handle(RemoveWorker{"a", "connection lost", false, "", 1});
+  const auto told = answers(out);
+  REQUIRE(told.size() == 1);
+  REQUIRE(failed_workers(told[0]) == std::vector<std::string>{"a"});
+  CHECK_THAT(told[0].failed[0].reason,
+             Catch::Contains("left before its retirement was done (connection lost)"));
+}
+
+TEST_CASE("retire_workers: a worker retiring on its own is never given up, and a client that "
+          "left hears nothing",
+          "[scheduler][retirement]") {
+  Harness h(without_stealing());
+  one_result_on_a(h);
+  h.handle(RetireWorker{"a", "lifetime", ""});
+  auto out = h.handle(RetireWorkers{"admin", 1, {"a"}, 0, ""});
+  CHECK(answers(out).empty());  // it waits for somewhere to copy to, as before
+  CHECK(h.s.worker("a")->retiring);
+  h.handle(RemoveClient{"admin", ""});
+  h.add_worker("b");
+  out = h.handle(AddKeys{"b", {"x"}, ""});
+  CHECK(only<CloseWorker>(out).size() == 1);
+  CHECK(answers(out).empty());
+}
+
+TEST_CASE("retire_workers: a worker whose retirement is given up takes the copies of one "
+          "retiring by itself",
+          "[scheduler][retirement]") {
+  // Found by the simulation (seeds 10171, 10232 with --graceful-retirements).
+  Harness h(without_stealing());
+  two_results_on_a(h);  // x, y only on a; b holds nothing
+  TaskSpec z = task("z");
+  z.workers = {"b"};
+  h.submit({z});
+  h.finish("z");  // z only on b
+  auto out = h.handle(RetireWorker{"a", "lifetime", ""});
+  REQUIRE(replicas_asked(out, "b") == std::vector<std::string>{"x", "y"});
+  // b is asked to retire too: a's copies have nowhere to go, and b's neither: b's retirement
+  // is given up, and a copies to b after all.
+  out = h.handle(RetireWorkers{"c1", 1, {"b"}, 0, ""});
+  const auto told = answers(out);
+  REQUIRE(told.size() == 1);
+  CHECK(failed_workers(told[0]) == std::vector<std::string>{"b"});
+  CHECK(replicas_asked(out, "b") == std::vector<std::string>{"x", "y"});
+  out = h.handle(AddKeys{"b", {"x", "y"}, ""});
+  CHECK(only<CloseWorker>(out).size() == 1);
+  CHECK(h.s.task_counts().lost == 0);
 }

@@ -63,6 +63,10 @@ struct SimStats {
   std::size_t drains = 0;          ///< graceful retirements asked for
   std::size_t drains_closed = 0;   ///< of those, workers the scheduler closed as retired
   std::size_t replicas_added = 0;  ///< copies the workers reported held (add_keys)
+  /// Retirements the client asked for (RetireWorkers, a quarter of the graceful ones), those
+  /// answered, and the workers in the answers that were not retired.
+  std::size_t client_retirements = 0, client_retirements_answered = 0;
+  std::size_t client_retirements_given_up = 0;
   double sim_seconds = 0;
   SimStats& operator+=(const SimStats& o);
 };

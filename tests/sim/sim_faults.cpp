@@ -49,11 +49,17 @@ void Cluster::crash_random_worker() {
 // A clean close (worker_closing, then the connection closes): its tasks are rescheduled
 // without blame and its data is lost.
 // A graceful one (SimConfig::graceful_retirements, half of them): the worker asks the
-// scheduler to retire it, which copies its only copies elsewhere and then closes it.
+// scheduler to retire it, which copies its only copies elsewhere and then closes it; or, half
+// of those, the client asks for it (Client::retire_workers: given up when no other worker
+// can take its data).
 void Cluster::retire_random_worker() {
   SimWorker* w = random_worker();
   if (!w) return;
   if (config_.graceful_retirements && rng_.chance(0.5)) {
+    if (rng_.chance(0.5)) {
+      trace(fmt::format("the client asks to retire worker {}", w->address()));
+      return net_.send("client", "scheduler", {OpRetireWorkers{{w->address()}}}, latency());
+    }
     ++stats_.drains;
     trace(fmt::format("worker {} asks to retire (its lifetime is over)", w->address()));
     return w->retire();

@@ -98,7 +98,10 @@ void print_stats(const taskwire::sim::SimStats& s) {
             << "\n"
             << "steal requests " << s.steal_requests << ", steals " << s.steals << "\n"
             << "graceful retirements " << s.drains << " (" << s.drains_closed
-            << " closed by the scheduler), copies made " << s.replicas_added << "\n";
+            << " closed by the scheduler), copies made " << s.replicas_added << "\n"
+            << "retirements a client asked for " << s.client_retirements << " (answered "
+            << s.client_retirements_answered << ", workers not retired "
+            << s.client_retirements_given_up << ")\n";
 }
 
 int long_run(const LongRun& run) {

@@ -38,6 +38,7 @@ std::string describe(const Payload& p) {
             return fmt::format("acquire-replicas {}", keys);
           },
           [](const OpRetireWorker&) { return std::string("retire-worker"); },
+          [](const OpRetireWorkers& x) { return fmt::format("retire-workers {}", x.workers); },
           [](const OpAddKeys& x) { return fmt::format("add-keys {}", x.keys); },
           [](const OpWorkerRefused&) { return std::string("worker-refused"); },
           [](const OpRegister& x) {

@@ -76,6 +76,9 @@ struct OpWorkerStatus {
   bool paused = false;
 };
 struct OpRetireWorker {};  ///< its lifetime is over
+struct OpRetireWorkers {   ///< the client asks (Client::retire_workers)
+  std::vector<std::string> workers;
+};
 struct OpAddKeys {
   std::vector<std::string> keys;
 };
@@ -167,7 +170,7 @@ using Payload =
                  OpKeyInMemory, OpKeyErred, OpKeyLost, OpKeyCancelled, LocalExecuted,
                  LocalHeartbeatTimer, LocalFaultTimer, LocalUnpause, LocalJoin, LocalSubmit,
                  LocalFetchRetry, OpAcquireReplicas, OpRetireWorker, OpAddKeys,
-                 LocalRetireGrace>;
+                 LocalRetireGrace, OpRetireWorkers>;
 
 /// A visitor of lambdas, one per alternative.
 template <class... F>

@@ -38,6 +38,9 @@ void SimScheduler::on_op(const std::string& from, const Payload& op) {
   if (const auto* g = std::get_if<OpUpdateGraph>(&op)) return on_update_graph(*g);
   if (const auto* r = std::get_if<OpReleaseKeys>(&op))
     return handle(sch::ClientReleasesKeys{"client", r->keys, ""});
+  if (const auto* r = std::get_if<OpRetireWorkers>(&op))
+    return handle(sch::RetireWorkers{"client", ++cluster_.stats().client_retirements, r->workers,
+                                     0, ""});
   if (std::holds_alternative<LocalHeartbeatTimer>(op)) {
     handle(sch::CheckHeartbeats{now, heartbeat_timeout_, ""});
     cluster_.net().post("scheduler", LocalHeartbeatTimer{}, kCheckInterval, true);
@@ -166,6 +169,9 @@ void SimScheduler::emit(const sch::Instruction& i) {
           out_["client"].push_back(OpKeyLost{x.key});
         } else if constexpr (std::is_same_v<T, sch::ReportCancelled>) {
           out_["client"].push_back(OpKeyCancelled{x.keys, x.reason});
+        } else if constexpr (std::is_same_v<T, sch::ReportRetirement>) {
+          ++cluster_.stats().client_retirements_answered;
+          cluster_.stats().client_retirements_given_up += x.failed.size();
         } else if constexpr (std::is_same_v<T, sch::DropTaskSpec>) {
           specs_.erase(x.spec);
         } else if constexpr (std::is_same_v<T, sch::ReportRebalance>) {

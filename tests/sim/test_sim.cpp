@@ -103,5 +103,7 @@ TEST_CASE("sim: graceful retirements among the faults: copies made, workers clos
   CHECK(s.drains > 0);
   CHECK(s.drains_closed > 0);
   CHECK(s.replicas_added > 0);
+  CHECK(s.client_retirements > 0);
+  CHECK(s.client_retirements_answered > 0);
   CHECK(s.retirements > 0);  // the other half: clean closes that lose their data
 }

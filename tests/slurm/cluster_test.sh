@@ -2,9 +2,9 @@
 # taskwire::SlurmCluster scenarios on the one-node Slurm of slurm_up.sh (ctest fixture
 # "slurm"), through slurm_cluster_client:
 #   cluster_test.sh STATE_DIR scale|scancel|adapt|drain CLIENT WORKER PRELOAD_LIB
-#     the client program checks the scenario itself; for drain (walltime drain) this script
-#     also checks its log: workers retired and closed, none left with only copies, and jobs
-#     replaced the retiring ones
+#     the client program checks the scenario itself; for scale (scale-down) and drain
+#     (walltime drain) this script also checks its log: workers retired and closed, none left
+#     with only copies, and (drain) jobs replaced the retiring ones
 #   cluster_test.sh STATE_DIR killed CLIENT WORKER PRELOAD_LIB
 #     the client (its scheduler inside) is SIGKILLed with 2 worker jobs running and a third
 #     waiting for their CPUs: the running ones end at once (their connection closes), the
@@ -101,6 +101,12 @@ fi
 timeout 150 "$client" "$mode" "$worker" "$lib" 2>&1 | tee "$dir/client.log"
 rc=${PIPESTATUS[0]}
 [ $rc -eq 0 ] || fail "the client exited $rc"
+if [ "$mode" = scale ]; then
+  # scale(1) retired the 3 workers going (cluster_test.sh drain checks the same for lifetimes).
+  [ "$(grep -c "removing worker .*: retired" "$dir/client.log")" = 3 ] ||
+    fail "scale(1) did not retire the 3 workers going"
+  grep -q "held the only copy" "$dir/client.log" && fail "a worker left with only copies (recomputed)"
+fi
 if [ "$mode" = drain ]; then
   # The scheduler (in the client) retired workers and lost nothing: no key recomputed.
   grep -q "retiring worker .*: its --lifetime is over" "$dir/client.log" || fail "no worker retired"

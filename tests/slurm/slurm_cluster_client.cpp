@@ -83,10 +83,17 @@ void scale(SlurmCluster& cluster) {
   Client client{cluster};
   compute(client, "4 workers");
   check(client.scheduler_info().workers.size() == 4, "scheduler_info lists the 4 workers");
-  cluster.scale(1);
+  std::vector<int> xs(100);
+  std::iota(xs.begin(), xs.end(), 0);
+  auto kept = client.map(cluster_fns::inc, xs);  // results on all 4 workers, held
+  client.wait(kept);
+  cluster.scale(1);  // 3 jobs go: their workers retire first, their results move
   check(until([&] { return client.scheduler_info().workers.size() == 1; }, 30s),
         "scale(1): 3 workers leave");
   check(until([&] { return cluster.jobs().size() == 1; }, 30s), "scale(1): one job left");
+  const auto ys = client.gather(kept);
+  check(std::accumulate(ys.begin(), ys.end(), 0L) == 100L * 101 / 2,
+        "the results held across scale(1) are right");
   compute(client, "1 worker");
   check(cluster.submitted_jobs() == 4, "no job submitted beyond the 4");
 }
