@@ -8,6 +8,7 @@
 #include <taskwire/worker/worker_server.hpp>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <chrono>
 #include <functional>
@@ -42,7 +43,8 @@ struct Cluster {
     worker::WorkerOptions o;
     o.scheduler_address = address;
     o.nthreads = nthreads;
-    o.name = "w" + std::to_string(workers.size());
+    o.name = fmt::format("w{}", workers.size());  // not "w" + to_string: GCC 12's -Wrestrict
+                                                  // misfires on it where it is inlined
     if (configure) configure(o);
     workers.push_back(std::make_unique<worker::Worker>(fx.context(), fx.registry(), o));
     workers.back()->start();
