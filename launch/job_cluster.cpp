@@ -297,14 +297,19 @@ struct JobCluster::Impl {
     std::erase_if(jobs, [](const auto& j) { return j.second.state == JobState::finished; });
   }
 
-  void tick() {
-    std::optional<SchedulerInfo> info;
+  // The workers as the scheduler sees them now; none when it cannot say. Not under `mu`.
+  std::optional<SchedulerInfo> ask_scheduler() {
     try {
-      if (!scheduler_finished()) info = client->scheduler_info();
+      if (!scheduler_finished()) return client->scheduler_info();
     } catch (const std::exception& e) {
       if (!scheduler_finished())
         spdlog::warn("SlurmCluster: cannot ask the scheduler: {}", e.what());
     }
+    return std::nullopt;
+  }
+
+  void tick() {
+    const std::optional<SchedulerInfo> info = ask_scheduler();
     std::lock_guard lock(mu);
     if (closing) return;
     if (!shut_down && scheduler_finished()) {
@@ -389,7 +394,11 @@ void JobCluster::scale(std::size_t workers) {
 }
 
 void JobCluster::scale_jobs(std::size_t jobs) {
+  // The workers as they are now, not at the watcher's last look (up to an interval ago): a
+  // job whose workers connected since is retired, not cancelled as if still queued.
+  const auto info = impl_->ask_scheduler();
   std::lock_guard lock(impl_->mu);
+  if (info && !impl_->closing) impl_->note_workers(*info);
   impl_->adaptive.reset();
   impl_->set_target(jobs);
 }
