@@ -64,6 +64,24 @@ inline SchedulerOptions waiting_for_inputs() {
   return o;
 }
 
+/// The keys `worker` is asked to fetch a copy of (AcquireReplicas), sorted.
+inline std::vector<std::string> replicas_asked(const Instructions& out,
+                                               const std::string& worker) {
+  std::vector<std::string> keys;
+  for (const AcquireReplicas& a : only<AcquireReplicas>(out)) {
+    if (a.worker != worker) continue;
+    for (const DependencyLocation& k : a.keys) keys.push_back(k.key);
+  }
+  return sorted(keys);
+}
+
+/// Work stealing off: the steal requests and copies a test sees are its own subject's.
+inline SchedulerOptions without_stealing() {
+  SchedulerOptions o;
+  o.work_stealing = false;
+  return o;
+}
+
 struct Harness {
   SchedulerState s;
   Instructions last;

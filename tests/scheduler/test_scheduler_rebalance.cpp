@@ -9,12 +9,6 @@ using namespace taskwire::scheduler;
 using namespace taskwire::scheduler::testing;
 
 namespace {
-SchedulerOptions without_stealing() {
-  SchedulerOptions o;
-  o.work_stealing = false;
-  return o;
-}
-
 /// Worker a computes n results of `nbytes` each; then b joins, holding nothing.
 void all_on_a(Harness& h, int n, std::int64_t nbytes = 1000) {
   h.add_worker("a");
@@ -25,13 +19,6 @@ void all_on_a(Harness& h, int n, std::int64_t nbytes = 1000) {
   h.add_worker("b");
 }
 
-std::vector<std::string> asked_of(const Instructions& out, const std::string& worker) {
-  std::vector<std::string> keys;
-  for (const AcquireReplicas& a : only<AcquireReplicas>(out))
-    if (a.worker == worker)
-      for (const DependencyLocation& k : a.keys) keys.push_back(k.key);
-  return sorted(keys);
-}
 }  // namespace
 
 TEST_CASE("rebalance: half of what one worker holds moves to the empty one, then the client hears",
@@ -39,7 +26,7 @@ TEST_CASE("rebalance: half of what one worker holds moves to the empty one, then
   Harness h(without_stealing());
   all_on_a(h, 8);
   auto out = h.handle(Rebalance{"c1", 42, {}, {}, ""});
-  const auto moving = asked_of(out, "b");
+  const auto moving = replicas_asked(out, "b");
   REQUIRE(moving.size() == 4);
   CHECK(only<ReportRebalance>(out).empty());  // not before b holds them
   CHECK(freed_on(out, "a").empty());
@@ -87,7 +74,7 @@ TEST_CASE("rebalance: a recipient that leaves fails its moves, and a key still n
   h.submit({task("use", {"k0"})}, {"use"});
   REQUIRE(h.s.processing_on("use") == std::optional<std::string>("a"));
   auto out = h.handle(Rebalance{"c1", 7, {}, {"a", "b", "nobody"}, ""});
-  const auto moving = asked_of(out, "b");
+  const auto moving = replicas_asked(out, "b");
   REQUIRE(moving.size() == 2);
   CHECK(std::find(moving.begin(), moving.end(), "k0") == moving.end());
 
@@ -107,7 +94,7 @@ TEST_CASE("rebalance: a move not confirmed within the patience fails, the copy s
   // Heartbeats never time out here: only the copy's patience (10 s) is at stake.
   h.handle(CheckHeartbeats{100, 1e9, ""});
   auto out = h.handle(Rebalance{"c1", 9, {}, {}, ""});
-  const auto moving = asked_of(out, "b");
+  const auto moving = replicas_asked(out, "b");
   REQUIRE(moving.size() == 1);
   out = h.handle(CheckHeartbeats{105, 1e9, ""});
   CHECK(only<ReportRebalance>(out).empty());

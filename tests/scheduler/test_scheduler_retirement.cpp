@@ -7,20 +7,6 @@ using namespace taskwire::scheduler;
 using namespace taskwire::scheduler::testing;
 
 namespace {
-SchedulerOptions without_stealing() {
-  SchedulerOptions o;
-  o.work_stealing = false;  // the steal requests seen are the retirement's own
-  return o;
-}
-
-std::vector<std::string> replicas_asked(const Instructions& out, const std::string& worker) {
-  std::vector<std::string> keys;
-  for (const AcquireReplicas& a : only<AcquireReplicas>(out)) {
-    if (a.worker != worker) continue;
-    for (const DependencyLocation& k : a.keys) keys.push_back(k.key);
-  }
-  return sorted(keys);
-}
 
 /// Worker a, alone, computes x (the only copy).
 void one_result_on_a(Harness& h) {
