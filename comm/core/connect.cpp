@@ -196,8 +196,7 @@ class HandshakingListener final : public Listener {
     // hundreds of ranks starting at once must not evict each other.
     if (address.scheme != "mpi" && address.scheme != "inproc")
       state_->pending = std::make_shared<PendingHandshakes>(
-          registry.context().executor(), options.max_pending_handshakes,
-          options.max_pending_handshakes_per_host);
+          registry.context().executor(), options.max_pending_handshakes);
     auto opts = options.handshake ? *options.handshake
                                   : HandshakeOptions::from(registry.context().config());
     inner_ = registry.get(address.scheme)

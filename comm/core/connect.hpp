@@ -59,12 +59,11 @@ class PendingConnect {
 struct ListenOptions {
   std::optional<HandshakeOptions> handshake;  ///< default: HandshakeOptions::from(config)
   RejectHandler on_reject;                    ///< optional; rejections are logged regardless
-  /// Comms still in their handshake at once, on this listener and from one source host. A
-  /// comm over either cap makes room by aborting the oldest pending one (of its host for
-  /// the per-host cap), so that peers which connect and stay silent cannot keep a real one
-  /// out. Not applied to mpi:// and inproc:// (their peers are this job's processes).
+  /// Comms still in their handshake at once on this listener. A comm over the cap makes
+  /// room by aborting the oldest pending one of the source host with the most pending
+  /// (pending_handshakes.hpp), so that peers which connect and stay silent cannot keep a
+  /// real one out. Not applied to mpi:// and inproc:// (their peers are this job's processes).
   std::size_t max_pending_handshakes = 64;
-  std::size_t max_pending_handshakes_per_host = 16;
 };
 
 /// Asynchronous. Retries with jittered exponential backoff (10 ms doubling, at most 1 s,

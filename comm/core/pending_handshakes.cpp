@@ -19,11 +19,24 @@ struct PendingHandshakes::Entry {
   bool evicted = false;  // mu_
 };
 
-PendingHandshakes::PendingHandshakes(asio::any_io_executor executor, std::size_t max_pending,
-                                     std::size_t max_per_host)
-    : summary_timer_(std::move(executor)),
-      max_pending_(std::max<std::size_t>(1, max_pending)),
-      max_per_host_(std::max<std::size_t>(1, max_per_host)) {}
+PendingHandshakes::PendingHandshakes(asio::any_io_executor executor, std::size_t max_pending)
+    : summary_timer_(std::move(executor)), max_pending_(std::max<std::size_t>(1, max_pending)) {}
+
+// The oldest pending comm of the host with the most in handshake, counting the newcomer; on
+// a tie the newcomer's own host. A host flooding the listener thus only ever evicts its own
+// comms, while a burst from one host with nobody else pending fits up to the cap.
+std::map<std::uint64_t, PendingHandshakes::Ticket>::iterator PendingHandshakes::pick_victim(
+    const std::string& newcomer_host) {
+  std::map<std::string, std::size_t> count{{newcomer_host, 1}};
+  for (const auto& [seq, e] : pending_) ++count[e->host];
+  auto best = pending_.begin();
+  auto rank = [&](const Ticket& e) {
+    return std::pair{count[e->host], e->host == newcomer_host};
+  };
+  for (auto it = pending_.begin(); it != pending_.end(); ++it)
+    if (rank(it->second) > rank(best->second)) best = it;  // strictly: the oldest of a tie
+  return best;
+}
 
 std::string PendingHandshakes::source_host(const std::string& peer_address) {
   try {
@@ -54,21 +67,10 @@ PendingHandshakes::Ticket PendingHandshakes::admit(const std::string& peer_addre
     std::lock_guard lock(mu_);
     if (listener_.empty()) listener_ = "listener at " + local_address;
     listener = listener_;
-    std::size_t same_host = 0;
-    for (const auto& [seq, e] : pending_) same_host += e->host == ticket->host;
-    // Oldest of the same host first, while that host is at its cap; then the oldest of all.
-    for (auto it = pending_.begin(); it != pending_.end() && same_host >= max_per_host_;) {
-      if (it->second->host != ticket->host) {
-        ++it;
-        continue;
-      }
-      victims.push_back(it->second);
-      it = pending_.erase(it);
-      --same_host;
-    }
     while (pending_.size() >= max_pending_) {
-      victims.push_back(pending_.begin()->second);
-      pending_.erase(pending_.begin());
+      auto victim = pick_victim(ticket->host);
+      victims.push_back(victim->second);
+      pending_.erase(victim);
     }
     for (const auto& v : victims) {
       v->evicted = true;
@@ -79,8 +81,8 @@ PendingHandshakes::Ticket PendingHandshakes::admit(const std::string& peer_addre
   }
   for (const auto& v : victims) {
     spdlog::debug("{}: dropped the comm from {} still in its handshake, to make room for {} "
-                  "(at most {} per listener, {} per host)",
-                  listener, v->peer_address, ticket->peer_address, max_pending_, max_per_host_);
+                  "(at most {} per listener)",
+                  listener, v->peer_address, ticket->peer_address, max_pending_);
     v->abort();
   }
   return ticket;
@@ -119,9 +121,9 @@ void PendingHandshakes::note_eviction(const std::string& host) {
   if (summary_armed_ || stopped_) return;
   // The first eviction after a quiet interval is told at once; the next ones in a summary.
   spdlog::warn("{}: dropped a comm from {} still in its handshake: more peers were in "
-               "handshake than allowed (at most {} per listener, {} per host); further drops "
+               "handshake than allowed (at most {} per listener); further drops "
                "are summarised every {} s",
-               listener_, host, max_pending_, max_per_host_, kSummaryInterval.count());
+               listener_, host, max_pending_, kSummaryInterval.count());
   summary_armed_ = true;
   restart_summary();
 }

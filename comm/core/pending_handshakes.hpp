@@ -1,10 +1,12 @@
 #pragma once
 // The connections a listener has accepted whose handshake is not over yet (tls://: its TLS
-// handshake, then the taskwire handshake of connect.hpp), capped per listener and per source
-// host. A comm that would exceed a cap makes room by aborting the OLDEST pending
-// one (of its host, for the per-host cap), not by being refused itself: a burst of peers that
-// connect and stay silent then cannot keep a real peer that comes after them waiting for
-// their handshake timeouts. Authenticated comms are never counted or touched. Evictions are
+// handshake, then the taskwire handshake of connect.hpp), capped per listener. A comm that
+// would exceed the cap makes room by aborting the OLDEST pending one of the source host
+// with the most in handshake (counting the newcomer; its own host on a tie), not by being
+// refused itself: a burst of peers that connect and stay silent then cannot keep a real peer
+// that comes after them waiting for their handshake timeouts, a flooding host evicts only
+// its own comms, and a legitimate burst from one host (many workers on one node) is not cut
+// below the cap. Authenticated comms are never counted or touched. Evictions are
 // logged at debug, plus a warning at most every kSummaryInterval saying how many and from
 // where. Thread-safe (one mutex).
 #include <taskwire/comm/core/comm.hpp>
@@ -26,8 +28,7 @@ class PendingHandshakes : public std::enable_shared_from_this<PendingHandshakes>
   static constexpr std::chrono::seconds kSummaryInterval{5};
 
   /// The summary timer runs on `executor`.
-  PendingHandshakes(asio::any_io_executor executor, std::size_t max_pending,
-                    std::size_t max_per_host);
+  PendingHandshakes(asio::any_io_executor executor, std::size_t max_pending);
 
   /// Counts `comm` as in handshake, first aborting the oldest pending comms it displaces.
   Ticket admit(const CommPtr& comm);
@@ -48,6 +49,8 @@ class PendingHandshakes : public std::enable_shared_from_this<PendingHandshakes>
   static std::string source_host(const std::string& peer_address);
 
  private:
+  // mu_ held; pending_ not empty
+  std::map<std::uint64_t, Ticket>::iterator pick_victim(const std::string& newcomer_host);
   void note_eviction(const std::string& host);  // mu_ held
   void on_summary_timer();
   void restart_summary();  // mu_ held: clears the counts, fires again in kSummaryInterval
@@ -55,7 +58,7 @@ class PendingHandshakes : public std::enable_shared_from_this<PendingHandshakes>
   std::mutex mu_;
   asio::steady_timer summary_timer_;
   std::string listener_;  // "listener at ADDRESS", from the first comm's local address
-  const std::size_t max_pending_, max_per_host_;
+  const std::size_t max_pending_;
   std::uint64_t next_seq_ = 0;
   std::map<std::uint64_t, Ticket> pending_;  // oldest first
   // Evictions since the last warning, by host (at most kMaxHostsNamed named).

@@ -81,7 +81,6 @@ tls_errc classify_ssl_reason(int reason) {
     case SSL_R_WRONG_VERSION_NUMBER:
     case SSL_R_HTTP_REQUEST:
     case SSL_R_PACKET_LENGTH_TOO_LONG:
-    case SSL_R_UNEXPECTED_EOF_WHILE_READING:
       return tls_errc::not_tls;
     default:
       return tls_errc::failed;
@@ -98,16 +97,18 @@ const boost::system::error_category& tls_category() noexcept {
 error_code translate_tls_error(const error_code& ec, long verify_result, bool during_handshake) {
   if (verify_result != X509_V_OK) return make_error_code(classify_verify_result(verify_result));
   if (ec.category() == asio::error::get_ssl_category()) {
-    const auto kind = classify_ssl_reason(ERR_GET_REASON(static_cast<unsigned long>(ec.value())));
+    const auto reason = ERR_GET_REASON(static_cast<unsigned long>(ec.value()));
+    if (reason == SSL_R_UNEXPECTED_EOF_WHILE_READING) return make_error_code(errc::closed);
+    const auto kind = classify_ssl_reason(reason);
     if (kind != tls_errc::failed || during_handshake) return make_error_code(kind);
     return make_error_code(errc::io);
   }
-  // A peer that closes without TLS's close_notify: mid-handshake it was not speaking TLS;
-  // later it went away (a message cut short is caught by the framing).
-  const bool truncated = ec == asio::ssl::error::stream_truncated;
-  const auto code = truncated ? make_error_code(errc::closed) : tcp::translate_error(ec, "tls");
-  if (during_handshake && code == errc::closed) return make_error_code(tls_errc::not_tls);
-  return code;
+  // A peer that closes without TLS's close_notify (also OpenSSL's unexpected eof above), or
+  // resets. Mid-handshake that is no proof that it does not speak TLS: a listener evicts a
+  // pending handshake that way (pending_handshakes.hpp), and a connect retries it. A plain
+  // port says more: it sends its HELLO first, which OpenSSL reads as a wrong version.
+  if (ec == asio::ssl::error::stream_truncated) return make_error_code(errc::closed);
+  return tcp::translate_error(ec, "tls");
 }
 
 std::string describe_tls_error(const error_code& ec, long verify_result) {

@@ -29,8 +29,8 @@ inline boost::system::error_code make_error_code(tls_errc e) noexcept {
 
 /// Classifies a failed TLS operation: `ec` as Asio's SSL stream reported it, `verify_result`
 /// as SSL_get_verify_result() gives it (X509_V_OK when the peer's chain was not the problem).
-/// Errors that are not TLS's (a reset, eof before any TLS byte came back) give not_tls when
-/// `during_handshake`, else the tcp translation (closed, aborted, io).
+/// Errors that are not TLS's (a reset, eof) give the tcp translation (closed, aborted, io),
+/// retried by a connect; bytes that are not TLS records give not_tls.
 error_code translate_tls_error(const error_code& ec, long verify_result, bool during_handshake);
 
 /// OpenSSL's own description of `ec` and of a failed verification, for the log.

@@ -192,7 +192,6 @@ TEST_CASE("tls: over the pending-handshake cap the oldest connection still in it
   config.handshake_timeout = 60s;  // silent peers would otherwise hold their sockets 60 s
   comm::ListenOptions options;
   options.max_pending_handshakes = 4;
-  options.max_pending_handshakes_per_host = 4;
   Server server(config, "tls://127.0.0.1:0", options);
   std::vector<std::unique_ptr<RawSocket>> silent;
   for (int i = 0; i < 5; ++i) silent.push_back(std::make_unique<RawSocket>(server.port()));
