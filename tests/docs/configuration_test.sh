@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# docs/configuration.md lists every setting: each TASKWIRE_* variable the code reads, each flag
-# of the daemons' --help, each field of the public options structs. Fails naming what is
-# missing, so a new knob cannot land undocumented.
+# docs/configuration.md lists every setting: each TASKWIRE_* variable the code reads, each
+# variable of other software it reads or sets, each flag of the daemons' --help, each field of
+# every options struct in an installed header, and each named timing constant. Fails naming
+# what is missing, so a new knob cannot land undocumented.
 # usage: configuration_test.sh SOURCE_DIR SCHEDULER WORKER TASKWIRE_MPI TASKWIRE_JOBQUEUE
 set -euo pipefail
 src=$1 scheduler=$2 worker=$3 taskwire_mpi=$4 jobqueue=$5
@@ -17,10 +18,10 @@ section() {
 
 # 1. Environment variables: every "TASKWIRE_..." string literal in the library and daemons,
 # except the names of macros (TASKWIRE_REGISTER appears in messages).
-macros=$(grep -rhoE '#define TASKWIRE_[A-Z0-9_]+' "$src"/{runtime,comm,client,worker,scheduler,graph,launch} \
-  | awk '{print $2}' | sort -u)
-vars=$(grep -rhoE '"TASKWIRE_[A-Z0-9_]+"' --include='*.cpp' --include='*.hpp' \
-  "$src"/{runtime,comm,client,worker,scheduler,graph,launch} | tr -d '"' | sort -u)
+code_dirs=("$src"/{runtime,comm,http,client,worker,scheduler,graph,launch,bench})
+macros=$(grep -rhoE '#define TASKWIRE_[A-Z0-9_]+' "${code_dirs[@]}" | awk '{print $2}' | sort -u)
+vars=$(grep -rhoE '"TASKWIRE_[A-Z0-9_]+"' --include='*.cpp' --include='*.hpp' "${code_dirs[@]}" \
+  | tr -d '"' | sort -u)
 env_section=$(section "## Environment variables")
 [ -n "$vars" ] || miss "found no TASKWIRE_* variable in the sources (is SOURCE_DIR right?)"
 for v in $vars; do
@@ -65,26 +66,18 @@ fields_of() {  # header struct -> field names, one per line
       if (n > 1) print w[n]
     }' "$src/$1"
 }
-structs=(
-  "client/client_core.hpp ClientOptions"
-  "worker/worker_server.hpp WorkerOptions"
-  "scheduler/scheduler_state.hpp SchedulerOptions"
-  "scheduler/scheduler_server.hpp SchedulerServerOptions"
-  "launch/mpi/launch.hpp LaunchOptions"
-  "comm/mpi/mpi_environment.hpp MpiEnvironmentOptions"
-  "runtime/log.hpp LogOptions"
-  "comm/core/connect.hpp ListenOptions"
-  "runtime/config.hpp Config"
-  "runtime/config.hpp Limits"
-  "runtime/config.hpp MpiPollConfig"
-  "graph/options.hpp ExecuteOptions"
-  "graph/options.hpp ProgressOptions"
-  "client/progress.hpp ProgressReportOptions"
-  "graph/graph.hpp ReduceOptions"
-  "launch/job_cluster.hpp JobClusterOptions"
-  "launch/adaptive.hpp AdaptOptions"
-  "launch/slurm/slurm_batch.hpp SlurmCommands"
-)
+# Every options struct (a name ending in Options, Config or Commands) of an installed header,
+# as cmake/TaskwirePublicHeaders.cmake lists them.
+installed=$(grep -oE '[a-z_/]+\.hpp' "$src/cmake/TaskwirePublicHeaders.cmake" | sort -u)
+[ -n "$installed" ] || miss "found no installed header in cmake/TaskwirePublicHeaders.cmake"
+structs=()
+for header in $installed; do
+  [ -f "$src/$header" ] || continue
+  for name in $(grep -oE '^struct [A-Za-z]+(Options|Config|Commands)\b' "$src/$header" | awk '{print $2}'); do
+    structs+=("$header $name")
+  done
+done
+[ "${#structs[@]}" -ge 10 ] || miss "found only ${#structs[@]} options structs in installed headers"
 for entry in "${structs[@]}"; do
   read -r header name <<<"$entry"
   [ -f "$src/$header" ] || { miss "$header (of $name) does not exist: update this test"; continue; }
@@ -97,8 +90,29 @@ for entry in "${structs[@]}"; do
   done
 done
 
+# 4. Variables of other software (MPI, PMI, Slurm, UCX, glibc...) the code reads or sets.
+foreign=$(grep -rhoE '"(SLURM|PMI|PMIX|UCX|MPIR|MPICH|HYDRA|HYDI|OMPI|MALLOC|GLIBC|LD|MV2|I_MPI)_[A-Z0-9_]*"' \
+  --include='*.cpp' --include='*.hpp' "${code_dirs[@]}" | tr -d '"' | sort -u)
+foreign_section=$(section "## Variables of other software")
+[ -n "$foreign" ] || miss "found no variable of other software in the sources"
+for v in $foreign; do
+  grep -qF "\`$v\`" <<<"$foreign_section" || miss "variable $v is read or set by the code but not in '## Variables of other software'"
+done
+
+# 5. Named timing constants: a constexpr whose type is a std::chrono duration, that is
+# initialised with a duration literal, or whose name says it is one (...Seconds, ...Latency).
+timing=$(grep -rhoE 'constexpr [^;=]*(chrono::[a-z]+|auto|double|std::uint64_t) +k[A-Za-z]+ *(=|\{)[^;]*' \
+    --include='*.cpp' --include='*.hpp' "${code_dirs[@]}" \
+  | grep -E 'chrono|[0-9](ms|s|us)\b|k[A-Za-z]*(Seconds|Latency|Patience|PerMs)\b' \
+  | grep -oE 'k[A-Za-z]+ *(=|\{)' | grep -oE 'k[A-Za-z]+' | sort -u)
+timing_section=$(section "## Timing constants")
+[ -n "$timing" ] || miss "found no timing constant in the sources"
+for k in $timing; do
+  grep -qF "\`$k\`" <<<"$timing_section" || miss "timing constant $k is in the code but not in '## Timing constants'"
+done
+
 if [ "$missing" -gt 0 ]; then
   echo "$missing setting(s) missing from docs/configuration.md"
   exit 1
 fi
-echo "PASS: every variable, flag and options field is in docs/configuration.md"
+echo "PASS: every variable, flag, options field and timing constant is in docs/configuration.md"
