@@ -29,8 +29,9 @@ enum class JobState {
 /// One job, in terms every batch system has.
 struct JobSpec {
   std::string name = "taskwire-worker";  ///< the job's name in the queue
-  unsigned cores = 1;                    ///< CPUs the job asks for (one node)
-  std::uint64_t memory_bytes = 0;        ///< memory it asks for; 0: the batch system's default
+  unsigned nodes = 1;                    ///< nodes the job asks for; the two below are per node
+  unsigned cores = 1;                    ///< CPUs the job asks for on each node
+  std::uint64_t memory_bytes = 0;        ///< memory per node; 0: the batch system's default
   std::chrono::seconds walltime{1800};   ///< its time limit; 0: the partition's default
   std::string queue = {};          ///< Slurm's partition, PBS's and LSF's queue; "": default
   std::string account = {};        ///< charged account; "": the user's default
@@ -54,6 +55,11 @@ class BatchSystem {
 
   /// "slurm", for messages.
   virtual std::string name() const = 0;
+  /// The command prefix a batch script runs a command with once on each of its job's
+  /// `nodes` nodes ("srun --nodes=N ..."), and the variable holding the node's index (0 to
+  /// nodes - 1) in each; empty: this batch system runs jobs of one node only.
+  virtual std::vector<std::string> on_each_node(unsigned /*nodes*/) const { return {}; }
+  virtual std::string node_index_variable() const { return {}; }
   /// The variable holding the job's id inside a job ("SLURM_JOB_ID"): workers take their
   /// names from it, so the cluster knows which job a worker belongs to.
   virtual std::string job_id_variable() const = 0;

@@ -133,12 +133,20 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
   return result;
 }
 
+std::string shell_quote(const std::string& word) {
+  const bool plain =
+      !word.empty() && word.find_first_of(" \t\n'\"$\\;&|<>*?()`~#{}[]!") == std::string::npos;
+  if (plain) return word;
+  std::string quoted = "'";
+  for (const char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
 std::string command_line(const std::vector<std::string>& argv) {
   std::string line;
   for (const auto& a : argv) {
     if (!line.empty()) line += ' ';
-    const bool plain = !a.empty() && a.find_first_of(" \t\n'\"$\\;&|<>*?()") == std::string::npos;
-    line += plain ? a : "'" + a + "'";
+    line += shell_quote(a);
   }
   return line;
 }

@@ -18,7 +18,11 @@ struct CommandResult {
 CommandResult run_command(const std::vector<std::string>& argv, const std::string& input,
                           std::chrono::milliseconds timeout);
 
-/// argv as a shell would show it, for messages.
+/// `word` as one word for a POSIX shell: as it is when nothing in it is special, else in
+/// single quotes (a quote inside written '\'').
+std::string shell_quote(const std::string& word);
+
+/// argv as a shell reads it back (each argument shell_quote'd), for job scripts and messages.
 std::string command_line(const std::vector<std::string>& argv);
 
 }  // namespace taskwire::launch

@@ -28,6 +28,7 @@ using Clock = std::chrono::steady_clock;
 
 void check(const JobClusterOptions& o) {
   if (o.cores == 0) throw std::invalid_argument("cores must be at least 1");
+  if (o.nodes == 0) throw std::invalid_argument("nodes must be at least 1");
   if (o.processes == 0 || o.processes > o.cores)
     throw std::invalid_argument(fmt::format(
         "processes must be between 1 and cores ({}): each worker needs a core", o.cores));
@@ -104,6 +105,9 @@ struct JobCluster::Impl {
       : options(std::move(o)), batch(std::move(b)), context(config(options.config), 2),
         registry(context) {
     check(options);
+    if (options.nodes > 1 && batch->on_each_node(options.nodes).empty())
+      throw std::invalid_argument(fmt::format("nodes = {}: {} runs jobs of one node only here",
+                                              options.nodes, batch->name()));
     if (!options.memory.empty())
       worker_memory = worker::parse_memory_limit(options.memory, 1, "memory") / options.processes;
     comm::register_builtin_backends(registry);
@@ -126,7 +130,7 @@ struct JobCluster::Impl {
 
   JobSpec spec() const {
     return job_spec(options,
-                    worker_command(options, address, batch->job_id_variable(), worker_memory),
+                    worker_command(options, address, *batch, worker_memory),
                     worker_memory * options.processes);
   }
 
@@ -330,7 +334,8 @@ struct JobCluster::Impl {
                             info->tasks("no-worker"),
                         info->tasks("waiting"), std::max(1u, options.cores / options.processes)};
         const auto workers = adaptive->target(load, Clock::now());
-        target_jobs = (workers + options.processes - 1) / options.processes;
+        const auto per_job = workers_per_job(options);
+        target_jobs = (workers + per_job - 1) / per_job;
       }
       reconcile();
     } catch (const BatchError& e) {
@@ -389,7 +394,7 @@ std::string JobCluster::scheduler_address() const { return impl_->address; }
 std::string JobCluster::job_script() const { return impl_->batch->job_script(impl_->spec()); }
 
 void JobCluster::scale(std::size_t workers) {
-  const auto per = impl_->options.processes;
+  const auto per = workers_per_job(impl_->options);
   scale_jobs((workers + per - 1) / per);
 }
 
@@ -405,7 +410,7 @@ void JobCluster::scale_jobs(std::size_t jobs) {
 
 void JobCluster::adapt(AdaptOptions options) {
   std::lock_guard lock(impl_->mu);
-  impl_->adaptive.emplace(options, impl_->target_jobs * impl_->options.processes);
+  impl_->adaptive.emplace(options, impl_->target_jobs * workers_per_job(impl_->options));
   impl_->cv.notify_all();
 }
 

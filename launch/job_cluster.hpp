@@ -7,7 +7,7 @@
 //
 //   taskwire::SlurmCluster cluster({.cores = 4, .memory = "16GiB", .walltime = 1h,
 //                                   .worker_extra_args = {"--preload", "./libmytasks.so"}});
-//   cluster.scale(8);                  // workers (jobs: 8 / processes, rounded up)
+//   cluster.scale(8);                  // workers (jobs: 8 / (nodes x processes), rounded up)
 //   taskwire::Client client{cluster};  // or Client{cluster.scheduler_address()}
 //   cluster.adapt({.minimum = 0, .maximum = 32});
 //
@@ -30,9 +30,12 @@ namespace taskwire::launch {
 
 /// Designated-initializer friendly; the names are dask-jobqueue's where it has one.
 struct JobClusterOptions {
-  unsigned cores = 1;        ///< CPUs per job, shared by its workers' threads
-  std::string memory = {};  ///< memory per job ("16GiB", "4GB", bytes); "": no request
-  unsigned processes = 1;   ///< workers per job, each with cores / processes threads
+  unsigned cores = 1;        ///< CPUs per job (per node), shared by its workers' threads
+  std::string memory = {};  ///< memory per job (per node: "16GiB", "4GB", bytes); "": none
+  unsigned processes = 1;   ///< workers per job (per node), each with cores / processes threads
+  /// Nodes per job: one job holds nodes x processes workers, started on each of its nodes by
+  /// Slurm's srun; cores, memory and processes are each node's.
+  unsigned nodes = 1;
   std::chrono::seconds walltime{1800};  ///< each job's time limit; 0: the queue's default
   std::string queue = {};    ///< Slurm's partition (#SBATCH -p); "": the default one
   std::string account = {};  ///< #SBATCH -A; "": the user's default
@@ -106,7 +109,7 @@ class JobCluster {
   /// The script each job runs (what scale() submits).
   std::string job_script() const;
 
-  /// Holds `workers` workers: jobs = workers / processes, rounded up. Submits at once; of
+  /// Holds `workers` workers: jobs = workers / (nodes x processes), rounded up. Submits at once; of
   /// jobs too many, cancels those still queued at once, and retires the workers of the others
   /// first (idle ones and those holding the fewest bytes go first; their tasks not started
   /// and their data move to the workers that stay, as Client::retire_workers does), then

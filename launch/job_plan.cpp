@@ -11,8 +11,10 @@ namespace taskwire::launch {
 
 using namespace std::chrono_literals;
 
+unsigned workers_per_job(const JobClusterOptions& o) { return std::max(1u, o.nodes) * o.processes; }
+
 std::string worker_command(const JobClusterOptions& o, const std::string& scheduler,
-                           const std::string& job_id_variable, std::uint64_t worker_memory) {
+                           const BatchSystem& batch, std::uint64_t worker_memory) {
   std::vector<std::string> args{o.worker_executable, scheduler, "--nthreads",
                                 std::to_string(std::max(1u, o.cores / o.processes))};
   if (worker_memory > 0) args.insert(args.end(), {"--memory-limit", std::to_string(worker_memory)});
@@ -26,16 +28,28 @@ std::string worker_command(const JobClusterOptions& o, const std::string& schedu
   }
   args.insert(args.end(), o.worker_extra_args.begin(), o.worker_extra_args.end());
   const auto line = command_line(args);
-  const auto name = [&](const std::string& i) {
-    return fmt::format("--name \"{}-${{{}}}-{}\"", o.job_name, job_id_variable, i);
+  const auto launcher = o.nodes > 1 ? batch.on_each_node(o.nodes) : std::vector<std::string>{};
+  const auto node = batch.node_index_variable();
+  if (o.nodes > 1 && (launcher.empty() || node.empty()))
+    throw std::invalid_argument(fmt::format(
+        "nodes = {}: {} runs jobs of one node only here; give nodes = 1", o.nodes, batch.name()));
+  // Worker i of a node is worker NODE * processes + i of the job.
+  const auto name = [&](const std::string& i) {  // i: "0", or the loop's variable "i"
+    auto index = i == "0" ? i : "$" + i;
+    if (!launcher.empty()) index = fmt::format("$(({} * {} + {}))", node, o.processes, i);
+    return fmt::format("--name \"{}-${{{}}}-{}\"", o.job_name, batch.job_id_variable(), index);
   };
-  if (o.processes == 1) return "exec " + line + " " + name("0");
   // A SIGTERM to the script alone (#SBATCH --signal=B:TERM@T) is passed on to the workers,
   // the script waits for them to close, so the job does not end under them, and ends 0: a
   // shutdown asked for is no failure.
-  return fmt::format("trap 'kill $(jobs -p) 2>/dev/null; wait; exit 0' TERM\n"
-                     "for i in $(seq 0 {}); do\n  {} {} &\ndone\nwait",
-                     o.processes - 1, line, name("$i"));
+  const auto on_node =
+      o.processes == 1
+          ? "exec " + line + " " + name("0")
+          : fmt::format("trap 'kill $(jobs -p) 2>/dev/null; wait; exit 0' TERM\n"
+                        "for i in $(seq 0 {}); do\n  {} {} &\ndone\nwait",
+                        o.processes - 1, line, name("i"));
+  if (launcher.empty()) return on_node;
+  return "exec " + command_line(launcher) + " bash -c " + shell_quote(on_node);
 }
 
 WorkerLifetime worker_lifetime(const JobClusterOptions& o) {
@@ -71,6 +85,7 @@ WorkerLifetime worker_lifetime(const JobClusterOptions& o) {
 JobSpec job_spec(const JobClusterOptions& o, std::string command, std::uint64_t job_memory) {
   JobSpec job;
   job.name = o.job_name;
+  job.nodes = std::max(1u, o.nodes);
   job.cores = o.cores;
   job.memory_bytes = job_memory;
   job.walltime = o.walltime;

@@ -41,15 +41,18 @@ po::options_description describe(MainOptions& o) {
       "cancels every job.\n\n"
       "usage: taskwire-jobqueue --workers N --scheduler-file F [options]\n\nOptions");
   desc.add_options()("help,h", "show this help")(
-      "workers", po::value(&o.workers), "workers to hold (jobs: workers / processes)")(
+      "workers", po::value(&o.workers), "workers to hold (jobs: workers / (nodes x processes))")(
       "jobs", po::value(&o.jobs), "jobs to hold (instead of --workers)")(
       "adapt", po::bool_switch(&o.adapt), "adapt to the scheduler's load instead")(
       "adapt-minimum", po::value(&o.adapt_minimum)->default_value(0), "--adapt: fewest workers")(
       "adapt-maximum", po::value(&o.adapt_maximum)->default_value(0),
       "--adapt: most workers (0: no limit)")(
-      "cores", po::value(&c.cores)->default_value(c.cores), "CPUs per job")(
-      "memory", po::value(&c.memory), "memory per job, e.g. 16GiB (default: no request)")(
-      "processes", po::value(&c.processes)->default_value(c.processes), "workers per job")(
+      "cores", po::value(&c.cores)->default_value(c.cores), "CPUs per job (per node)")(
+      "memory", po::value(&c.memory), "memory per job (per node), e.g. 16GiB (default: none)")(
+      "processes", po::value(&c.processes)->default_value(c.processes),
+      "workers per job (per node)")(
+      "nodes", po::value(&c.nodes)->default_value(c.nodes),
+      "nodes per job, each running --processes workers (started by srun)")(
       "walltime", po::value(&o.walltime)->default_value(o.walltime),
       "each job's time limit: 90s, 30m, 2h")(
       "partition", po::value(&c.queue), "Slurm partition (#SBATCH -p)")(

@@ -53,7 +53,14 @@ std::string SlurmBatch::job_script(const JobSpec& job) const {
   std::string s = "#!/usr/bin/env bash\n";
   auto directive = [&s](const std::string& text) { s += "#SBATCH " + text + "\n"; };
   directive("-J " + job.name);
-  directive("-n 1");
+  // One task per node: the command itself on one node, the srun it execs on several
+  // (job_plan.hpp's worker_command), each with all of its node's CPUs.
+  if (job.nodes > 1) {
+    directive(fmt::format("-N {}", job.nodes));
+    directive("--ntasks-per-node=1");
+  } else {
+    directive("-n 1");
+  }
   directive(fmt::format("--cpus-per-task={}", job.cores));
   // Slurm's --mem counts MiB: round up, so a worker's own limit fits inside the job's.
   if (job.memory_bytes > 0)
@@ -67,6 +74,11 @@ std::string SlurmBatch::job_script(const JobSpec& job) const {
   for (const auto& line : job.prologue) s += line + "\n";
   s += job.command + "\n";
   return s;
+}
+
+std::vector<std::string> SlurmBatch::on_each_node(unsigned nodes) const {
+  return {"srun", fmt::format("--nodes={}", nodes), "--ntasks-per-node=1",
+          "--kill-on-bad-exit=0"};
 }
 
 std::string SlurmBatch::submit(const std::string& script) {

@@ -25,6 +25,9 @@ class SlurmBatch final : public BatchSystem {
 
   std::string name() const override { return "slurm"; }
   std::string job_id_variable() const override { return "SLURM_JOB_ID"; }
+  /// srun, one task per node; a worker that exits does not end the others.
+  std::vector<std::string> on_each_node(unsigned nodes) const override;
+  std::string node_index_variable() const override { return "SLURM_NODEID"; }
   std::string job_script(const JobSpec& job) const override;
   std::string submit(const std::string& script) override;
   void cancel(const std::vector<std::string>& ids) override;

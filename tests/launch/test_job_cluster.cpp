@@ -12,7 +12,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <set>
 #include <thread>
 
 using namespace taskwire::launch;
@@ -31,7 +38,7 @@ TEST_CASE("launch: the Slurm job script asks for what the options say", "[launch
                       .death_timeout = 30s};
   const std::uint64_t worker_memory = (16ull << 30) / 2;
   const auto script = SlurmBatch().job_script(
-      job_spec(o, worker_command(o, "tcp://10.0.0.5:8786", "SLURM_JOB_ID", worker_memory),
+      job_spec(o, worker_command(o, "tcp://10.0.0.5:8786", SlurmBatch(), worker_memory),
                2 * worker_memory));
   for (const char* line :
        {"#!/usr/bin/env bash\n", "#SBATCH -J taskwire-worker\n", "#SBATCH -n 1\n",
@@ -49,10 +56,77 @@ TEST_CASE("launch: the Slurm job script asks for what the options say", "[launch
   CHECK(script.find("module load") < script.find("taskwire-worker tcp://"));
   // One worker per job: exec'ed, so Slurm's SIGTERM reaches its nanny.
   JobClusterOptions one;
-  CHECK(worker_command(one, "tcp://h:1", "SLURM_JOB_ID", 0) ==
+  CHECK(worker_command(one, "tcp://h:1", SlurmBatch(), 0) ==
         "exec taskwire-worker tcp://h:1 --nthreads 1 --connect-timeout 60s --death-timeout 60s "
         "--lifetime 1500s --lifetime-stagger 120s --lifetime-grace 120s "
         "--name \"taskwire-worker-${SLURM_JOB_ID}-0\"");
+}
+
+namespace {
+
+// A directory with stand-ins for srun (runs its command once per node, SLURM_NODEID set, as
+// srun does) and taskwire-worker (writes each argument on a line of its own to OUT/args-PID).
+std::filesystem::path fake_slurm_bin() {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   fmt::format("taskwire-fake-srun-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const char* name, const char* text) {
+    std::ofstream(dir / name) << text;
+    std::filesystem::permissions(dir / name, std::filesystem::perms::owner_all);
+  };
+  write("srun",
+        "#!/usr/bin/env bash\n"
+        "nodes=1\n"
+        "while [ \"${1#--}\" != \"$1\" ]; do\n"
+        "  case $1 in --nodes=*) nodes=${1#--nodes=} ;; esac; shift\n"
+        "done\n"
+        "for n in $(seq 0 $((nodes - 1))); do SLURM_NODEID=$n \"$@\" & done\n"
+        "wait\n");
+  write("taskwire-worker",
+        "#!/usr/bin/env bash\nprintf '%s\\n' \"$@\" > \"$FAKE_OUT/args-$$\"\n");
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("launch: a job of several nodes starts its workers on each node through srun, "
+          "named across the job, arguments intact", "[launch]") {
+  JobClusterOptions o{.cores = 4, .processes = 2, .nodes = 2, .walltime = 0s,
+                      .worker_extra_args = {"--preload", "/home/me/it's a lib.so"}};
+  const auto command = worker_command(o, "tcp://10.0.0.5:8786", SlurmBatch(), 0);
+  const auto script = SlurmBatch().job_script(job_spec(o, command, 0));
+  for (const char* line : {"#SBATCH -N 2\n", "#SBATCH --ntasks-per-node=1\n",
+                           "#SBATCH --cpus-per-task=4\n",
+                           "exec srun --nodes=2 --ntasks-per-node=1 --kill-on-bad-exit=0 bash -c "})
+    CHECK_THAT(script, Catch::Contains(line));
+  CHECK_THAT(script, !Catch::Contains("#SBATCH -n 1\n"));
+  CHECK(workers_per_job(o) == 4);
+
+  const auto bin = fake_slurm_bin();
+  const auto out = bin / "out";
+  std::filesystem::create_directories(out);
+  const auto run = run_command(
+      {"env", "PATH=" + bin.string() + ":/usr/bin:/bin", "SLURM_JOB_ID=77",
+       "FAKE_OUT=" + out.string(), "bash", "-c", command},
+      "", 20s);
+  INFO(command << "\n" << run.output);
+  REQUIRE(run.status == 0);
+  std::set<std::string> names;
+  for (const auto& file : std::filesystem::directory_iterator(out)) {
+    std::ifstream in(file.path());
+    std::vector<std::string> args;
+    for (std::string a; std::getline(in, a);) args.push_back(a);
+    REQUIRE(args.size() >= 4);
+    CHECK(args[0] == "tcp://10.0.0.5:8786");
+    const auto preload = std::find(args.begin(), args.end(), "--preload");
+    REQUIRE(preload + 1 < args.end());
+    CHECK(preload[1] == "/home/me/it's a lib.so");
+    CHECK(args[args.size() - 2] == "--name");
+    names.insert(args.back());
+  }
+  std::filesystem::remove_all(bin);
+  CHECK(names == std::set<std::string>{"taskwire-worker-77-0", "taskwire-worker-77-1",
+                                       "taskwire-worker-77-2", "taskwire-worker-77-3"});
 }
 
 TEST_CASE("launch: workers retire before the walltime, as the options or the walltime say",
@@ -77,7 +151,7 @@ TEST_CASE("launch: workers retire before the walltime, as the options or the wal
                     Catch::Contains("leaves no time before the walltime"));
   CHECK_THAT(worker_command({.walltime = 60s, .worker_lifetime = 10s,
                              .worker_lifetime_stagger = 0s},
-                            "tcp://h:1", "J", 0),
+                            "tcp://h:1", SlurmBatch(), 0),
              Catch::Contains("--lifetime 10s --lifetime-stagger 0 --lifetime-grace 25s"));
 }
 
@@ -197,6 +271,17 @@ bool until(const std::function<bool()>& ok) {
 }
 
 }  // namespace
+
+TEST_CASE("launch: nodes = 0, or several nodes where the batch system has no launcher, is an "
+          "error that says so", "[launch]") {
+  // FakeBatch, like a batch system without srun, has no launcher on each node.
+  CHECK_THROWS_WITH(worker_command({.nodes = 2}, "tcp://h:1", FakeBatch(), 0),
+                    Catch::Contains("jobs of one node only"));
+  CHECK_THROWS_WITH(JobCluster(std::make_unique<FakeBatch>(), {.nodes = 2}),
+                    Catch::Contains("jobs of one node only"));
+  CHECK_THROWS_WITH(JobCluster(std::make_unique<SlurmBatch>(), {.nodes = 0}),
+                    Catch::Contains("nodes must be at least 1"));
+}
 
 TEST_CASE("job cluster: scale submits and cancels, replaces a job that ended, gives up on "
           "jobs that never start, cancels everything at the end", "[launch]") {

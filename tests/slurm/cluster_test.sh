@@ -16,6 +16,10 @@
 #     SIGTERM to one job's script alone ends that job COMPLETED, exit 0, and a third job
 #     replaces it; a client computes through F and shuts the cluster down, which ends
 #     taskwire-jobqueue (exit 0) and every job
+#   cluster_test.sh STATE_DIR nodes JOBQUEUE WORKER PRELOAD_LIB DAEMON_CLIENT
+#     on the two-node Slurm of slurm_up.sh STATE_DIR PORT 2: taskwire-jobqueue --jobs 1
+#     --nodes 2 --processes 2: one job on both nodes, srun starting 2 workers on each, named
+#     -0 to -3; a client computes through the scheduler file and shuts the cluster down
 # Every mode then checks that no job is left in the queue. Exits 77 ("SKIPPED ...") when the
 # fixture found no usable Slurm.
 set -uo pipefail
@@ -54,6 +58,34 @@ if [ "$mode" = killed ]; then
   no_jobs_within 25 || fail "jobs still queued 25 s after the client died: $(squeue -h)"
   echo "every job gone $(( ($(date +%s%N) - start) / 1000000 )) ms after the client was killed"
   echo "PASSED killed"
+  exit 0
+fi
+
+if [ "$mode" = nodes ]; then
+  jobqueue=$client daemon_client=${6:?}
+  "$jobqueue" --worker "$worker" --worker-arg=--preload "--worker-arg=$lib" \
+    --worker-arg=--no-dashboard --cores 2 --processes 2 --nodes 2 --walltime 5m \
+    --death-timeout 10s --listen tcp://127.0.0.1:0 --jobs 1 --scheduler-file "$dir/s.json" \
+    >"$dir/jobqueue.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 600); do
+    [ "$(grep -c 'joined with' "$dir/jobqueue.log")" -ge 4 ] && break; sleep 0.1
+  done
+  [ "$(grep -c 'joined with' "$dir/jobqueue.log")" -ge 4 ] ||
+    { cat "$dir/jobqueue.log"; fail "not 4 workers after 60 s"; }
+  job=$(squeue -h -o %i -n taskwire-worker)
+  [ "$(wc -w <<<"$job")" -eq 1 ] || fail "not one job: $(squeue -h)"
+  scontrol -o show job "$job" | grep -q 'NumNodes=2 ' || fail "the job is not on 2 nodes: $(scontrol -o show job "$job")"
+  for i in 0 1 2 3; do
+    grep -q "taskwire-worker-$job-$i" "$dir/jobqueue.log" ||
+      { cat "$dir/jobqueue.log"; fail "no worker taskwire-worker-$job-$i"; }
+  done
+  timeout 60 "$daemon_client" compute "$dir/s.json" || fail "the client"
+  timeout 30 tail --pid="$pid" -f /dev/null || fail "taskwire-jobqueue still running 30 s after shutdown()"
+  wait "$pid" || { cat "$dir/jobqueue.log"; fail "taskwire-jobqueue exited $?"; }
+  pid=""
+  no_jobs_within 15 || fail "jobs still queued 15 s after taskwire-jobqueue ended: $(squeue -h)"
+  echo "PASSED nodes"
   exit 0
 fi
 

@@ -19,9 +19,9 @@ fi
 # A zombie is gone for this purpose: it holds no port and runs nothing (reaped ~2 s later).
 alive() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$s" ] && [ "${s:0:1}" != Z ]; }
 pids=()
-for f in slurmd slurmctld munged; do
-  [ -f "$state/run/$f.pid" ] || continue
-  p=$(cat "$state/run/$f.pid")
+for f in "$state"/run/slurmd*.pid "$state/run/slurmctld.pid" "$state/run/munged.pid"; do
+  [ -f "$f" ] || continue
+  p=$(cat "$f")
   [ -n "$p" ] && alive "$p" && { kill -TERM "$p"; pids+=("$p"); }
 done
 for _ in $(seq 1 50); do

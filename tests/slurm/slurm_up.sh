@@ -2,16 +2,23 @@
 # Brings up a one-node Slurm (munged, slurmctld, slurmd) as root, without systemd, for the
 # Slurm tests: everything under STATE_DIR (config, spool, logs, pid files, munge socket), on
 # private ports, so it touches no system Slurm and a second checkout can run its own.
-#   slurm_up.sh STATE_DIR [CTLD_PORT]
+#   slurm_up.sh STATE_DIR [CTLD_PORT] [NODES]
 # CTLD_PORT (slurmd takes the next one) defaults to one in 20000-39998 derived from STATE_DIR,
-# so build trees (release, asan, another checkout) running at once do not meet.
+# so build trees (release, asan, another checkout) running at once do not meet (with NODES
+# above 1, 20000-59998 in steps of 4 and at most 3 nodes).
+# NODES (default 1) above 1 emulates that many nodes on this machine: n1, n2, ..., one slurmd
+# each (slurmd -N), on the ports after CTLD_PORT, each with its own spool, log and pid file,
+# for jobs that span nodes.
 # Exits 0 once `sinfo` shows the node idle; then STATE_DIR/env holds `export SLURM_CONF=...`.
 # Exits 77 (ctest's skip) with "SKIPPED: <why>" when this machine cannot run it (no Slurm
 # packages, not root); 1 when a daemon does not come up, after stopping what it started.
 # slurm_down.sh STATE_DIR stops every daemon by the pid this script recorded.
 set -uo pipefail
-state=${1:?usage: slurm_up.sh STATE_DIR [CTLD_PORT]}
-port=${2:-$((20000 + $(printf %s "$(realpath -m "$state")" | cksum | cut -d' ' -f1) % 10000 * 2))}
+state=${1:?usage: slurm_up.sh STATE_DIR [CTLD_PORT] [NODES]}
+nodes=${3:-1}
+sum=$(printf %s "$(realpath -m "$state")" | cksum | cut -d' ' -f1)
+[ "$nodes" -gt 1 ] && default_port=$((20000 + sum % 10000 * 4)) || default_port=$((20000 + sum % 10000 * 2))
+port=${2:-$default_port}
 here=$(cd "$(dirname "$0")" && pwd)
 
 # The scenarios look for STATE_DIR/env: none unless this run brings Slurm up.
@@ -26,6 +33,11 @@ done
 # A previous run that was killed before its clean-up: stop it first, by its recorded pids.
 "$here/slurm_down.sh" "$state" >/dev/null 2>&1
 mkdir -p "$state"/{spool,slurmd,log,run}
+names=localhost
+if [ "$nodes" -gt 1 ]; then
+  names=$(seq -f 'n%g' -s ' ' 1 "$nodes")
+  for n in $names; do mkdir -p "$state/slurmd-$n"; done
+fi
 state=$(cd "$state" && pwd)
 fail() {
   echo "FAILED slurm_up: $*"
@@ -53,6 +65,17 @@ proctrack=proctrack/cgroup
 # proctrack/cgroup needs a cgroup hierarchy slurmd can write; elsewhere linuxproc (whose
 # weakness: a setsid daemon survives scancel; the tests do not start one).
 [ -w /sys/fs/cgroup ] || [ -w /sys/fs/cgroup/freezer ] || proctrack=proctrack/linuxproc
+# One node named localhost; or n1, n2, ... all at 127.0.0.1, each slurmd on its own port.
+spool=slurmd per_node="" node_lines=""
+if [ "$nodes" -gt 1 ]; then
+  spool=slurmd-%n per_node=-%n i=1
+  for n in $names; do
+    node_lines+="NodeName=$n NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((port + i)) CPUs=$cpus RealMemory=$mem State=UNKNOWN"$'\n'
+    i=$((i + 1))
+  done
+else
+  node_lines="NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN"
+fi
 cat >"$state/slurm.conf" <<CONF
 ClusterName=taskwire
 SlurmctldHost=localhost(127.0.0.1)
@@ -64,11 +87,11 @@ AuthType=auth/munge
 AuthInfo=socket=$mdir/munge.socket
 CredType=cred/munge
 StateSaveLocation=$state/spool
-SlurmdSpoolDir=$state/slurmd
+SlurmdSpoolDir=$state/$spool
 SlurmctldPidFile=$state/run/slurmctld.pid
-SlurmdPidFile=$state/run/slurmd.pid
+SlurmdPidFile=$state/run/slurmd$per_node.pid
 SlurmctldLogFile=$state/log/slurmctld.log
-SlurmdLogFile=$state/log/slurmd.log
+SlurmdLogFile=$state/log/slurmd$per_node.log
 SlurmctldDebug=info
 SlurmdDebug=info
 ProctrackType=$proctrack
@@ -86,8 +109,8 @@ InactiveLimit=0
 JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
-NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
-PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+$node_lines
+PartitionName=debug Nodes=${names// /,} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
 cat >"$state/cgroup.conf" <<CONF
 CgroupPlugin=autodetect
@@ -98,12 +121,14 @@ export SLURM_CONF="$state/slurm.conf"
 
 # -c: no job of an earlier run is recovered from the state directory.
 slurmctld -f "$SLURM_CONF" -c || fail "slurmctld did not start"
-slurmd -f "$SLURM_CONF" -N localhost || fail "slurmd did not start"
+for n in $names; do
+  slurmd -f "$SLURM_CONF" -N "$n" || fail "slurmd $n did not start"
+done
 for _ in $(seq 1 150); do
-  if sinfo -h -o '%t' 2>/dev/null | grep -qE '^idle'; then
-    echo "slurm_up: one-node Slurm up in $state (port $port, $proctrack, $cpus CPUs)"
+  if [ "$(sinfo -h -N -o '%t' 2>/dev/null | grep -c '^idle')" -ge "$nodes" ]; then
+    echo "slurm_up: Slurm of $nodes node(s) ($names) up in $state (port $port, $proctrack, $cpus CPUs each)"
     exit 0
   fi
   sleep 0.1
 done
-fail "the node is not idle after 15 s: $(sinfo 2>&1)"
+fail "not $nodes node(s) idle after 15 s: $(sinfo -N 2>&1)"
