@@ -16,6 +16,7 @@ set(TASKWIRE_PUBLIC_ENTRY_HEADERS
   runtime/large_buffer.hpp          # BufferAllocator for tasks' big arrays
   runtime/context.hpp runtime/log.hpp
   comm/mpi/mpi_environment.hpp runtime/force_exit.hpp
+  comm/mpi/mpi_broadcast.hpp        # polled broadcast over the runtime communicator
   comm/backends.hpp comm/core/connect.hpp
   scheduler/scheduler_server.hpp worker/worker_server.hpp)
 
