@@ -370,6 +370,11 @@ std::string item_function_name(std::optional<std::size_t> index = std::nullopt) 
   return index ? name + "[" + std::to_string(*index) + "]" : name;
 }
 
+/// True for a name item_function_name gave: a task that reads a part of its one input.
+inline bool is_item_function(std::string_view name) {
+  return name.substr(0, 18) == "taskwire::getitem<";
+}
+
 template <class C>
 typename C::value_type item_at(const C& whole, std::uint64_t i) {
   if (i >= whole.size())

@@ -13,6 +13,7 @@
 // as sets, updated as tasks come and go), so a finishing task or a refusal triggers the next
 // steal at once; the server's periodic CheckHeartbeats is the cheap periodic pass.
 #include <taskwire/scheduler/scheduler_state.hpp>
+#include <taskwire/runtime/function_registry.hpp>
 
 #include <algorithm>
 #include <utility>
@@ -97,6 +98,9 @@ TaskState* SchedulerState::steal_candidate(WorkerState* victim, WorkerState* thi
        it != victim->processing.begin() && scanned < kStealScan; ++scanned) {
     TaskState* ts = *--it;
     if (ts->steal_pending || ts->steal_refused || ts->state != S::processing) continue;
+    // A part of a result (Client::getitem) is read where the whole is: moving the task would
+    // move the whole, for a copy of one element.
+    if (runtime::detail::is_item_function(ts->function)) continue;
     // Never to a worker that may not take it (its `workers`, unless only a preference, or
     // resources the thief lacks or has in use).
     if (ts->restrictions && !eligible(ts, thief, !ts->restrictions->loose)) continue;

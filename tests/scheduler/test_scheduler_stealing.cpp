@@ -152,3 +152,22 @@ TEST_CASE("stealing: short tasks are not worth a steal's round trips", "[schedul
   REQUIRE(h.s.processing("a").size() == 2);
   CHECK(steals(h.add_worker("b")).empty());
 }
+
+TEST_CASE("stealing: a task reading a part of a result stays where the whole is",
+          "[scheduler][stealing][getitem]") {
+  // As "a task whose input is costly to move" with a cheap input, which a normal task of
+  // unknown duration leaves for the idle worker; a part task never does: it would fetch the
+  // whole for one element (Client::getitem).
+  for (const std::string& function : {std::string("slow"), std::string("taskwire::getitem<v>")}) {
+    Harness h;
+    h.add_worker("a");
+    h.submit({task("d")});
+    h.finish("d", 8);
+    h.submit({task("y1", {"d"}, function), task("y2", {"d"}, function),
+              task("y3", {"d"}, function)},
+             {"y1", "y2", "y3"});
+    REQUIRE(h.s.processing("a").size() == 3);
+    INFO(function);
+    CHECK(steals(h.add_worker("b")).size() == (function == "slow" ? 1u : 0u));
+  }
+}
