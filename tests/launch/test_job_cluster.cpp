@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -305,14 +306,72 @@ TEST_CASE("job cluster: scaling down retires the workers of the job going (its d
   CHECK(cluster.jobs()[0].id == "100");
   CHECK(cluster.submitted_jobs() == 2);  // a job scaled down is not replaced
 
-  // scale(0): the last worker's data has nowhere to go; the scheduler keeps it running, and
-  // the cluster, asked for no job, cancels it all the same.
+  // scale(0): the last worker's data has nowhere to go: its job is cancelled at once.
   cluster.scale(0);
-  REQUIRE(until([&] { return batch.cancelled_ids().size() == 2; }));
+  CHECK(batch.cancelled_ids().size() == 2);
   CHECK(cluster.jobs().empty());
   CHECK(cluster.submitted_jobs() == 2);
   going->stop();
   staying->stop();
+  cluster.close();
+}
+
+namespace {
+
+// Each worker's results, as the scheduler sees them, by worker name.
+std::map<std::string, std::size_t> keys_held(taskwire::Client& client) {
+  std::map<std::string, std::size_t> out;
+  for (const auto& w : client.scheduler_info().workers) out[w.name] = w.keys_held;
+  return out;
+}
+
+}  // namespace
+
+// dask-jobqueue's scale(0) (SpecCluster) closes the workers: their retirement finds no
+// recipient, so nothing is copied, and their data is lost. Retiring them first here copied
+// each worker's data onto another worker about to go too, and cancelled the jobs only at
+// the next check (issue 38).
+TEST_CASE("job cluster: scale(0) and adapt down to 0 cancel every job at once, copying no "
+          "data between workers that all go",
+          "[launch][retirement]") {
+  auto owned = std::make_unique<FakeBatch>();
+  FakeBatch& batch = *owned;
+  JobCluster cluster(std::move(owned), {.processes = 1, .status_interval = 100ms,
+                                        .listen = "tcp://127.0.0.1:0"});
+  JobWorkers workers(cluster.scheduler_address());
+  taskwire::Client client(cluster.scheduler_address());
+  const std::map<std::string, std::size_t> one_each = {{"taskwire-worker-100-0", 1},
+                                                       {"taskwire-worker-101-0", 1}};
+  cluster.scale(2);
+  batch.set("100", JobState::running);
+  batch.set("101", JobState::running);
+  auto a = workers.start("100");
+  auto b = workers.start("101");
+  REQUIRE(cluster.wait_for_workers(2, 10s));
+  auto on_a = client.scatter(1, {.workers = {"taskwire-worker-100-0"}});
+  auto on_b = client.scatter(2, {.workers = {"taskwire-worker-101-0"}});
+  REQUIRE(keys_held(client) == one_each);
+
+  SECTION("scale(0)") {
+    cluster.scale(0);
+    // Cancelled within the call, both of them: no retirement to wait for.
+    CHECK(batch.cancelled_ids() == std::vector<std::string>{"100", "101"});
+    CHECK(cluster.jobs().empty());
+  }
+  SECTION("adapt down to a minimum of 0") {
+    cluster.adapt({.minimum = 0, .maximum = 2, .interval = 100ms, .release_after = 300ms});
+    REQUIRE(until([&] { return batch.cancelled_ids().size() == 2; }));
+    CHECK(cluster.jobs().empty());
+  }
+  // The fake batch system kills nothing: the workers still run, and the scheduler was never
+  // asked to retire them, so neither holds a copy of the other's data.
+  const std::size_t seen = cluster.status_checks();
+  REQUIRE(until([&] { return cluster.status_checks() >= seen + 3; }));
+  CHECK(keys_held(client) == one_each);
+  for (const auto& w : client.scheduler_info().workers) CHECK_FALSE(w.retiring);
+  CHECK(cluster.submitted_jobs() == 2);
+  b->stop();
+  a->stop();
   cluster.close();
 }
 
