@@ -200,7 +200,8 @@ struct JobCluster::Impl {
   // take the data, so retiring first would only copy each worker's data onto another one
   // about to go too. Every job goes at once, draining and leaving ones included, and what
   // their workers held is lost, as after Dask's scale(0) (which closes workers whose
-  // retirement finds no recipient): the scheduler computes again what a client still needs.
+  // retirement finds no recipient): the scheduler computes again a result still needed;
+  // scattered data is gone (docs/faults.md).
   void cancel_all_at_once() {
     std::vector<std::string> ids;
     for (const auto& [id, job] : jobs)

@@ -113,8 +113,9 @@ class JobCluster {
   /// cancels them once their workers left (or when a worker's lifetime grace, 60 s without
   /// one, has passed; or once the scheduler found nowhere to copy their data). Zero workers
   /// (here or through adapt()) cancels every job at once, without retiring anything: there
-  /// is nowhere to keep data, so what the workers held is lost, as after Dask's scale(0),
-  /// and computed again from its tasks if a client still needs it. Then it keeps the count:
+  /// is nowhere to keep data, so what the workers held is lost, as after Dask's scale(0)
+  /// (a result still needed is computed again, scattered data is gone). Then it keeps the
+  /// count:
   /// a job that ends by itself (walltime, node failure) is replaced, unless jobs keep
   /// ending before any worker of theirs connected (three in a row: logged, not replaced);
   /// a job whose workers retire (worker_lifetime) is replaced as soon as they start to.
