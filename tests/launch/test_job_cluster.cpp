@@ -169,6 +169,19 @@ struct FakeBatch final : BatchSystem {
   }
 };
 
+// A job cluster over a fake batch system that the test drives through `batch`: one worker
+// per job, checked every 100 ms, its scheduler on loopback.
+struct FakeJobCluster {
+  FakeBatch& batch;
+  JobCluster cluster;
+  FakeJobCluster() : FakeJobCluster(std::make_unique<FakeBatch>()) {}
+
+ private:
+  explicit FakeJobCluster(std::unique_ptr<FakeBatch> owned)
+      : batch(*owned), cluster(std::move(owned), {.processes = 1, .status_interval = 100ms,
+                                                   .listen = "tcp://127.0.0.1:0"}) {}
+};
+
 // Workers the jobs of a fake batch would start: real ones, in this process, named as a job's
 // script names them (JOBNAME-JOBID-0).
 struct JobWorkers {
@@ -201,10 +214,8 @@ bool until(const std::function<bool()>& ok) {
 
 TEST_CASE("job cluster: scale submits and cancels, replaces a job that ended, gives up on "
           "jobs that never start, cancels everything at the end", "[launch]") {
-  auto owned = std::make_unique<FakeBatch>();
-  FakeBatch& batch = *owned;
-  JobCluster cluster(std::move(owned), {.processes = 1, .status_interval = 100ms,
-                                        .listen = "tcp://127.0.0.1:0"});
+  FakeJobCluster fake;
+  auto& [batch, cluster] = fake;
   CHECK_THAT(cluster.scheduler_address(), Catch::StartsWith("tcp://127.0.0.1:"));
   CHECK_THAT(cluster.job_script(), Catch::Contains("${FAKE_JOB_ID}"));
   cluster.scale(3);
@@ -239,10 +250,8 @@ TEST_CASE("job cluster: scale submits and cancels, replaces a job that ended, gi
 TEST_CASE("job cluster: a job whose workers retire is replaced at once, and its data moves to "
           "the new job's worker",
           "[launch][retirement]") {
-  auto owned = std::make_unique<FakeBatch>();
-  FakeBatch& batch = *owned;
-  JobCluster cluster(std::move(owned), {.processes = 1, .status_interval = 100ms,
-                                        .listen = "tcp://127.0.0.1:0"});
+  FakeJobCluster fake;
+  auto& [batch, cluster] = fake;
   cluster.scale(1);
   batch.set("100", JobState::running);
   JobWorkers workers(cluster.scheduler_address());
@@ -275,10 +284,8 @@ TEST_CASE("job cluster: a job whose workers retire is replaced at once, and its 
 TEST_CASE("job cluster: scaling down retires the workers of the job going (its data moves to "
           "the job staying) and cancels it only once they left",
           "[launch][retirement]") {
-  auto owned = std::make_unique<FakeBatch>();
-  FakeBatch& batch = *owned;
-  JobCluster cluster(std::move(owned), {.processes = 1, .status_interval = 100ms,
-                                        .listen = "tcp://127.0.0.1:0"});
+  FakeJobCluster fake;
+  auto& [batch, cluster] = fake;
   cluster.scale(2);
   batch.set("100", JobState::running);
   batch.set("101", JobState::running);
@@ -334,10 +341,8 @@ std::map<std::string, std::size_t> keys_held(taskwire::Client& client) {
 TEST_CASE("job cluster: scale(0) and adapt down to 0 cancel every job at once, copying no "
           "data between workers that all go",
           "[launch][retirement]") {
-  auto owned = std::make_unique<FakeBatch>();
-  FakeBatch& batch = *owned;
-  JobCluster cluster(std::move(owned), {.processes = 1, .status_interval = 100ms,
-                                        .listen = "tcp://127.0.0.1:0"});
+  FakeJobCluster fake;
+  auto& [batch, cluster] = fake;
   JobWorkers workers(cluster.scheduler_address());
   taskwire::Client client(cluster.scheduler_address());
   const std::map<std::string, std::size_t> one_each = {{"taskwire-worker-100-0", 1},
