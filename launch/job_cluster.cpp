@@ -174,6 +174,10 @@ struct JobCluster::Impl {
   // once they left. A running job's workers may have connected since the last check (their
   // addresses not known yet): follow_drains() retires them when it sees them.
   void reconcile() {
+    if (target_jobs == 0) {
+      cancel_all_at_once();
+      return;
+    }
     const std::size_t live = live_jobs();
     if (live < target_jobs && failed_starts < 3) submit_more(target_jobs - live);
     if (live <= target_jobs) return;
@@ -196,6 +200,19 @@ struct JobCluster::Impl {
     cancel(queued, "not started");
   }
 
+  // No job wanted (scale(0), or adapt down to a minimum of 0): there is no worker left to
+  // take the data, so retiring first would only copy each worker's data onto another one
+  // about to go too. Every job goes at once, draining and leaving ones included, and what
+  // their workers held is lost, as after Dask's scale(0) (which closes workers whose
+  // retirement finds no recipient): the scheduler computes again a result still needed;
+  // scattered data is gone (docs/faults.md).
+  void cancel_all_at_once() {
+    std::vector<std::string> ids;
+    for (const auto& [id, job] : jobs)
+      if (job.state != JobState::finished && !job.cancelled) ids.push_back(id);
+    cancel(ids, "no worker wanted: nowhere to move their data, so it is not moved");
+  }
+
   void cancel(const std::vector<std::string>& ids, std::string_view why) {
     if (ids.empty()) return;
     batch->cancel(ids);
@@ -213,8 +230,9 @@ struct JobCluster::Impl {
   }
 
   // A draining job is cancelled once no worker of it is connected, once the scheduler gave their
-  // retirement up (nowhere to copy their data: scale(0); what they held is computed again
-  // if needed), or at its deadline. A worker of it that connected late is retired too.
+  // retirement up (nowhere to copy their data: the workers staying are full or gone; what
+  // they held is computed again if needed), or at its deadline. A worker of it that
+  // connected late is retired too.
   void follow_drains(const SchedulerInfo& info) {
     std::vector<std::string> late, done;
     for (auto& [id, job] : jobs) {

@@ -114,8 +114,11 @@ class JobCluster {
   /// first (idle ones and those holding the fewest bytes go first; their tasks not started
   /// and their data move to the workers that stay, as Client::retire_workers does), then
   /// cancels them once their workers left (or when a worker's lifetime grace, 60 s without
-  /// one, has passed; or at once when there is nowhere to copy their data). Then it keeps
-  /// the count:
+  /// one, has passed; or once the scheduler found nowhere to copy their data). Zero workers
+  /// (here or through adapt()) cancels every job at once, without retiring anything: there
+  /// is nowhere to keep data, so what the workers held is lost, as after Dask's scale(0)
+  /// (a result still needed is computed again, scattered data is gone). Then it keeps the
+  /// count:
   /// a job that ends by itself (walltime, node failure) is replaced, unless jobs keep
   /// ending before any worker of theirs connected (three in a row: logged, not replaced);
   /// a job whose workers retire (worker_lifetime) is replaced as soon as they start to.

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -242,6 +243,19 @@ struct FakeBatch final : BatchSystem {
   }
 };
 
+// A job cluster over a fake batch system that the test drives through `batch`: one worker
+// per job, checked every 100 ms, its scheduler on loopback.
+struct FakeJobCluster {
+  FakeBatch& batch;
+  JobCluster cluster;
+  FakeJobCluster() : FakeJobCluster(std::make_unique<FakeBatch>()) {}
+
+ private:
+  explicit FakeJobCluster(std::unique_ptr<FakeBatch> owned)
+      : batch(*owned), cluster(std::move(owned), {.processes = 1, .status_interval = 100ms,
+                                                   .listen = "tcp://127.0.0.1:0"}) {}
+};
+
 // Workers the jobs of a fake batch would start: real ones, in this process, named as a job's
 // script names them (JOBNAME-JOBID-0).
 struct JobWorkers {
@@ -285,10 +299,8 @@ TEST_CASE("launch: nodes = 0, or several nodes where the batch system has no lau
 
 TEST_CASE("job cluster: scale submits and cancels, replaces a job that ended, gives up on "
           "jobs that never start, cancels everything at the end", "[launch]") {
-  auto owned = std::make_unique<FakeBatch>();
-  FakeBatch& batch = *owned;
-  JobCluster cluster(std::move(owned), {.processes = 1, .status_interval = 100ms,
-                                        .listen = "tcp://127.0.0.1:0"});
+  FakeJobCluster fake;
+  auto& [batch, cluster] = fake;
   CHECK_THAT(cluster.scheduler_address(), Catch::StartsWith("tcp://127.0.0.1:"));
   CHECK_THAT(cluster.job_script(), Catch::Contains("${FAKE_JOB_ID}"));
   cluster.scale(3);
@@ -323,10 +335,8 @@ TEST_CASE("job cluster: scale submits and cancels, replaces a job that ended, gi
 TEST_CASE("job cluster: a job whose workers retire is replaced at once, and its data moves to "
           "the new job's worker",
           "[launch][retirement]") {
-  auto owned = std::make_unique<FakeBatch>();
-  FakeBatch& batch = *owned;
-  JobCluster cluster(std::move(owned), {.processes = 1, .status_interval = 100ms,
-                                        .listen = "tcp://127.0.0.1:0"});
+  FakeJobCluster fake;
+  auto& [batch, cluster] = fake;
   cluster.scale(1);
   batch.set("100", JobState::running);
   JobWorkers workers(cluster.scheduler_address());
@@ -359,10 +369,8 @@ TEST_CASE("job cluster: a job whose workers retire is replaced at once, and its 
 TEST_CASE("job cluster: scaling down retires the workers of the job going (its data moves to "
           "the job staying) and cancels it only once they left",
           "[launch][retirement]") {
-  auto owned = std::make_unique<FakeBatch>();
-  FakeBatch& batch = *owned;
-  JobCluster cluster(std::move(owned), {.processes = 1, .status_interval = 100ms,
-                                        .listen = "tcp://127.0.0.1:0"});
+  FakeJobCluster fake;
+  auto& [batch, cluster] = fake;
   cluster.scale(2);
   batch.set("100", JobState::running);
   batch.set("101", JobState::running);
@@ -390,14 +398,70 @@ TEST_CASE("job cluster: scaling down retires the workers of the job going (its d
   CHECK(cluster.jobs()[0].id == "100");
   CHECK(cluster.submitted_jobs() == 2);  // a job scaled down is not replaced
 
-  // scale(0): the last worker's data has nowhere to go; the scheduler keeps it running, and
-  // the cluster, asked for no job, cancels it all the same.
+  // scale(0): the last worker's data has nowhere to go: its job is cancelled at once.
   cluster.scale(0);
-  REQUIRE(until([&] { return batch.cancelled_ids().size() == 2; }));
+  CHECK(batch.cancelled_ids().size() == 2);
   CHECK(cluster.jobs().empty());
   CHECK(cluster.submitted_jobs() == 2);
   going->stop();
   staying->stop();
+  cluster.close();
+}
+
+namespace {
+
+// Each worker's results, as the scheduler sees them, by worker name.
+std::map<std::string, std::size_t> keys_held(taskwire::Client& client) {
+  std::map<std::string, std::size_t> out;
+  for (const auto& w : client.scheduler_info().workers) out[w.name] = w.keys_held;
+  return out;
+}
+
+}  // namespace
+
+// dask-jobqueue's scale(0) (SpecCluster) closes the workers: their retirement finds no
+// recipient, so nothing is copied, and their data is lost. Retiring them first here copied
+// each worker's data onto another worker about to go too, and cancelled the jobs only at
+// the next check (issue 38).
+TEST_CASE("job cluster: scale(0) and adapt down to 0 cancel every job at once, copying no "
+          "data between workers that all go",
+          "[launch][retirement]") {
+  FakeJobCluster fake;
+  auto& [batch, cluster] = fake;
+  JobWorkers workers(cluster.scheduler_address());
+  taskwire::Client client(cluster.scheduler_address());
+  const std::map<std::string, std::size_t> one_each = {{"taskwire-worker-100-0", 1},
+                                                       {"taskwire-worker-101-0", 1}};
+  cluster.scale(2);
+  batch.set("100", JobState::running);
+  batch.set("101", JobState::running);
+  auto a = workers.start("100");
+  auto b = workers.start("101");
+  REQUIRE(cluster.wait_for_workers(2, 10s));
+  auto on_a = client.scatter(1, {.workers = {"taskwire-worker-100-0"}});
+  auto on_b = client.scatter(2, {.workers = {"taskwire-worker-101-0"}});
+  REQUIRE(keys_held(client) == one_each);
+
+  SECTION("scale(0)") {
+    cluster.scale(0);
+    // Cancelled within the call, both of them: no retirement to wait for.
+    CHECK(batch.cancelled_ids() == std::vector<std::string>{"100", "101"});
+    CHECK(cluster.jobs().empty());
+  }
+  SECTION("adapt down to a minimum of 0") {
+    cluster.adapt({.minimum = 0, .maximum = 2, .interval = 100ms, .release_after = 300ms});
+    REQUIRE(until([&] { return batch.cancelled_ids().size() == 2; }));
+    CHECK(cluster.jobs().empty());
+  }
+  // The fake batch system kills nothing: the workers still run, and the scheduler was never
+  // asked to retire them, so neither holds a copy of the other's data.
+  const std::size_t seen = cluster.status_checks();
+  REQUIRE(until([&] { return cluster.status_checks() >= seen + 3; }));
+  CHECK(keys_held(client) == one_each);
+  for (const auto& w : client.scheduler_info().workers) CHECK_FALSE(w.retiring);
+  CHECK(cluster.submitted_jobs() == 2);
+  b->stop();
+  a->stop();
   cluster.close();
 }
 
