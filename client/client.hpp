@@ -275,6 +275,9 @@ class RetireError : public std::runtime_error {
 };
 
 class Client {
+  using TaskDraft = client::detail::TaskDraft;  // what the templates below build
+  using TaskArg = client::detail::TaskArg;
+
  public:
   /// Connects to the scheduler at `address` (tcp://, inproc://, mpi://), retrying until
   /// options.connect_timeout. Throws comm::CommError with what failed.
@@ -331,7 +334,7 @@ class Client {
     std::vector<runtime::Frame> frames;
     // A fixed value is serialized once; every task's spec refers to that frame.
     std::tuple<MapArg<A, Seqs>...> args{MapArg<A, Seqs>(inputs, frames)...};
-    std::vector<client::detail::TaskDraft> specs;
+    std::vector<TaskDraft> specs;
     specs.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
       specs.push_back(std::apply(
@@ -358,10 +361,11 @@ class Client {
                   "use getitem<I>(f) for a tuple or pair");
     std::vector<runtime::Frame> frames;
     auto spec = item_spec<C>(f, std::nullopt);
-    spec.args.push_back({client::detail::TaskArg::frame, static_cast<std::uint32_t>(frames.size()), {}});
+    spec.args.push_back({TaskArg::frame, static_cast<std::uint32_t>(frames.size()), {}});
     frames.push_back(runtime::to_frame(static_cast<std::uint64_t>(i)));
     spec.key = item_key(spec, frames);
-    return Future<typename C::value_type>(submit_drafts({std::move(spec)}, std::move(frames)).at(0));
+    auto handles = submit_drafts({std::move(spec)}, std::move(frames));
+    return Future<typename C::value_type>(std::move(handles.at(0)));
   }
   /// Element I of a std::tuple, std::pair or std::array result, as getitem(f, i).
   template <std::size_t I, class C>
@@ -386,7 +390,7 @@ class Client {
         auto parts = unpack(f, sizeof...(I));
         return std::array<Future<typename C::value_type>, sizeof...(I)>{parts[I]...};
       } else {
-        std::vector<client::detail::TaskDraft> specs;
+        std::vector<TaskDraft> specs;
         ((specs.push_back(item_spec<C>(f, I)), specs.back().key = item_key(specs.back(), {})), ...);
         auto refs = submit_drafts(std::move(specs), {});
         return std::tuple<Future<std::tuple_element_t<I, C>>...>{
@@ -399,12 +403,12 @@ class Client {
   template <class C>
   std::vector<Future<typename C::value_type>> unpack(const Future<C>& f, std::size_t n) {
     std::vector<runtime::Frame> frames;
-    std::vector<client::detail::TaskDraft> specs;
+    std::vector<TaskDraft> specs;
     specs.reserve(n);
     frames.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
       specs.push_back(item_spec<C>(f, std::nullopt));
-      specs.back().args.push_back({client::detail::TaskArg::frame, static_cast<std::uint32_t>(i), {}});
+      specs.back().args.push_back({TaskArg::frame, static_cast<std::uint32_t>(i), {}});
       frames.push_back(runtime::to_frame(static_cast<std::uint64_t>(i)));
       specs.back().key = item_key(specs.back(), frames);
     }
@@ -573,7 +577,7 @@ class Client {
   // sees neither ClientCore nor the wire protocol.
   std::string new_key(const std::string& function);
   /// Sends `tasks` as one graph (split as the comm limits need); a handle per task, in order.
-  std::vector<client::detail::KeyHandle> submit_drafts(std::vector<client::detail::TaskDraft> tasks,
+  std::vector<client::detail::KeyHandle> submit_drafts(std::vector<TaskDraft> tasks,
                                                        std::vector<runtime::Frame> frames);
   std::vector<runtime::Frame> results(const std::vector<std::string>& keys);
   std::vector<client::detail::KeyHandle> scatter_frames(std::vector<runtime::Frame> frames,
@@ -590,22 +594,21 @@ class Client {
   // the element given as the next argument), f its dependency. The program asking for parts
   // registers the function too (kItemsRegistered), for workers running this same binary.
   template <class C>
-  client::detail::TaskDraft item_spec(const Future<C>& f, std::optional<std::size_t> index) {
+  TaskDraft item_spec(const Future<C>& f, std::optional<std::size_t> index) {
     (void)client::detail::kItemsRegistered<C>;
-    client::detail::TaskDraft spec;
+    TaskDraft spec;
     spec.function = runtime::detail::item_function_name<C>(index);
-    spec.args.push_back({client::detail::TaskArg::dependency, 0, f.key()});
+    spec.args.push_back({TaskArg::dependency, 0, f.key()});
     spec.dependencies.push_back(f.key());
     spec.priority = next_order();
     return spec;
   }
   /// "getitem-<hash of the function, the future's key and the index>": the same part of the
   /// same result is one task, whoever asks (Dask names getitem tasks alike).
-  static std::string item_key(const client::detail::TaskDraft& spec,
-                              const std::vector<runtime::Frame>& frames);
+  static std::string item_key(const TaskDraft& spec, const std::vector<runtime::Frame>& frames);
 
   // `key` replaces the generated one unless empty; then options.pure does.
-  static void apply(const SubmitOptions& options, const std::string& key, client::detail::TaskDraft& spec,
+  static void apply(const SubmitOptions& options, const std::string& key, TaskDraft& spec,
                     const std::vector<runtime::Frame>& frames) {
     if (!key.empty()) {
       spec.key = key;
@@ -616,13 +619,11 @@ class Client {
   }
   /// "<function>-<hash>": SHA-256 (the first 128 bits) of the function's name and of each
   /// argument, its serialized bytes or the key of the future passed.
-  static std::string pure_key(const client::detail::TaskDraft& spec,
-                              const std::vector<runtime::Frame>& frames);
+  static std::string pure_key(const TaskDraft& spec, const std::vector<runtime::Frame>& frames);
 
   template <class R, class... A, class... Args>
-  client::detail::TaskDraft make_spec(R (*fn)(A...), std::vector<runtime::Frame>& frames,
-                               Args&&... args) {
-    client::detail::TaskDraft spec;
+  TaskDraft make_spec(R (*fn)(A...), std::vector<runtime::Frame>& frames, Args&&... args) {
+    TaskDraft spec;
     spec.function = runtime::FunctionRegistry::global().name_of(reinterpret_cast<const void*>(fn));
     spec.key = new_key(spec.function);
     spec.priority = next_order();
@@ -635,36 +636,36 @@ class Client {
   }
 
   /// Calls the function's list form (runtime::kListFormSuffix), its layout first.
-  static void use_list_form(client::detail::TaskDraft& spec, std::vector<runtime::Frame>& frames,
+  static void use_list_form(TaskDraft& spec, std::vector<runtime::Frame>& frames,
                             const std::vector<std::int64_t>& layout);
 
   template <class... A>
-  void add_args(client::detail::TaskDraft&, std::vector<runtime::Frame>&, std::vector<std::int64_t>&) {}
+  void add_args(TaskDraft&, std::vector<runtime::Frame>&, std::vector<std::int64_t>&) {}
 
   template <class A0, class... A, class Arg0, class... Args>
-  void add_args(client::detail::TaskDraft& spec, std::vector<runtime::Frame>& frames,
+  void add_args(TaskDraft& spec, std::vector<runtime::Frame>& frames,
                 std::vector<std::int64_t>& layout, Arg0&& arg, Args&&... rest) {
     using Param = std::remove_cv_t<std::remove_reference_t<A0>>;
     using ArgT = std::remove_cv_t<std::remove_reference_t<Arg0>>;
     if constexpr (std::is_same_v<ArgT, client::detail::FrameAt>) {
-      spec.args.push_back({client::detail::TaskArg::frame, arg.index, {}});
+      spec.args.push_back({TaskArg::frame, arg.index, {}});
       layout.push_back(runtime::kOneArgument);
     } else if constexpr (is_future<ArgT>::value) {
       static_assert(std::is_same_v<typename ArgT::value_type, Param>,
                     "a Future<T> argument must match the parameter type T");
-      spec.args.push_back({client::detail::TaskArg::dependency, 0, arg.key()});
+      spec.args.push_back({TaskArg::dependency, 0, arg.key()});
       spec.dependencies.push_back(arg.key());
       layout.push_back(runtime::kOneArgument);
     } else if constexpr (is_future_vector<ArgT>::value) {
       static_assert(std::is_same_v<std::vector<typename ArgT::value_type::value_type>, Param>,
                     "a std::vector<Future<T>> argument must match a std::vector<T> parameter");
       for (const auto& f : arg) {
-        spec.args.push_back({client::detail::TaskArg::dependency, 0, f.key()});
+        spec.args.push_back({TaskArg::dependency, 0, f.key()});
         spec.dependencies.push_back(f.key());
       }
       layout.push_back(static_cast<std::int64_t>(arg.size()));
     } else {
-      spec.args.push_back({client::detail::TaskArg::frame, static_cast<std::uint32_t>(frames.size()), {}});
+      spec.args.push_back({TaskArg::frame, static_cast<std::uint32_t>(frames.size()), {}});
       frames.push_back(runtime::to_frame(static_cast<const Param&>(Param(std::forward<Arg0>(arg)))));
       layout.push_back(runtime::kOneArgument);
     }
