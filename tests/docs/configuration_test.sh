@@ -66,7 +66,7 @@ fields_of() {  # header struct -> field names, one per line
     }' "$src/$1"
 }
 structs=(
-  "client/client_core.hpp ClientOptions"
+  "client/client.hpp ClientOptions"
   "worker/worker_server.hpp WorkerOptions"
   "scheduler/scheduler_state.hpp SchedulerOptions"
   "scheduler/scheduler_server.hpp SchedulerServerOptions"
