@@ -22,12 +22,32 @@
 
 namespace taskwire {
 
+namespace client {
+struct Completions;  // client/client_core.hpp
+
+namespace detail {
+/// Keys of one client in the order they finish, whatever the futures' T (client/future.cpp).
+class CompletionQueue {
+ public:
+  explicit CompletionQueue(std::shared_ptr<ClientCore> core);
+  /// Appends `key` once it is done (at once if it is); a key watched twice comes twice.
+  void watch(const std::string& key);
+  /// Blocks until a watched key is done; removes and returns the first one.
+  std::string next();
+
+ private:
+  std::shared_ptr<ClientCore> core_;
+  std::shared_ptr<Completions> completions_;
+};
+}  // namespace detail
+}  // namespace client
+
 template <class T>
 class AsCompleted {
  public:
-  /// Watches `futures` (all from the client whose core this is).
-  AsCompleted(std::shared_ptr<client::ClientCore> core, const std::vector<Future<T>>& futures)
-      : core_(std::move(core)) {
+  /// Watches `futures` (all from the client whose queue this is): Client::as_completed.
+  AsCompleted(client::detail::CompletionQueue queue, const std::vector<Future<T>>& futures)
+      : queue_(std::move(queue)) {
     for (const auto& f : futures) add(f);
   }
 
@@ -35,7 +55,7 @@ class AsCompleted {
   void add(const Future<T>& future) {
     pending_[future.key()].push_back(future);
     ++count_;
-    core_->watch(completions_, {future.key()});
+    queue_.watch(future.key());
   }
 
   /// Futures added and not yet yielded (done or not).
@@ -46,7 +66,7 @@ class AsCompleted {
   /// has been yielded.
   std::optional<Future<T>> next() {
     if (count_ == 0) return std::nullopt;
-    const std::string key = core_->next_completion(*completions_);
+    const std::string key = queue_.next();
     auto it = pending_.find(key);
     Future<T> f = std::move(it->second.back());
     it->second.pop_back();
@@ -86,9 +106,7 @@ class AsCompleted {
   iterator end() { return iterator(); }
 
  private:
-  std::shared_ptr<client::ClientCore> core_;
-  std::shared_ptr<client::ClientCore::Completions> completions_ =
-      std::make_shared<client::ClientCore::Completions>();
+  client::detail::CompletionQueue queue_;
   std::unordered_map<std::string, std::vector<Future<T>>> pending_;  // by key, not yet yielded
   std::size_t count_ = 0;
 };

@@ -1,4 +1,5 @@
 #include <taskwire/client/client.hpp>
+#include <taskwire/client/client_core.hpp>
 #include <taskwire/runtime/scheduler_file.hpp>
 
 #include <fmt/format.h>
@@ -103,13 +104,13 @@ RebalanceResult Client::rebalance(const std::vector<std::string>& keys,
   return {static_cast<std::size_t>(reply.moved), reply.moved_bytes, std::move(reply.failed)};
 }
 
-std::string Client::item_key(const protocol::TaskSpec& spec,
+std::string Client::item_key(const client::detail::TaskDraft& spec,
                              const std::vector<runtime::Frame>& frames) {
   const auto key = pure_key(spec, frames);  // "<function>-<hash>"
   return "getitem" + key.substr(key.rfind('-'));
 }
 
-std::string Client::pure_key(const protocol::TaskSpec& spec,
+std::string Client::pure_key(const client::detail::TaskDraft& spec,
                              const std::vector<runtime::Frame>& frames) {
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
@@ -123,7 +124,7 @@ std::string Client::pure_key(const protocol::TaskSpec& spec,
   };
   add(0, spec.function.data(), spec.function.size());
   for (const auto& arg : spec.args) {
-    if (arg.kind == protocol::ArgSpec::dependency) {
+    if (arg.kind == client::detail::TaskArg::dependency) {
       add(1, arg.key.data(), arg.key.size());
     } else {
       const auto& frame = frames.at(arg.frame_index);
@@ -139,11 +140,11 @@ std::string Client::pure_key(const protocol::TaskSpec& spec,
   return spec.function + "-" + hex;
 }
 
-void Client::use_list_form(protocol::TaskSpec& spec, std::vector<runtime::Frame>& frames,
+void Client::use_list_form(client::detail::TaskDraft& spec, std::vector<runtime::Frame>& frames,
                            const std::vector<std::int64_t>& layout) {
   spec.function = runtime::list_form_name(spec.function);
-  spec.args.insert(spec.args.begin(),
-                   {protocol::ArgSpec::frame, static_cast<std::uint32_t>(frames.size()), {}});
+  spec.args.insert(spec.args.begin(), {client::detail::TaskArg::frame,
+                                       static_cast<std::uint32_t>(frames.size()), {}});
   frames.push_back(runtime::to_frame(layout));
   // A future listed twice is one dependency (its result is still passed twice).
   std::unordered_set<std::string> seen;
@@ -171,7 +172,7 @@ class FrameTable {
 
 // The key a future or Result argument stands for; `earlier` holds the call's tasks so far.
 const std::string& dependency_key(const TaskDescription::Argument& arg,
-                                  const std::vector<protocol::TaskSpec>& earlier) {
+                                  const std::vector<client::detail::TaskDraft>& earlier) {
   if (const auto* future = std::get_if<Future<runtime::Frame>>(&arg)) return future->key();
   const auto index = std::get<TaskDescription::Result>(arg).task;
   if (index >= earlier.size())
@@ -182,33 +183,122 @@ const std::string& dependency_key(const TaskDescription::Argument& arg,
 }  // namespace
 
 std::vector<Future<runtime::Frame>> Client::submit_tasks(std::vector<TaskDescription> tasks) {
-  auto& core = this->core();
   FrameTable frames;
-  std::vector<protocol::TaskSpec> specs;
+  std::vector<client::detail::TaskDraft> specs;
   specs.reserve(tasks.size());
   for (auto& task : tasks) {
-    protocol::TaskSpec spec;
+    client::detail::TaskDraft spec;
     spec.function = std::move(task.function);
-    spec.key = core.new_key(task.key_prefix.empty() ? spec.function : task.key_prefix);
-    spec.priority = task.order ? *task.order : core.next_priority();
+    spec.key = new_key(task.key_prefix.empty() ? spec.function : task.key_prefix);
+    spec.priority = task.order ? *task.order : next_order();
     spec.args.reserve(task.args.size());
     for (const auto& arg : task.args) {
       if (const auto* frame = std::get_if<runtime::Frame>(&arg)) {
-        spec.args.push_back({protocol::ArgSpec::frame, frames.index_of(*frame), {}});
+        spec.args.push_back({client::detail::TaskArg::frame, frames.index_of(*frame), {}});
       } else {
         const auto& key = dependency_key(arg, specs);
-        spec.args.push_back({protocol::ArgSpec::dependency, 0, key});
+        spec.args.push_back({client::detail::TaskArg::dependency, 0, key});
         spec.dependencies.push_back(key);
       }
     }
     apply(task.options, task.options.key, spec, frames.all());  // before a Result names it
     specs.push_back(std::move(spec));
   }
-  auto refs = core.submit(std::move(specs), frames.take());
+  auto handles = submit_drafts(std::move(specs), frames.take());
   std::vector<Future<runtime::Frame>> out;
-  out.reserve(refs.size());
-  for (auto& ref : refs) out.push_back(Future<runtime::Frame>(std::move(ref)));
+  out.reserve(handles.size());
+  for (auto& handle : handles) out.push_back(Future<runtime::Frame>(std::move(handle)));
   return out;
+}
+
+Client::Client(const std::string& address, ClientOptions options)
+    : core_(client::ClientCore::connect(address, std::move(options))) {}
+
+Client::Client(comm::Registry& registry, const std::string& address, const ClientOptions& options)
+    : core_(client::ClientCore::connect(registry, address, options)) {}
+
+client::ClientCore& Client::core() const {
+  if (!core_) throw std::logic_error("taskwire::Client: used after it was moved from");
+  return *core_;
+}
+
+std::int64_t Client::next_order() { return core().next_priority(); }
+
+void Client::shutdown() { core().shutdown(); }
+
+std::string Client::new_key(const std::string& function) { return core().new_key(function); }
+
+namespace {
+protocol::TaskSpec to_wire(client::detail::TaskDraft&& draft) {
+  protocol::TaskSpec spec;
+  spec.key = std::move(draft.key);
+  spec.function = std::move(draft.function);
+  spec.args.reserve(draft.args.size());
+  for (auto& arg : draft.args) {
+    const auto kind = arg.kind == client::detail::TaskArg::dependency
+                          ? protocol::ArgSpec::dependency
+                          : protocol::ArgSpec::frame;
+    spec.args.push_back({kind, arg.frame_index, std::move(arg.key)});
+  }
+  spec.dependencies = std::move(draft.dependencies);
+  spec.priority = draft.priority;
+  spec.retries = draft.options.retries;
+  spec.user_priority = draft.options.priority;
+  spec.resources = std::move(draft.options.resources);
+  spec.workers = std::move(draft.options.workers);
+  spec.allow_other_workers = draft.options.allow_other_workers;
+  return spec;
+}
+
+std::vector<client::detail::KeyHandle> to_handles(std::vector<std::shared_ptr<client::KeyRef>> refs) {
+  std::vector<client::detail::KeyHandle> out;
+  out.reserve(refs.size());
+  for (auto& ref : refs) out.emplace_back(std::move(ref));
+  return out;
+}
+}  // namespace
+
+std::vector<client::detail::KeyHandle> Client::submit_drafts(
+    std::vector<client::detail::TaskDraft> tasks, std::vector<runtime::Frame> frames) {
+  std::vector<protocol::TaskSpec> specs;
+  specs.reserve(tasks.size());
+  for (auto& task : tasks) specs.push_back(to_wire(std::move(task)));
+  return to_handles(core().submit(std::move(specs), std::move(frames)));
+}
+
+std::vector<runtime::Frame> Client::results(const std::vector<std::string>& keys) {
+  return core().results(keys);
+}
+
+std::vector<client::detail::KeyHandle> Client::scatter_frames(
+    std::vector<runtime::Frame> frames, const std::vector<std::string>& workers, bool broadcast) {
+  return to_handles(core().scatter(std::move(frames), workers, broadcast));
+}
+
+std::vector<bool> Client::wait_keys(const std::vector<std::string>& keys, std::size_t count,
+                                    std::optional<std::chrono::milliseconds> timeout) {
+  auto& core = this->core();
+  auto completions = std::make_shared<client::Completions>();
+  core.watch(completions, keys);
+  client::ClientCore::Deadline deadline;
+  if (timeout) deadline = std::chrono::steady_clock::now() + *timeout;
+  core.wait_completions(*completions, std::min(count, keys.size()), deadline);
+  const auto statuses = core.statuses(keys);
+  std::vector<bool> done;
+  done.reserve(statuses.size());
+  for (auto status : statuses) done.push_back(status != client::KeyStatus::pending);
+  return done;
+}
+
+std::size_t Client::wait_any(const std::vector<std::string>& keys) { return core().wait_any(keys); }
+
+void Client::cancel_keys(const std::vector<std::string>& keys, bool force) {
+  core().cancel(keys, force);
+}
+
+client::detail::CompletionQueue Client::completion_queue() {
+  (void)core();  // a moved-from client throws here
+  return client::detail::CompletionQueue(core_);
 }
 
 Client Client::from_scheduler_file(const std::string& path, ClientOptions options) {

@@ -29,6 +29,7 @@
 #include <taskwire/client/future.hpp>
 #include <taskwire/client/scheduler_info.hpp>
 #include <taskwire/client/task_error.hpp>
+#include <taskwire/runtime/config.hpp>
 #include <taskwire/runtime/function_registry.hpp>
 
 #include <boost/serialization/string.hpp>
@@ -40,6 +41,7 @@
 #include <initializer_list>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -50,6 +52,30 @@
 #include <vector>
 
 namespace taskwire {
+
+namespace comm {
+class Registry;  // comm/core/registry.hpp: only the constructor taking a caller's registry
+}
+
+namespace client {
+/// How a Client connects and waits; both Client constructors take one.
+struct ClientOptions {
+  /// The configuration of the client's own context (its role is set to "client"). Not read by
+  /// the constructor taking a caller's registry: that registry's context has its own.
+  runtime::Config config = runtime::Config::from_env();
+  /// How long connecting to the scheduler may take; a refused connection is retried until
+  /// then (the scheduler may still be starting). Then the constructor throws comm::CommError.
+  std::chrono::milliseconds connect_timeout{10'000};
+  /// How long one fetch of results from a worker may take (connecting to it, asking, reading
+  /// the reply), plus 1 s per 100 MB the scheduler reported for them. After a failed fetch,
+  /// also how long get() waits for the scheduler's news on the key (a lost result is
+  /// computed again) before it throws TaskError. It does not bound the wait for a task to
+  /// finish: use Future::wait_for for that.
+  std::chrono::milliseconds fetch_timeout{10'000};
+  /// Default: client-PID. Not read with a caller's registry (its context's name is used).
+  std::string name;
+};
+}  // namespace client
 
 using client::ClientOptions;
 
@@ -143,6 +169,24 @@ template <class T>
 struct is_fixed<Fixed<T>> : std::true_type {};
 
 namespace client::detail {
+/// One argument of a TaskDraft: a frame of the submission, or the key of a dependency.
+struct TaskArg {
+  enum Kind : std::uint8_t { frame = 0, dependency = 1 };
+  Kind kind = frame;
+  std::uint32_t frame_index = 0;  ///< kind == frame: index into the submission's frames
+  std::string key;                ///< kind == dependency
+};
+/// A task as submit, map, getitem and unpack build it in the caller's types; client.cpp
+/// turns it into the wire's task spec, which this header does not see.
+struct TaskDraft {
+  std::string key;
+  std::string function;  ///< its registered name
+  std::vector<TaskArg> args;
+  std::vector<std::string> dependencies;
+  std::int64_t priority = 0;  ///< the client's submission order (Client::next_order)
+  SubmitOptions options = {};  ///< all but options.key, which has made `key` already
+};
+
 /// A value already among a message's frames (map's fixed values): the argument refers to it.
 struct FrameAt {
   std::uint32_t index;
@@ -231,16 +275,17 @@ class RetireError : public std::runtime_error {
 };
 
 class Client {
+  using TaskDraft = client::detail::TaskDraft;  // what the templates below build
+  using TaskArg = client::detail::TaskArg;
+
  public:
   /// Connects to the scheduler at `address` (tcp://, inproc://, mpi://), retrying until
   /// options.connect_timeout. Throws comm::CommError with what failed.
-  explicit Client(const std::string& address, ClientOptions options = {})
-      : core_(client::ClientCore::connect(address, std::move(options))) {}
+  explicit Client(const std::string& address, ClientOptions options = {});
   /// Connects through a caller's registry (whose context is started and outlives the client);
   /// options.config and options.name are not read (the context has its own). Waits run that
   /// context's event loop if it has one thread and enable_driving().
-  Client(comm::Registry& registry, const std::string& address, const ClientOptions& options = {})
-      : core_(client::ClientCore::connect(registry, address, options)) {}
+  Client(comm::Registry& registry, const std::string& address, const ClientOptions& options = {});
   /// Connects to a cluster object's scheduler (`Client client{cluster}`): anything with a
   /// scheduler_address(), such as taskwire::SlurmCluster, which must outlive the client.
   template <class Cluster, class = decltype(std::declval<const Cluster&>().scheduler_address())>
@@ -265,7 +310,7 @@ class Client {
     std::vector<runtime::Frame> frames;
     auto spec = make_spec<R, A...>(fn, frames, std::forward<Args>(args)...);
     apply(options, options.key, spec, frames);
-    return Future<R>(core().submit({std::move(spec)}, std::move(frames)).at(0));
+    return Future<R>(submit_drafts({std::move(spec)}, std::move(frames)).at(0));
   }
 
   /// fn applied to every element, sent to the scheduler as one graph message: one task per
@@ -289,7 +334,7 @@ class Client {
     std::vector<runtime::Frame> frames;
     // A fixed value is serialized once; every task's spec refers to that frame.
     std::tuple<MapArg<A, Seqs>...> args{MapArg<A, Seqs>(inputs, frames)...};
-    std::vector<protocol::TaskSpec> specs;
+    std::vector<TaskDraft> specs;
     specs.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
       specs.push_back(std::apply(
@@ -297,7 +342,7 @@ class Client {
       apply(options, options.key.empty() ? std::string() : options.key + "-" + std::to_string(i),
             specs.back(), frames);
     }
-    auto refs = core().submit(std::move(specs), std::move(frames));
+    auto refs = submit_drafts(std::move(specs), std::move(frames));
     std::vector<Future<R>> out;
     out.reserve(refs.size());
     for (auto& r : refs) out.push_back(Future<R>(std::move(r)));
@@ -316,10 +361,11 @@ class Client {
                   "use getitem<I>(f) for a tuple or pair");
     std::vector<runtime::Frame> frames;
     auto spec = item_spec<C>(f, std::nullopt);
-    spec.args.push_back({protocol::ArgSpec::frame, static_cast<std::uint32_t>(frames.size()), {}});
+    spec.args.push_back({TaskArg::frame, static_cast<std::uint32_t>(frames.size()), {}});
     frames.push_back(runtime::to_frame(static_cast<std::uint64_t>(i)));
     spec.key = item_key(spec, frames);
-    return Future<typename C::value_type>(core().submit({std::move(spec)}, std::move(frames)).at(0));
+    auto handles = submit_drafts({std::move(spec)}, std::move(frames));
+    return Future<typename C::value_type>(std::move(handles.at(0)));
   }
   /// Element I of a std::tuple, std::pair or std::array result, as getitem(f, i).
   template <std::size_t I, class C>
@@ -331,7 +377,7 @@ class Client {
     } else {
       auto spec = item_spec<C>(f, I);
       spec.key = item_key(spec, {});
-      return Future<std::tuple_element_t<I, C>>(core().submit({std::move(spec)}, {}).at(0));
+      return Future<std::tuple_element_t<I, C>>(submit_drafts({std::move(spec)}, {}).at(0));
     }
   }
   /// Every part of a tuple, pair or array result as a future of its own (Dask's nout, Ray's
@@ -344,9 +390,9 @@ class Client {
         auto parts = unpack(f, sizeof...(I));
         return std::array<Future<typename C::value_type>, sizeof...(I)>{parts[I]...};
       } else {
-        std::vector<protocol::TaskSpec> specs;
+        std::vector<TaskDraft> specs;
         ((specs.push_back(item_spec<C>(f, I)), specs.back().key = item_key(specs.back(), {})), ...);
-        auto refs = core().submit(std::move(specs), {});
+        auto refs = submit_drafts(std::move(specs), {});
         return std::tuple<Future<std::tuple_element_t<I, C>>...>{
             Future<std::tuple_element_t<I, C>>(refs[I])...};
       }
@@ -357,16 +403,16 @@ class Client {
   template <class C>
   std::vector<Future<typename C::value_type>> unpack(const Future<C>& f, std::size_t n) {
     std::vector<runtime::Frame> frames;
-    std::vector<protocol::TaskSpec> specs;
+    std::vector<TaskDraft> specs;
     specs.reserve(n);
     frames.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
       specs.push_back(item_spec<C>(f, std::nullopt));
-      specs.back().args.push_back({protocol::ArgSpec::frame, static_cast<std::uint32_t>(i), {}});
+      specs.back().args.push_back({TaskArg::frame, static_cast<std::uint32_t>(i), {}});
       frames.push_back(runtime::to_frame(static_cast<std::uint64_t>(i)));
       specs.back().key = item_key(specs.back(), frames);
     }
-    auto refs = core().submit(std::move(specs), std::move(frames));
+    auto refs = submit_drafts(std::move(specs), std::move(frames));
     std::vector<Future<typename C::value_type>> out;
     out.reserve(refs.size());
     for (auto& r : refs) out.push_back(Future<typename C::value_type>(std::move(r)));
@@ -379,7 +425,7 @@ class Client {
     std::vector<std::string> keys;
     keys.reserve(futures.size());
     for (const auto& f : futures) keys.push_back(f.key());
-    auto frames = core().results(keys);
+    auto frames = results(keys);
     if constexpr (std::is_same_v<T, runtime::Frame>) {
       return frames;  // the results' bytes, not decoded
     } else {
@@ -398,7 +444,7 @@ class Client {
   template <class T>
   Future<T> scatter(const T& value, const ScatterOptions& options = {}) {
     return Future<T>(
-        core().scatter({runtime::to_frame(value)}, options.workers, options.broadcast).at(0));
+        scatter_frames({runtime::to_frame(value)}, options.workers, options.broadcast).at(0));
   }
   /// Places each element of `values` in the cluster separately, spread evenly over the
   /// workers by bytes (16 equal chunks on 2 workers: 8 each): one future per element, in
@@ -409,7 +455,7 @@ class Client {
     std::vector<runtime::Frame> frames;
     frames.reserve(values.size());
     for (const auto& v : values) frames.push_back(runtime::to_frame(v));
-    auto refs = core().scatter(std::move(frames), options.workers, options.broadcast);
+    auto refs = scatter_frames(std::move(frames), options.workers, options.broadcast);
     std::vector<Future<T>> out;
     out.reserve(refs.size());
     for (auto& r : refs) out.push_back(Future<T>(std::move(r)));
@@ -428,15 +474,10 @@ class Client {
     std::vector<std::string> keys;
     keys.reserve(futures.size());
     for (const auto& f : futures) keys.push_back(f.key());
-    auto completions = std::make_shared<client::ClientCore::Completions>();
-    core().watch(completions, keys);
-    client::ClientCore::Deadline deadline;
-    if (options.timeout) deadline = std::chrono::steady_clock::now() + *options.timeout;
-    core().wait_completions(*completions, std::min(options.count, futures.size()), deadline);
-    const auto statuses = core().statuses(keys);
+    const auto done = wait_keys(keys, options.count, options.timeout);
     WaitResult<T> out;
     for (std::size_t i = 0; i < futures.size(); ++i)
-      (statuses[i] == client::KeyStatus::pending ? out.not_done : out.done).push_back(futures[i]);
+      (done[i] ? out.done : out.not_done).push_back(futures[i]);
     return out;
   }
   /// Blocks until one of `pending` is done; removes it from `pending` and returns it. Costs
@@ -445,7 +486,7 @@ class Client {
   Future<T> next_completed(std::vector<Future<T>>& pending) {
     std::vector<std::string> keys;
     for (const auto& f : pending) keys.push_back(f.key());
-    auto i = core().wait_any(keys);
+    auto i = wait_any(keys);
     Future<T> f = pending.at(i);
     pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
     return f;
@@ -455,8 +496,7 @@ class Client {
   /// (client/as_completed.hpp).
   template <class T>
   AsCompleted<T> as_completed(const std::vector<Future<T>>& futures) {
-    (void)core();  // a moved-from client throws here
-    return AsCompleted<T>(core_, futures);
+    return AsCompleted<T>(completion_queue(), futures);  // a moved-from client throws here
   }
 
   /// Cancels the tasks of `futures` and what depends on them; their get() then throws
@@ -466,7 +506,7 @@ class Client {
   void cancel(const std::vector<Future<T>>& futures, bool force = false) {
     std::vector<std::string> keys;
     for (const auto& f : futures) keys.push_back(f.key());
-    core().cancel(keys, force);
+    cancel_keys(keys, force);
   }
 
   /// The cluster as the scheduler sees it now: its workers (threads, memory, tasks running and
@@ -520,10 +560,10 @@ class Client {
   /// This client's submission counter: each submit takes the next value, and among tasks of
   /// equal SubmitOptions::priority a lower one runs first. TaskDescription::order places
   /// tasks relative to it (e.g. a graph's tasks at next_order() plus their depth-first rank).
-  std::int64_t next_order() { return core().next_priority(); }
+  std::int64_t next_order();
 
   /// Stops the scheduler and every worker (each exits 0), acknowledged by the scheduler.
-  void shutdown() { core().shutdown(); }
+  void shutdown();
 
   /// Name under which the scatter helper is registered in every process (data sent through
   /// the scheduler when no worker is connected).
@@ -531,55 +571,62 @@ class Client {
 
  private:
   // The connection; a clear error instead of a null dereference for a moved-from Client.
-  client::ClientCore& core() const {
-    if (!core_) throw std::logic_error("taskwire::Client: used after it was moved from");
-    return *core_;
-  }
+  client::ClientCore& core() const;
+
+  // What the templates above need of the connection, out of line (client.cpp): this header
+  // sees neither ClientCore nor the wire protocol.
+  std::string new_key(const std::string& function);
+  /// Sends `tasks` as one graph (split as the comm limits need); a handle per task, in order.
+  std::vector<client::detail::KeyHandle> submit_drafts(std::vector<TaskDraft> tasks,
+                                                       std::vector<runtime::Frame> frames);
+  std::vector<runtime::Frame> results(const std::vector<std::string>& keys);
+  std::vector<client::detail::KeyHandle> scatter_frames(std::vector<runtime::Frame> frames,
+                                                        const std::vector<std::string>& workers,
+                                                        bool broadcast);
+  /// Waits as wait(futures, options) does; whether each key was done then, in order.
+  std::vector<bool> wait_keys(const std::vector<std::string>& keys, std::size_t count,
+                              std::optional<std::chrono::milliseconds> timeout);
+  std::size_t wait_any(const std::vector<std::string>& keys);
+  void cancel_keys(const std::vector<std::string>& keys, bool force);
+  client::detail::CompletionQueue completion_queue();
 
   // A part of f's result: the built-in item function of C (element `index` of a tuple, or
   // the element given as the next argument), f its dependency. The program asking for parts
   // registers the function too (kItemsRegistered), for workers running this same binary.
   template <class C>
-  protocol::TaskSpec item_spec(const Future<C>& f, std::optional<std::size_t> index) {
+  TaskDraft item_spec(const Future<C>& f, std::optional<std::size_t> index) {
     (void)client::detail::kItemsRegistered<C>;
-    protocol::TaskSpec spec;
+    TaskDraft spec;
     spec.function = runtime::detail::item_function_name<C>(index);
-    spec.args.push_back({protocol::ArgSpec::dependency, 0, f.key()});
+    spec.args.push_back({TaskArg::dependency, 0, f.key()});
     spec.dependencies.push_back(f.key());
-    spec.priority = core().next_priority();
+    spec.priority = next_order();
     return spec;
   }
   /// "getitem-<hash of the function, the future's key and the index>": the same part of the
   /// same result is one task, whoever asks (Dask names getitem tasks alike).
-  static std::string item_key(const protocol::TaskSpec& spec,
-                              const std::vector<runtime::Frame>& frames);
+  static std::string item_key(const TaskDraft& spec, const std::vector<runtime::Frame>& frames);
 
   // `key` replaces the generated one unless empty; then options.pure does.
-  static void apply(const SubmitOptions& options, const std::string& key, protocol::TaskSpec& spec,
+  static void apply(const SubmitOptions& options, const std::string& key, TaskDraft& spec,
                     const std::vector<runtime::Frame>& frames) {
     if (!key.empty()) {
       spec.key = key;
     } else if (options.pure) {
       spec.key = pure_key(spec, frames);
     }
-    spec.retries = options.retries;
-    spec.user_priority = options.priority;
-    spec.resources = options.resources;
-    spec.workers = options.workers;
-    spec.allow_other_workers = options.allow_other_workers;
+    spec.options = options;
   }
   /// "<function>-<hash>": SHA-256 (the first 128 bits) of the function's name and of each
   /// argument, its serialized bytes or the key of the future passed.
-  static std::string pure_key(const protocol::TaskSpec& spec,
-                              const std::vector<runtime::Frame>& frames);
+  static std::string pure_key(const TaskDraft& spec, const std::vector<runtime::Frame>& frames);
 
   template <class R, class... A, class... Args>
-  protocol::TaskSpec make_spec(R (*fn)(A...), std::vector<runtime::Frame>& frames,
-                               Args&&... args) {
-    protocol::TaskSpec spec;
+  TaskDraft make_spec(R (*fn)(A...), std::vector<runtime::Frame>& frames, Args&&... args) {
+    TaskDraft spec;
     spec.function = runtime::FunctionRegistry::global().name_of(reinterpret_cast<const void*>(fn));
-    spec.key = core().new_key(spec.function);
-    spec.priority = core().next_priority();
+    spec.key = new_key(spec.function);
+    spec.priority = next_order();
     std::vector<std::int64_t> layout;  // per parameter: kOneArgument, or a list's length
     add_args<A...>(spec, frames, layout, std::forward<Args>(args)...);
     if (std::any_of(layout.begin(), layout.end(),
@@ -589,36 +636,36 @@ class Client {
   }
 
   /// Calls the function's list form (runtime::kListFormSuffix), its layout first.
-  static void use_list_form(protocol::TaskSpec& spec, std::vector<runtime::Frame>& frames,
+  static void use_list_form(TaskDraft& spec, std::vector<runtime::Frame>& frames,
                             const std::vector<std::int64_t>& layout);
 
   template <class... A>
-  void add_args(protocol::TaskSpec&, std::vector<runtime::Frame>&, std::vector<std::int64_t>&) {}
+  void add_args(TaskDraft&, std::vector<runtime::Frame>&, std::vector<std::int64_t>&) {}
 
   template <class A0, class... A, class Arg0, class... Args>
-  void add_args(protocol::TaskSpec& spec, std::vector<runtime::Frame>& frames,
+  void add_args(TaskDraft& spec, std::vector<runtime::Frame>& frames,
                 std::vector<std::int64_t>& layout, Arg0&& arg, Args&&... rest) {
     using Param = std::remove_cv_t<std::remove_reference_t<A0>>;
     using ArgT = std::remove_cv_t<std::remove_reference_t<Arg0>>;
     if constexpr (std::is_same_v<ArgT, client::detail::FrameAt>) {
-      spec.args.push_back({protocol::ArgSpec::frame, arg.index, {}});
+      spec.args.push_back({TaskArg::frame, arg.index, {}});
       layout.push_back(runtime::kOneArgument);
     } else if constexpr (is_future<ArgT>::value) {
       static_assert(std::is_same_v<typename ArgT::value_type, Param>,
                     "a Future<T> argument must match the parameter type T");
-      spec.args.push_back({protocol::ArgSpec::dependency, 0, arg.key()});
+      spec.args.push_back({TaskArg::dependency, 0, arg.key()});
       spec.dependencies.push_back(arg.key());
       layout.push_back(runtime::kOneArgument);
     } else if constexpr (is_future_vector<ArgT>::value) {
       static_assert(std::is_same_v<std::vector<typename ArgT::value_type::value_type>, Param>,
                     "a std::vector<Future<T>> argument must match a std::vector<T> parameter");
       for (const auto& f : arg) {
-        spec.args.push_back({protocol::ArgSpec::dependency, 0, f.key()});
+        spec.args.push_back({TaskArg::dependency, 0, f.key()});
         spec.dependencies.push_back(f.key());
       }
       layout.push_back(static_cast<std::int64_t>(arg.size()));
     } else {
-      spec.args.push_back({protocol::ArgSpec::frame, static_cast<std::uint32_t>(frames.size()), {}});
+      spec.args.push_back({TaskArg::frame, static_cast<std::uint32_t>(frames.size()), {}});
       frames.push_back(runtime::to_frame(static_cast<const Param&>(Param(std::forward<Arg0>(arg)))));
       layout.push_back(runtime::kOneArgument);
     }

@@ -3,7 +3,10 @@
 // client holds, data fetches from workers. Thread-safety: every public member may be called
 // from any user thread; network work runs on the context's io thread, or on a user thread
 // that waits for results while it waits (see block()).
+// Not installed: no public header includes it; Client and Future reach it only from
+// client/client.cpp and client/future.cpp, so it may change without breaking programs.
 #include <taskwire/client/callback_runner.hpp>
+#include <taskwire/client/client.hpp>
 #include <taskwire/client/outbox.hpp>
 #include <taskwire/comm/core/connect.hpp>
 #include <taskwire/runtime/context.hpp>
@@ -24,25 +27,13 @@
 
 namespace taskwire::client {
 
-/// How a Client connects and waits; both Client constructors take one.
-struct ClientOptions {
-  /// The configuration of the client's own context (its role is set to "client"). Not read by
-  /// the constructor taking a caller's registry: that registry's context has its own.
-  runtime::Config config = runtime::Config::from_env();
-  /// How long connecting to the scheduler may take; a refused connection is retried until
-  /// then (the scheduler may still be starting). Then the constructor throws comm::CommError.
-  std::chrono::milliseconds connect_timeout{10'000};
-  /// How long one fetch of results from a worker may take (connecting to it, asking, reading
-  /// the reply), plus 1 s per 100 MB the scheduler reported for them. After a failed fetch,
-  /// also how long get() waits for the scheduler's news on the key (a lost result is
-  /// computed again) before it throws TaskError. It does not bound the wait for a task to
-  /// finish: use Future::wait_for for that.
-  std::chrono::milliseconds fetch_timeout{10'000};
-  /// Default: client-PID. Not read with a caller's registry (its context's name is used).
-  std::string name;
+/// Keys in the order they finished, for as_completed and wait(count): each watched key is
+/// appended once it is done (memory, erred, cancelled, lost), in O(1) as its report arrives.
+/// Read and written only under the core's lock: through ClientCore::next_completion and
+/// wait_completions.
+struct Completions {
+  std::deque<std::string> done;
 };
-
-class ClientCore;
 
 /// One reference to a key; the last one to go releases the key in the cluster.
 class KeyRef {
@@ -58,8 +49,6 @@ class KeyRef {
   std::shared_ptr<ClientCore> core_;
   std::string key_;
 };
-
-enum class KeyStatus { pending, memory, erred, cancelled, lost };
 
 class ClientCore : public std::enable_shared_from_this<ClientCore> {
  public:
@@ -110,13 +99,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// Waits until any of `keys` is done; returns its index.
   std::size_t wait_any(const std::vector<std::string>& keys);
 
-  /// Keys in the order they finished, for as_completed and wait(count): each watched key is
-  /// appended once it is done (memory, erred, cancelled, lost), in O(1) as its report
-  /// arrives. Read and written only under the core's lock: through next_completion and
-  /// wait_completions.
-  struct Completions {
-    std::deque<std::string> done;
-  };
+  using Completions = client::Completions;
   using Deadline = std::optional<std::chrono::steady_clock::time_point>;
   /// Appends each of `keys` to c.done once it is done (at once if it is, or if this client
   /// does not hold it). A key watched twice is appended twice.

@@ -22,8 +22,6 @@ set(TASKWIRE_PUBLIC_ENTRY_HEADERS
 
 # Included by the entry points: installed because they must be, not API of their own.
 set(TASKWIRE_PUBLIC_INCLUDED_HEADERS
-  client/client_core.hpp client/outbox.hpp          # future.hpp
-  client/callback_runner.hpp                        # client_core.hpp
   comm/core/address.hpp comm/core/backend.hpp comm/core/backend_counters.hpp comm/core/comm.hpp comm/core/error.hpp
   comm/core/handshake.hpp comm/core/registry.hpp
   graph/options.hpp graph/plan.hpp graph/run.hpp

@@ -5,6 +5,7 @@
 #include "tests/comm/fixture.hpp"
 
 #include <taskwire/client/client.hpp>
+#include <taskwire/client/client_core.hpp>  // the tests of release batching drive the core itself
 #include <taskwire/comm/backends.hpp>
 #include <taskwire/comm/core/connect.hpp>
 #include <taskwire/runtime/batch.hpp>

@@ -100,6 +100,8 @@ TEST_CASE("future lists: an empty future and a moved-from client throw std::logi
   CHECK_THROWS_AS(empty.wait_for(std::chrono::milliseconds(1)), std::logic_error);
   CHECK_THROWS_AS(empty.status(), std::logic_error);
   CHECK_FALSE(empty.as<long>().valid());
+  CHECK_THROWS_AS(empty.add_done_callback([](const Future<int>&) {}), std::logic_error);
+  CHECK_THROWS_AS(empty.cancel(), std::logic_error);
 
   Connected connected(1);
   auto& client = connected.client;
@@ -109,8 +111,23 @@ TEST_CASE("future lists: an empty future and a moved-from client throw std::logi
   CHECK_THROWS_AS(client.submit(cluster_fns::sum, std::vector{two, empty}), std::logic_error);
   CHECK_THROWS_AS(client.gather(std::vector{two, empty}), std::logic_error);
 
+  // A moved-from future is empty too.
+  auto three = client.submit(cluster_fns::inc, 2);
+  auto three_moved = std::move(three);
+  CHECK_THROWS_AS(three.get(), std::logic_error);  // NOLINT(bugprone-use-after-move)
+  CHECK(three_moved.get() == 3);
+
   Client moved_to = std::move(client);
   CHECK(moved_to.submit(cluster_fns::sum, std::vector{two}).get() == 2);
   CHECK_THROWS_WITH(client.submit(cluster_fns::inc, 1),  // NOLINT(bugprone-use-after-move)
                     Catch::Contains("moved from"));
+  // Every way in through the moved-from client says so, none dereferences a null core.
+  const std::vector<Future<int>> futures{two};
+  CHECK_THROWS_WITH(client.gather(futures), Catch::Contains("moved from"));
+  CHECK_THROWS_WITH(client.as_completed(futures), Catch::Contains("moved from"));
+  CHECK_THROWS_WITH(client.wait(futures, {.count = 1}), Catch::Contains("moved from"));
+  CHECK_THROWS_WITH(client.map(cluster_fns::inc, std::vector<int>{1}), Catch::Contains("moved from"));
+  CHECK_THROWS_WITH(client.scatter(1), Catch::Contains("moved from"));
+  CHECK_THROWS_WITH(client.next_order(), Catch::Contains("moved from"));
+  CHECK_THROWS_WITH(client.scheduler_info(), Catch::Contains("moved from"));
 }

@@ -1,0 +1,57 @@
+# cmake -DCXX=<compiler> -DINCLUDE_DIR=<dir holding taskwire/> -DHEADER=client/client.hpp
+#       -DMAX_TASKWIRE_HEADERS=<n> -DWORK=<scratch dir> -P public_header_weight.cmake
+# A public header shows what users name and nothing else (issue 37, "a public API with no
+# back door"): compiles `#include <taskwire/HEADER>` alone with -H and fails, listing what it
+# pulled, when that is more than MAX_TASKWIRE_HEADERS taskwire headers (HEADER itself
+# counted) or any Boost.Asio header. The plumbing (ClientCore, the wire protocol, comm/,
+# Asio) belongs behind .cpp files, where it can change without recompiling or breaking users.
+cmake_minimum_required(VERSION 3.20)
+foreach(var CXX INCLUDE_DIR HEADER MAX_TASKWIRE_HEADERS WORK)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "public_header_weight.cmake: -D${var}=... is missing")
+  endif()
+endforeach()
+file(MAKE_DIRECTORY "${WORK}")
+string(MAKE_C_IDENTIFIER "${HEADER}" stem)
+set(source "${WORK}/${stem}.cpp")
+file(WRITE "${source}" "#include <taskwire/${HEADER}>\n")
+execute_process(COMMAND ${CXX} -std=c++20 -I ${INCLUDE_DIR} -H -fsyntax-only ${source}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "<taskwire/${HEADER}> does not compile on its own:\n${err}")
+endif()
+# -H writes one line per header opened: dots (the depth), a space, the path as found.
+string(REPLACE "\n" ";" lines "${err}")
+set(taskwire_headers "")
+set(asio_headers "")
+foreach(line IN LISTS lines)
+  if(NOT line MATCHES "^\\.+ (.+)$")
+    continue()
+  endif()
+  set(path "${CMAKE_MATCH_1}")
+  if(path MATCHES "^${INCLUDE_DIR}/taskwire/(.+)$")
+    list(APPEND taskwire_headers "${CMAKE_MATCH_1}")
+  elseif(path MATCHES "/boost/asio[./]")
+    list(APPEND asio_headers "${path}")
+  endif()
+endforeach()
+list(REMOVE_DUPLICATES taskwire_headers)
+list(REMOVE_DUPLICATES asio_headers)
+list(LENGTH taskwire_headers count)
+list(LENGTH asio_headers asio_count)
+list(JOIN taskwire_headers "\n  " listed)
+message(STATUS "<taskwire/${HEADER}> pulls ${count} taskwire header(s):\n  ${listed}")
+# One STATUS line per failure (not wrapped, unlike FATAL_ERROR's text: ctest matches them).
+set(heavy FALSE)
+if(count GREATER MAX_TASKWIRE_HEADERS)
+  message(STATUS "too heavy: ${count} taskwire headers, more than ${MAX_TASKWIRE_HEADERS}")
+  set(heavy TRUE)
+endif()
+if(asio_count GREATER 0)
+  list(GET asio_headers 0 first)
+  message(STATUS "too heavy: Boost.Asio, ${asio_count} of its headers (the first: ${first})")
+  set(heavy TRUE)
+endif()
+if(heavy)
+  message(FATAL_ERROR "<taskwire/${HEADER}> pulls more than a public header should (above)")
+endif()
