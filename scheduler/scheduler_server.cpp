@@ -1,11 +1,9 @@
 #include <taskwire/scheduler/scheduler_server.hpp>
 
 #include <taskwire/comm/core/address.hpp>
-#include <taskwire/http/daemon_answers.hpp>
-#include <taskwire/http/loop_lag.hpp>
 #include <taskwire/runtime/batch.hpp>
 #include <taskwire/scheduler/compute_task_wire.hpp>
-#include <taskwire/scheduler/scheduler_dashboard.hpp>
+#include <taskwire/scheduler/dashboard_service.hpp>
 #include <taskwire/scheduler/small_results.hpp>
 
 #include <fmt/format.h>
@@ -77,14 +75,12 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   SmallResults small_results{kSmallResultsBytes};
   std::promise<void> finished;
   bool stopping = false, done = false;
-  // The dashboard (options.dashboard.enabled): recorder on the strand, server on its own.
-  std::unique_ptr<DashboardRecorder> recorder;
-  std::unique_ptr<http::HttpServer> http;
-  std::shared_ptr<http::LoopLagProbe> lag;
+  DashboardService dashboard;
 
   Impl(comm::Registry& r, SchedulerServerOptions o)
       : registry(r), options(std::move(o)), strand(asio::make_strand(r.context().executor())),
-        state(options.state), heartbeat_timer(strand), shutdown_timer(strand) {}
+        state(options.state), heartbeat_timer(strand), shutdown_timer(strand),
+        dashboard(r, strand, state, options.dashboard, t0) {}
 
   double now() const { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -476,7 +472,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     auto b = r.body<protocol::TaskFinished>();
     auto worker = require_worker(p, "task_finished");
     if (r.frames().size() == 1) inline_result.emplace(b.key, r.frames()[0]);
-    if (recorder) {
+    if (auto* recorder = dashboard.recorder()) {
       const double t = now();
       if (recorder->records(b, t))
         recorder->task_finished(worker, state.nthreads_of(worker), state.function_of(b.key), b, t);
@@ -500,7 +496,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     if (spdlog::should_log(spdlog::level::debug))
       spdlog::debug("scheduler: task '{}' erred on {}: {}{}{}", b.key, worker, b.exception_type,
                     b.exception_type.empty() ? "" : ": ", b.message);
-    if (recorder)
+    if (auto* recorder = dashboard.recorder())
       recorder->task_erred(worker, state.nthreads_of(worker), b.key, state.function_of(b.key),
                            b.message, now());
     handle(TaskErred{std::move(worker), std::move(b.key), std::move(b.message),
@@ -541,7 +537,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
 
   void peer_gone(const PeerPtr& p, const std::string& why) {
     if (p->kind == Peer::worker && workers.erase(p->id)) {
-      if (recorder) recorder->worker_removed(p->id);
+      if (auto* recorder = dashboard.recorder()) recorder->worker_removed(p->id);
       if (!stopping) {
         if (p->closing) spdlog::info("scheduler: worker {} left", p->id);
         else spdlog::warn("scheduler: lost worker {}: {}", p->id, why);
@@ -573,8 +569,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     spdlog::info("scheduler: shutting down {} worker(s){}", workers.size(),
                  requester ? " at a client's request" : "");
     for (auto& l : listeners) l->stop();
-    if (http) http->stop();
-    if (lag) lag->stop();
+    dashboard.stop();
     heartbeat_timer.cancel();
     for (auto& [addr, w] : workers)
       out_to(w)->add(Op::close_worker, protocol::CloseWorker{"the scheduler is shutting down", false});
@@ -591,41 +586,6 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
         spdlog::warn("scheduler: {} worker(s) did not close within 5 s", self->workers.size());
         self->finish();
       }
-    });
-  }
-
-  void start_dashboard() {
-    const auto& o = options.dashboard;
-    if (!o.enabled) return;
-    recorder = std::make_unique<DashboardRecorder>(o);
-    lag = http::LoopLagProbe::start(strand, std::chrono::milliseconds(500));
-    http = std::make_unique<http::HttpServer>(
-        registry.context().executor(), http::parse_listen_address(o.address),
-        [weak = weak_from_this()](const http::HttpRequest& r, http::HttpRespond respond) {
-          serve_http(weak, r, std::move(respond));
-        });
-    http->start();
-    spdlog::info("scheduler: dashboard at {}", http->url());
-  }
-
-  // On the HTTP connection's strand. The facts are copied on the scheduler's strand (no walk
-  // over the tasks) and rendered back off it.
-  static void serve_http(const std::weak_ptr<Impl>& weak, const http::HttpRequest& request,
-                         http::HttpRespond respond) {
-    const auto routed = route_scheduler_request(request);
-    if (auto answer = http::stateless_response(routed)) return respond(std::move(*answer));
-    auto self = weak.lock();
-    if (!self) return respond(http::plain(503, "shutting down\n"));
-    asio::post(self->strand, [weak, routed, respond = std::move(respond)]() mutable {
-      auto self = weak.lock();
-      if (!self) return respond(http::plain(503, "shutting down\n"));
-      auto facts = std::make_shared<SchedulerFacts>(collect_facts(self->state, self->recorder.get(), routed));
-      facts->uptime = self->now();
-      facts->loop_lag = self->lag ? self->lag->last_seconds() : 0;
-      facts->loop_lag_max = self->lag ? self->lag->max_seconds() : 0;
-      facts->backend_counters = self->registry.counters();
-      asio::post(self->registry.context().executor(),
-                 [facts, routed, respond = std::move(respond)] { respond(render(*facts, routed)); });
     });
   }
 
@@ -710,7 +670,7 @@ void SchedulerServer::start() {
       else c->abort();
     }, as_scheduler));
   asio::post(impl->strand, [impl] { impl->arm_heartbeat_check(); });
-  impl->start_dashboard();
+  impl->dashboard.start(impl);
   for (const auto& l : impl->listeners) spdlog::info("scheduler: listening at {}", l->contact_address());
 }
 
@@ -721,7 +681,7 @@ std::vector<std::string> SchedulerServer::addresses() const {
 }
 
 std::string SchedulerServer::dashboard_url() const {
-  return impl_->http ? impl_->http->url() : std::string();
+  return impl_->dashboard.url();
 }
 
 void SchedulerServer::retire_workers(std::vector<std::string> workers) {
