@@ -4,6 +4,7 @@
 #include <taskwire/runtime/batch.hpp>
 #include <taskwire/scheduler/compute_task_wire.hpp>
 #include <taskwire/scheduler/dashboard_service.hpp>
+#include <taskwire/scheduler/peer_links.hpp>
 #include <taskwire/scheduler/small_results.hpp>
 
 #include <fmt/format.h>
@@ -28,19 +29,6 @@ constexpr std::size_t kSmallResultsBytes = std::size_t{8} << 20;
 /// The largest result kept there: WorkerOptions::inline_result_bytes's default.
 constexpr std::size_t kSmallResultMaxBytes = 8 * 1024;
 
-struct Peer {
-  enum Kind { unknown, worker, client } kind = unknown;
-  comm::CommPtr comm;
-  std::string id;  // worker address or client id
-  std::vector<std::string> other_addresses;  // a worker's, from register_worker
-  std::string host;                          // a worker's, from register_worker
-  protocol::Heartbeat metrics;               // a worker's, from its last heartbeat
-  runtime::BatchWriter out;
-  bool closing = false;  // it said goodbye (worker_closing)
-  bool refused = false;  // a worker turned away (RefuseWorker): closed once told why
-};
-using PeerPtr = std::shared_ptr<Peer>;
-
 // What a compute_task needs besides what the state machine keeps (the key and function, in
 // ComputeTask): held until the state machine drops it (DropTaskSpec).
 struct StoredSpec {
@@ -58,16 +46,11 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   asio::strand<asio::any_io_executor> strand;
   SchedulerState state;
   std::vector<std::unique_ptr<comm::Listener>> listeners;
-  std::map<std::string, PeerPtr> workers, clients;
-  // Nannies' links (handshake role "nanny"): told of a shutdown (close_worker) so that a
-  // nanny whose worker is dead or starting ends instead of restarting it (worker/nanny.cpp).
-  std::vector<std::weak_ptr<Peer>> nannies;
+  PeerLinks peers;
   std::unordered_map<SpecRef, StoredSpec> specs;
   SpecRef next_spec = 0;
-  std::uint64_t next_client = 0;
   asio::steady_timer heartbeat_timer, shutdown_timer;
   Clock::time_point t0 = Clock::now();
-  std::vector<PeerPtr> touched;
   // The result a worker sent inline with the task_finished being handled: forwarded with
   // the key_in_memory reports that event causes, then dropped (the scheduler keeps no data).
   std::optional<std::pair<protocol::Key, runtime::Frame>> inline_result;
@@ -89,10 +72,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     peer->comm = std::move(c);
     asio::post(strand, [self = shared_from_this(), peer] {
       if (self->stopping) return peer->comm->close();
-      if (peer->comm->peer().role == "nanny") {
-        std::erase_if(self->nannies, [](const auto& n) { return n.expired(); });
-        self->nannies.push_back(peer);
-      }
+      if (peer->comm->peer().role == "nanny") self->peers.add_nanny(peer);
       self->read(peer);
     });
   }
@@ -128,31 +108,8 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     apply(state.handle(Event(std::move(event))));
   }
 
-  PeerPtr peer_of(std::map<std::string, PeerPtr>& m, const std::string& id) {
-    auto it = m.find(id);
-    return it == m.end() ? nullptr : it->second;
-  }
-  // The addresses `client` is told to fetch from: the holders' addresses on the scheme it
-  // reached this scheduler by first (a tcp:// client of an MPI job cannot reach mpi://).
-  std::vector<std::string> holders_for(const Peer& client, std::vector<std::string> holders) {
-    const auto scheme = comm::Address::parse(client.comm->local_address()).scheme;
-    std::vector<std::string> preferred;
-    for (const auto& h : holders)
-      if (const auto w = peer_of(workers, h))
-        for (const auto& a : w->other_addresses)
-          if (comm::Address::parse(a).scheme == scheme) preferred.push_back(a);
-    if (preferred.empty()) return holders;
-    preferred.insert(preferred.end(), holders.begin(), holders.end());
-    return preferred;
-  }
-  runtime::BatchWriter* out_to(const PeerPtr& p) {
-    if (!p) return nullptr;
-    if (p->out.empty()) touched.push_back(p);
-    return &p->out;
-  }
-
   void emit(ComputeTask& ct) {
-    auto* out = out_to(peer_of(workers, ct.worker));
+    auto* out = out_to(peers.worker(ct.worker));
     auto it = specs.find(ct.spec);
     if (it == specs.end())  // the state machine drops a spec only once the task cannot run
       return spdlog::error("scheduler: no spec for '{}' (spec {}): not sent", ct.key, ct.spec);
@@ -176,18 +133,18 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
              std::move(frames));
   }
   void emit(FreeKeys& f) {
-    if (auto* out = out_to(peer_of(workers, f.worker)))
+    if (auto* out = out_to(peers.worker(f.worker)))
       out->add(f.processing ? Op::free_processing : Op::free_keys, protocol::Keys{f.keys});
   }
   void emit(StealRequest& s) {
-    if (auto* out = out_to(peer_of(workers, s.worker)))
+    if (auto* out = out_to(peers.worker(s.worker)))
       out->add(Op::steal_request, protocol::StealRequest{s.key, s.attempt});
   }
   void emit(RefuseWorker& r) {  // the state machine logged why, with both addresses
-    const auto peer = peer_of(workers, r.worker);
+    const auto peer = peers.worker(r.worker);
     if (!peer) return;
     out_to(peer)->add(Op::worker_refused, protocol::WorkerRefused{r.reason});
-    workers.erase(r.worker);
+    peers.remove_worker(r.worker);
     peer->refused = true;
   }
   void emit(CloseWorker& c) {
@@ -196,46 +153,46 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     } else {
       spdlog::info("scheduler: closing worker {}: {}", c.worker, c.reason);
     }
-    if (auto* out = out_to(peer_of(workers, c.worker)))
+    if (auto* out = out_to(peers.worker(c.worker)))
       out->add(Op::close_worker, protocol::CloseWorker{c.reason, c.rejoin});
   }
   void emit(AcquireReplicas& a) {
     protocol::AcquireReplicas body;
     for (auto& k : a.keys) body.who_has.emplace(std::move(k.key), std::move(k.who_has));
-    if (auto* out = out_to(peer_of(workers, a.worker))) out->add(Op::acquire_replicas, body);
+    if (auto* out = out_to(peers.worker(a.worker))) out->add(Op::acquire_replicas, body);
   }
   void emit(ReportKeyInMemory& r) {
-    const auto out_peer = peer_of(clients, r.client);
+    const auto out_peer = peers.client(r.client);
     auto* out = out_to(out_peer);
     if (!out) return;
     std::vector<runtime::Frame> payload;
     if (inline_result && inline_result->first == r.key) payload.push_back(inline_result->second);
     out->add(Op::key_in_memory,
              protocol::KeyInMemory{r.key, static_cast<std::uint64_t>(std::max<std::int64_t>(r.nbytes, 0)),
-                                   holders_for(*out_peer, state.who_has(r.key))},
+                                   peers.holders_for(*out_peer, state.who_has(r.key))},
              std::move(payload));
   }
   void emit(ReportTaskErred& r) {
-    if (auto* out = out_to(peer_of(clients, r.client)))
+    if (auto* out = out_to(peers.client(r.client)))
       out->add(Op::key_erred, protocol::KeyErred{r.key, r.message, r.blamed_key, r.cause,
                                                  r.exception_type, r.worker_name,
                                                  r.worker_address});
   }
   void emit(ReportKeyLost& r) {
     spdlog::info("scheduler: key {} lost, recomputing", r.key);
-    if (auto* out = out_to(peer_of(clients, r.client))) out->add(Op::key_lost, protocol::Keys{{r.key}});
+    if (auto* out = out_to(peers.client(r.client))) out->add(Op::key_lost, protocol::Keys{{r.key}});
   }
   void emit(ReportCancelled& r) {
-    if (auto* out = out_to(peer_of(clients, r.client)))
+    if (auto* out = out_to(peers.client(r.client)))
       out->add(Op::key_cancelled, protocol::KeysCancelled{r.keys, r.reason});
   }
   void emit(ReportRetirement& r) {
     protocol::RetireWorkersReply reply{r.request_id, std::move(r.retired), {}};
     for (auto& f : r.failed) reply.failed.push_back({std::move(f.worker), std::move(f.reason)});
-    if (auto* out = out_to(peer_of(clients, r.client))) out->add(Op::retire_workers_reply, reply);
+    if (auto* out = out_to(peers.client(r.client))) out->add(Op::retire_workers_reply, reply);
   }
   void emit(ReportRebalance& r) {
-    if (auto* out = out_to(peer_of(clients, r.client)))
+    if (auto* out = out_to(peers.client(r.client)))
       out->add(Op::rebalance_reply,
                protocol::RebalanceReply{
                    r.request_id, r.moved,
@@ -255,27 +212,14 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     }
   }
 
-  void flush() {
-    for (auto& p : touched)
-      if (!p->out.empty())
-        p->comm->async_write(p->out.take(), [](error_code ec) {
-          if (ec) spdlog::debug("scheduler: write failed: {}", ec.message());
-        });
-    touched.clear();
-  }
+  void flush() { peers.flush(); }
+  runtime::BatchWriter* out_to(const PeerPtr& p) { return peers.out_to(p); }
 
   std::string require_worker(const PeerPtr& p, const char* op) {
     if (p->kind != Peer::worker) throw std::runtime_error(fmt::format("'{}' from a peer that is not a registered worker", op));
     return p->id;
   }
-  void become_client(const PeerPtr& p) {
-    if (p->kind == Peer::worker) throw std::runtime_error("a worker sent a client operation");
-    if (p->kind == Peer::client) return;
-    p->kind = Peer::client;
-    p->id = fmt::format("client-{}-{}", ++next_client, p->comm->peer().name);
-    clients[p->id] = p;
-    spdlog::info("scheduler: client {} connected from {}", p->id, p->comm->peer_address());
-  }
+  void become_client(const PeerPtr& p) { peers.become_client(p); }
 
   void handle_message(const PeerPtr& p, const runtime::Message& m) {
     runtime::for_each_op(m, [&](runtime::OpReader& r) {
@@ -411,7 +355,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
 
   void on_register_worker(const PeerPtr& p, const protocol::RegisterWorker& b) {
     if (p->kind != Peer::unknown) throw std::runtime_error("register_worker sent twice");
-    if (workers.count(b.address)) throw std::runtime_error("a worker at " + b.address + " is already registered");
+    if (peers.worker(b.address)) throw std::runtime_error("a worker at " + b.address + " is already registered");
     if (stopping) {
       // Its connection was open when the shutdown began: it gets what the others got, or it
       // would wait to join again a scheduler that is gone (until its --death-timeout).
@@ -422,7 +366,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     p->id = b.address;
     p->other_addresses = b.other_addresses;
     p->host = b.host;
-    workers[b.address] = p;  // until the state machine refuses it (RefuseWorker)
+    peers.add_worker(p);  // until the state machine refuses it (RefuseWorker)
     handle(AddWorker{b.address, static_cast<int>(b.nthreads), b.name, now(), "", b.nanny,
                      b.resources, b.held});
   }
@@ -438,7 +382,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
       if (info.address.empty() && comm::Address::parse(info.addresses.back()).scheme == scheme)
         info.address = info.addresses.back();
     }
-    info.clients = clients.size();
+    info.clients = peers.client_count();
     for (const auto& [status, count] : state.tasks_by_state())
       info.tasks_by_state[std::string(to_string(status))] = count;
     const double t = now();
@@ -455,7 +399,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
       report.used_resources = w.used_resources;
       report.paused = w.paused;
       report.retiring = w.retiring;
-      if (const auto peer = peer_of(workers, w.address)) {
+      if (const auto peer = peers.worker(w.address)) {
         report.other_addresses = peer->other_addresses;
         report.host = peer->host;
         report.memory_rss = peer->metrics.memory_rss;
@@ -536,19 +480,19 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   }
 
   void peer_gone(const PeerPtr& p, const std::string& why) {
-    if (p->kind == Peer::worker && workers.erase(p->id)) {
+    if (p->kind == Peer::worker && peers.remove_worker(p->id)) {
       if (auto* recorder = dashboard.recorder()) recorder->worker_removed(p->id);
       if (!stopping) {
         if (p->closing) spdlog::info("scheduler: worker {} left", p->id);
         else spdlog::warn("scheduler: lost worker {}: {}", p->id, why);
         handle(RemoveWorker{p->id, why, p->closing, "", now()});
       }
-    } else if (p->kind == Peer::client && clients.erase(p->id)) {
+    } else if (p->kind == Peer::client && peers.remove_client(p->id)) {
       spdlog::info("scheduler: client {} disconnected", p->id);
       if (!stopping) handle(RemoveClient{p->id, ""});
     }
     flush();
-    if (stopping && workers.empty()) finish();
+    if (stopping && peers.workers().empty()) finish();
   }
 
   void arm_heartbeat_check() {
@@ -566,24 +510,20 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   void begin_shutdown(const PeerPtr& requester) {
     if (stopping) return;
     stopping = true;
-    spdlog::info("scheduler: shutting down {} worker(s){}", workers.size(),
+    spdlog::info("scheduler: shutting down {} worker(s){}", peers.workers().size(),
                  requester ? " at a client's request" : "");
     for (auto& l : listeners) l->stop();
     dashboard.stop();
     heartbeat_timer.cancel();
-    for (auto& [addr, w] : workers)
-      out_to(w)->add(Op::close_worker, protocol::CloseWorker{"the scheduler is shutting down", false});
+    peers.tell_workers_to_close("the scheduler is shutting down");
     if (requester) out_to(requester)->add(Op::shutting_down, protocol::Empty{});
-    for (const auto& n : nannies)
-      if (auto p = n.lock())
-        out_to(p)->add(Op::close_worker,
-                       protocol::CloseWorker{"the scheduler is shutting down", false});
+    peers.tell_nannies_to_close("the scheduler is shutting down");
     flush();
-    if (workers.empty()) return finish();
+    if (peers.workers().empty()) return finish();
     shutdown_timer.expires_after(std::chrono::seconds(5));
     shutdown_timer.async_wait([self = shared_from_this()](error_code ec) {
       if (!ec) {
-        spdlog::warn("scheduler: {} worker(s) did not close within 5 s", self->workers.size());
+        spdlog::warn("scheduler: {} worker(s) did not close within 5 s", self->peers.workers().size());
         self->finish();
       }
     });
@@ -593,10 +533,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     if (done) return;
     done = true;
     shutdown_timer.cancel();
-    for (auto& [id, c] : clients) c->comm->close();
-    for (auto& [id, w] : workers) w->comm->close();
-    for (const auto& n : nannies)
-      if (auto p = n.lock()) p->comm->close();
+    peers.close_all();
     finished.set_value();
   }
 };
@@ -648,8 +585,7 @@ SchedulerServer::~SchedulerServer() {
   asio::post(impl->strand, [impl, drained] {
     impl->heartbeat_timer.cancel();
     impl->shutdown_timer.cancel();
-    for (auto& [id, c] : impl->clients) c->comm->abort();
-    for (auto& [id, w] : impl->workers) w->comm->abort();
+    impl->peers.abort_all();
     drained->set_value();
   });
   // Drained means begin_shutdown has run (the strand keeps order), so nothing else touches
