@@ -2,10 +2,9 @@
 
 #include <taskwire/comm/core/address.hpp>
 #include <taskwire/runtime/batch.hpp>
-#include <taskwire/scheduler/compute_task_wire.hpp>
 #include <taskwire/scheduler/dashboard_service.hpp>
 #include <taskwire/scheduler/peer_links.hpp>
-#include <taskwire/scheduler/small_results.hpp>
+#include <taskwire/scheduler/task_spec_store.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -20,26 +19,6 @@ namespace taskwire::scheduler {
 using protocol::Op;
 using Clock = std::chrono::steady_clock;
 
-namespace {
-
-/// What SmallResults may hold: the frontier of a graph of small results (a TaskBench stencil
-/// result costs ~200 B there) fits many times over (docs/scheduling.md, "Small inputs ride
-/// with the task").
-constexpr std::size_t kSmallResultsBytes = std::size_t{8} << 20;
-/// The largest result kept there: WorkerOptions::inline_result_bytes's default.
-constexpr std::size_t kSmallResultMaxBytes = 8 * 1024;
-
-// What a compute_task needs besides what the state machine keeps (the key and function, in
-// ComputeTask): held until the state machine drops it (DropTaskSpec).
-struct StoredSpec {
-  std::vector<protocol::ArgSpec> args;  // frame args re-indexed into `frames`
-  std::vector<protocol::Key> dependencies;
-  std::uint32_t retries = 0;
-  std::vector<runtime::Frame> frames;
-};
-
-}  // namespace
-
 struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   comm::Registry& registry;
   SchedulerServerOptions options;
@@ -47,15 +26,12 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   SchedulerState state;
   std::vector<std::unique_ptr<comm::Listener>> listeners;
   PeerLinks peers;
-  std::unordered_map<SpecRef, StoredSpec> specs;
-  SpecRef next_spec = 0;
+  TaskSpecStore specs;
   asio::steady_timer heartbeat_timer, shutdown_timer;
   Clock::time_point t0 = Clock::now();
   // The result a worker sent inline with the task_finished being handled: forwarded with
   // the key_in_memory reports that event causes, then dropped (the scheduler keeps no data).
   std::optional<std::pair<protocol::Key, runtime::Frame>> inline_result;
-  // Those results kept for the consumers placed next on other workers (small_results.hpp).
-  SmallResults small_results{kSmallResultsBytes};
   std::promise<void> finished;
   bool stopping = false, done = false;
   DashboardService dashboard;
@@ -109,28 +85,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   }
 
   void emit(ComputeTask& ct) {
-    auto* out = out_to(peers.worker(ct.worker));
-    auto it = specs.find(ct.spec);
-    if (it == specs.end())  // the state machine drops a spec only once the task cannot run
-      return spdlog::error("scheduler: no spec for '{}' (spec {}): not sent", ct.key, ct.spec);
-    if (!out) return;
-    if (spdlog::should_log(spdlog::level::debug))
-      spdlog::debug("scheduler: task '{}' ({}) placed on {}", ct.key, ct.function, ct.worker);
-    const StoredSpec& s = it->second;
-    std::vector<protocol::GivenDependency> given;
-    std::vector<runtime::Frame> frames = s.frames;
-    for (const DependencyLocation& d : ct.dependencies) {
-      if (std::find(d.who_has.begin(), d.who_has.end(), ct.worker) != d.who_has.end()) continue;
-      if (const auto* bytes = small_results.find(d.key, state.attempt(d.key))) {
-        given.push_back({d.key, static_cast<std::uint32_t>(frames.size())});
-        frames.push_back(*bytes);
-      }
-    }
-    out->add(Op::compute_task,
-             ComputeTaskWire{ct.key, ct.function, s.args, s.dependencies, ct.priority.order,
-                             s.retries, ct.priority.user, ct.resources, ct.dependencies,
-                             ct.attempt, given},
-             std::move(frames));
+    specs.write_compute_task(ct, state, out_to(peers.worker(ct.worker)));
   }
   void emit(FreeKeys& f) {
     if (auto* out = out_to(peers.worker(f.worker)))
@@ -200,8 +155,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
                    std::move(r.failed)});
   }
   void emit(DropTaskSpec& d) {
-    specs.erase(d.spec);
-    small_results.forget(d.key);
+    specs.drop(d.spec, d.key);
   }
   void emit(LogEvent& l) {
     switch (l.level) {
@@ -427,9 +381,8 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     // Kept before the report is handled (the consumers it lets the scheduler place go out in
     // this event), only for the current attempt (a late report of an older one must not
     // replace its bytes), and only small ones, whatever the worker sends inline.
-    if (inline_result && inline_result->second.size() <= kSmallResultMaxBytes &&
-        state.attempt(b.key) == b.attempt)
-      small_results.keep(b.key, b.attempt, inline_result->second);
+    if (inline_result && state.attempt(b.key) == b.attempt)
+      specs.keep_result(b.key, b.attempt, inline_result->second);
     handle(TaskFinished{std::move(worker), std::move(b.key), static_cast<std::int64_t>(b.nbytes),
                         b.duration_s, "", b.attempt});
     inline_result.reset();
@@ -456,25 +409,12 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
           {std::move(k.key), static_cast<std::int64_t>(k.nbytes), std::move(k.workers)});
     ev.tasks.reserve(g.tasks.size());
     for (auto& t : g.tasks) {
-      StoredSpec stored;
-      for (auto& a : t.args)
-        if (a.kind == protocol::ArgSpec::frame) {
-          if (a.frame_index >= frames.size())
-            throw std::runtime_error(fmt::format("task {} refers to payload frame {} of {}", t.key,
-                                                 a.frame_index, frames.size()));
-          const auto local = static_cast<std::uint32_t>(stored.frames.size());
-          stored.frames.push_back(frames[a.frame_index]);
-          a.frame_index = local;
-        }
-      const SpecRef ref = ++next_spec;
-      ev.tasks.push_back(TaskSpec{std::move(t.key), std::move(t.function), t.dependencies,
-                                  t.priority, static_cast<int>(t.retries), ref, t.user_priority,
+      const SpecRef ref = specs.keep(t, frames);
+      ev.tasks.push_back(TaskSpec{std::move(t.key), std::move(t.function),
+                                  std::move(t.dependencies), t.priority,
+                                  static_cast<int>(t.retries), ref, t.user_priority,
                                   std::move(t.resources), std::move(t.workers),
                                   t.allow_other_workers});
-      stored.args = std::move(t.args);
-      stored.dependencies = std::move(t.dependencies);
-      stored.retries = t.retries;
-      specs.emplace(ref, std::move(stored));
     }
     handle(std::move(ev));
   }
@@ -555,12 +495,7 @@ std::size_t SchedulerServer::held_specs() {
 }
 
 std::uint64_t SchedulerServer::held_spec_bytes() {
-  return on_strand(impl_, [](const Impl& impl) {
-    std::uint64_t bytes = 0;
-    for (const auto& [ref, spec] : impl.specs)
-      for (const auto& f : spec.frames) bytes += f.size();
-    return bytes;
-  });
+  return on_strand(impl_, [](const Impl& impl) { return impl.specs.frame_bytes(); });
 }
 
 namespace detail {
