@@ -3,6 +3,7 @@
 #include <taskwire/comm/core/address.hpp>
 #include <taskwire/runtime/batch.hpp>
 #include <taskwire/scheduler/dashboard_service.hpp>
+#include <taskwire/scheduler/instruction_sender.hpp>
 #include <taskwire/scheduler/peer_links.hpp>
 #include <taskwire/scheduler/task_spec_store.hpp>
 
@@ -27,11 +28,9 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   std::vector<std::unique_ptr<comm::Listener>> listeners;
   PeerLinks peers;
   TaskSpecStore specs;
+  InstructionSender sender{peers, specs, state};
   asio::steady_timer heartbeat_timer, shutdown_timer;
   Clock::time_point t0 = Clock::now();
-  // The result a worker sent inline with the task_finished being handled: forwarded with
-  // the key_in_memory reports that event causes, then dropped (the scheduler keeps no data).
-  std::optional<std::pair<protocol::Key, runtime::Frame>> inline_result;
   std::promise<void> finished;
   bool stopping = false, done = false;
   DashboardService dashboard;
@@ -76,94 +75,9 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     });
   }
 
-  void apply(Instructions ins) {
-    for (auto& i : ins) std::visit([this](auto& x) { emit(x); }, i);
-  }
   template <class E>
   void handle(E event) {
-    apply(state.handle(Event(std::move(event))));
-  }
-
-  void emit(ComputeTask& ct) {
-    specs.write_compute_task(ct, state, out_to(peers.worker(ct.worker)));
-  }
-  void emit(FreeKeys& f) {
-    if (auto* out = out_to(peers.worker(f.worker)))
-      out->add(f.processing ? Op::free_processing : Op::free_keys, protocol::Keys{f.keys});
-  }
-  void emit(StealRequest& s) {
-    if (auto* out = out_to(peers.worker(s.worker)))
-      out->add(Op::steal_request, protocol::StealRequest{s.key, s.attempt});
-  }
-  void emit(RefuseWorker& r) {  // the state machine logged why, with both addresses
-    const auto peer = peers.worker(r.worker);
-    if (!peer) return;
-    out_to(peer)->add(Op::worker_refused, protocol::WorkerRefused{r.reason});
-    peers.remove_worker(r.worker);
-    peer->refused = true;
-  }
-  void emit(CloseWorker& c) {
-    if (c.rejoin) {
-      spdlog::warn("scheduler: closing worker {}: {}", c.worker, c.reason);
-    } else {
-      spdlog::info("scheduler: closing worker {}: {}", c.worker, c.reason);
-    }
-    if (auto* out = out_to(peers.worker(c.worker)))
-      out->add(Op::close_worker, protocol::CloseWorker{c.reason, c.rejoin});
-  }
-  void emit(AcquireReplicas& a) {
-    protocol::AcquireReplicas body;
-    for (auto& k : a.keys) body.who_has.emplace(std::move(k.key), std::move(k.who_has));
-    if (auto* out = out_to(peers.worker(a.worker))) out->add(Op::acquire_replicas, body);
-  }
-  void emit(ReportKeyInMemory& r) {
-    const auto out_peer = peers.client(r.client);
-    auto* out = out_to(out_peer);
-    if (!out) return;
-    std::vector<runtime::Frame> payload;
-    if (inline_result && inline_result->first == r.key) payload.push_back(inline_result->second);
-    out->add(Op::key_in_memory,
-             protocol::KeyInMemory{r.key, static_cast<std::uint64_t>(std::max<std::int64_t>(r.nbytes, 0)),
-                                   peers.holders_for(*out_peer, state.who_has(r.key))},
-             std::move(payload));
-  }
-  void emit(ReportTaskErred& r) {
-    if (auto* out = out_to(peers.client(r.client)))
-      out->add(Op::key_erred, protocol::KeyErred{r.key, r.message, r.blamed_key, r.cause,
-                                                 r.exception_type, r.worker_name,
-                                                 r.worker_address});
-  }
-  void emit(ReportKeyLost& r) {
-    spdlog::info("scheduler: key {} lost, recomputing", r.key);
-    if (auto* out = out_to(peers.client(r.client))) out->add(Op::key_lost, protocol::Keys{{r.key}});
-  }
-  void emit(ReportCancelled& r) {
-    if (auto* out = out_to(peers.client(r.client)))
-      out->add(Op::key_cancelled, protocol::KeysCancelled{r.keys, r.reason});
-  }
-  void emit(ReportRetirement& r) {
-    protocol::RetireWorkersReply reply{r.request_id, std::move(r.retired), {}};
-    for (auto& f : r.failed) reply.failed.push_back({std::move(f.worker), std::move(f.reason)});
-    if (auto* out = out_to(peers.client(r.client))) out->add(Op::retire_workers_reply, reply);
-  }
-  void emit(ReportRebalance& r) {
-    if (auto* out = out_to(peers.client(r.client)))
-      out->add(Op::rebalance_reply,
-               protocol::RebalanceReply{
-                   r.request_id, r.moved,
-                   static_cast<std::uint64_t>(std::max<std::int64_t>(r.moved_bytes, 0)),
-                   std::move(r.failed)});
-  }
-  void emit(DropTaskSpec& d) {
-    specs.drop(d.spec, d.key);
-  }
-  void emit(LogEvent& l) {
-    switch (l.level) {
-      case LogLevel::debug: spdlog::debug("scheduler: {}", l.message); break;
-      case LogLevel::info: spdlog::info("scheduler: {}", l.message); break;
-      case LogLevel::warning: spdlog::warn("scheduler: {}", l.message); break;
-      case LogLevel::error: spdlog::error("scheduler: {}", l.message); break;
-    }
+    sender.send(state.handle(Event(std::move(event))));
   }
 
   void flush() { peers.flush(); }
@@ -369,7 +283,8 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   void on_task_finished(const PeerPtr& p, runtime::OpReader& r) {
     auto b = r.body<protocol::TaskFinished>();
     auto worker = require_worker(p, "task_finished");
-    if (r.frames().size() == 1) inline_result.emplace(b.key, r.frames()[0]);
+    const runtime::Frame* inline_bytes = r.frames().size() == 1 ? &r.frames()[0] : nullptr;
+    if (inline_bytes) sender.set_inline_result(b.key, *inline_bytes);
     if (auto* recorder = dashboard.recorder()) {
       const double t = now();
       if (recorder->records(b, t))
@@ -381,11 +296,11 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     // Kept before the report is handled (the consumers it lets the scheduler place go out in
     // this event), only for the current attempt (a late report of an older one must not
     // replace its bytes), and only small ones, whatever the worker sends inline.
-    if (inline_result && state.attempt(b.key) == b.attempt)
-      specs.keep_result(b.key, b.attempt, inline_result->second);
+    if (inline_bytes && state.attempt(b.key) == b.attempt)
+      specs.keep_result(b.key, b.attempt, *inline_bytes);
     handle(TaskFinished{std::move(worker), std::move(b.key), static_cast<std::int64_t>(b.nbytes),
                         b.duration_s, "", b.attempt});
-    inline_result.reset();
+    sender.clear_inline_result();
   }
 
   void on_task_erred(const PeerPtr& p, protocol::TaskErred b) {
