@@ -41,7 +41,8 @@ void PeerLinks::flush() {
 }
 
 void PeerLinks::tell_workers_to_close(const std::string& reason) {
-  for (auto& [addr, w] : workers_) out_to(w)->add(Op::close_worker, protocol::CloseWorker{reason, false});
+  for (auto& [addr, w] : workers_)
+    out_to(w)->add(Op::close_worker, protocol::CloseWorker{reason, false});
 }
 
 void PeerLinks::tell_nannies_to_close(const std::string& reason) {
