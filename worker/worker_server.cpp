@@ -338,7 +338,7 @@ void Worker::Impl::begin_close(std::string reason, bool clean) {
     if (link->comm) link->comm->abort();
   }
   peers_.clear();
-  close_served_comms();
+  served_.close_all();
   const auto dropped = executor_.request_stop();
   if (dropped) spdlog::debug("worker {}: {} queued task(s) dropped", name_, dropped);
   if (!scheduler_ || !clean || scheduler_->closed()) {

@@ -8,6 +8,7 @@
 #include <taskwire/runtime/batch.hpp>
 #include <taskwire/worker/executor.hpp>
 #include <taskwire/worker/inline_run_policy.hpp>
+#include <taskwire/worker/served_comms.hpp>
 #include <taskwire/worker/spill_directory.hpp>
 #include <taskwire/worker/worker_dashboard.hpp>
 #include <taskwire/worker/worker_server.hpp>
@@ -152,8 +153,6 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
                          runtime::BatchWriter reply);
   /// Writes `reply` (if any), then reads the comm's next request (serve()).
   void reply_then_serve(const comm::CommPtr& comm, runtime::BatchWriter reply);
-  void stop_serving(const comm::CommPtr& comm);
-  void close_served_comms();
 
   runtime::Context& context_;
   comm::Registry& registry_;
@@ -210,9 +209,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   comm::PendingConnect pending_connect_;
 
   // Comms accepted by the listener, each served on its own strand.
-  std::mutex served_mu_;
-  std::set<comm::CommPtr> served_;
-  bool serving_stopped_ = false;
+  ServedComms served_;
 
   // The dashboard (WorkerOptions::dashboard): recorder on the strand, server on its own.
   std::unique_ptr<WorkerDashboardRecorder> recorder_;
