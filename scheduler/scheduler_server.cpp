@@ -1,102 +1,47 @@
 #include <taskwire/scheduler/scheduler_server.hpp>
 
-#include <taskwire/comm/core/address.hpp>
-#include <taskwire/http/daemon_answers.hpp>
-#include <taskwire/http/loop_lag.hpp>
 #include <taskwire/runtime/batch.hpp>
-#include <taskwire/scheduler/compute_task_wire.hpp>
-#include <taskwire/scheduler/scheduler_dashboard.hpp>
-#include <taskwire/scheduler/small_results.hpp>
+#include <taskwire/scheduler/client_op_handler.hpp>
+#include <taskwire/scheduler/dashboard_service.hpp>
+#include <taskwire/scheduler/server_core.hpp>
+#include <taskwire/scheduler/worker_op_handler.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-#include <map>
-#include <optional>
-#include <unordered_map>
+#include <stdexcept>
 
 namespace taskwire::scheduler {
 
 using protocol::Op;
-using Clock = std::chrono::steady_clock;
-
-namespace {
-
-/// What SmallResults may hold: the frontier of a graph of small results (a TaskBench stencil
-/// result costs ~200 B there) fits many times over (docs/scheduling.md, "Small inputs ride
-/// with the task").
-constexpr std::size_t kSmallResultsBytes = std::size_t{8} << 20;
-/// The largest result kept there: WorkerOptions::inline_result_bytes's default.
-constexpr std::size_t kSmallResultMaxBytes = 8 * 1024;
-
-struct Peer {
-  enum Kind { unknown, worker, client } kind = unknown;
-  comm::CommPtr comm;
-  std::string id;  // worker address or client id
-  std::vector<std::string> other_addresses;  // a worker's, from register_worker
-  std::string host;                          // a worker's, from register_worker
-  protocol::Heartbeat metrics;               // a worker's, from its last heartbeat
-  runtime::BatchWriter out;
-  bool closing = false;  // it said goodbye (worker_closing)
-  bool refused = false;  // a worker turned away (RefuseWorker): closed once told why
-};
-using PeerPtr = std::shared_ptr<Peer>;
-
-// What a compute_task needs besides what the state machine keeps (the key and function, in
-// ComputeTask): held until the state machine drops it (DropTaskSpec).
-struct StoredSpec {
-  std::vector<protocol::ArgSpec> args;  // frame args re-indexed into `frames`
-  std::vector<protocol::Key> dependencies;
-  std::uint32_t retries = 0;
-  std::vector<runtime::Frame> frames;
-};
-
-}  // namespace
 
 struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   comm::Registry& registry;
   SchedulerServerOptions options;
   asio::strand<asio::any_io_executor> strand;
-  SchedulerState state;
+  ServerCore core;
   std::vector<std::unique_ptr<comm::Listener>> listeners;
-  std::map<std::string, PeerPtr> workers, clients;
-  // Nannies' links (handshake role "nanny"): told of a shutdown (close_worker) so that a
-  // nanny whose worker is dead or starting ends instead of restarting it (worker/nanny.cpp).
-  std::vector<std::weak_ptr<Peer>> nannies;
-  std::unordered_map<SpecRef, StoredSpec> specs;
-  SpecRef next_spec = 0;
-  std::uint64_t next_client = 0;
   asio::steady_timer heartbeat_timer, shutdown_timer;
-  Clock::time_point t0 = Clock::now();
-  std::vector<PeerPtr> touched;
-  // The result a worker sent inline with the task_finished being handled: forwarded with
-  // the key_in_memory reports that event causes, then dropped (the scheduler keeps no data).
-  std::optional<std::pair<protocol::Key, runtime::Frame>> inline_result;
-  // Those results kept for the consumers placed next on other workers (small_results.hpp).
-  SmallResults small_results{kSmallResultsBytes};
   std::promise<void> finished;
-  bool stopping = false, done = false;
-  // The dashboard (options.dashboard.enabled): recorder on the strand, server on its own.
-  std::unique_ptr<DashboardRecorder> recorder;
-  std::unique_ptr<http::HttpServer> http;
-  std::shared_ptr<http::LoopLagProbe> lag;
+  bool done = false;
+  DashboardService dashboard;
+  WorkerOpHandler worker_ops;
+  ClientOpHandler client_ops;
 
+  // The client handler's shutdown request runs on the strand, while a handler holds `this`.
   Impl(comm::Registry& r, SchedulerServerOptions o)
       : registry(r), options(std::move(o)), strand(asio::make_strand(r.context().executor())),
-        state(options.state), heartbeat_timer(strand), shutdown_timer(strand) {}
-
-  double now() const { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+        core(options.state), heartbeat_timer(strand), shutdown_timer(strand),
+        dashboard(r, strand, core.state, options.dashboard, core.started),
+        worker_ops(core, dashboard),
+        client_ops(core, listeners, [this](const PeerPtr& p) { begin_shutdown(p); }) {}
 
   void on_accept(comm::CommPtr c) {
     auto peer = std::make_shared<Peer>();
     peer->comm = std::move(c);
     asio::post(strand, [self = shared_from_this(), peer] {
-      if (self->stopping) return peer->comm->close();
-      if (peer->comm->peer().role == "nanny") {
-        std::erase_if(self->nannies, [](const auto& n) { return n.expired(); });
-        self->nannies.push_back(peer);
-      }
+      if (self->core.stopping) return peer->comm->close();
+      if (peer->comm->peer().role == "nanny") self->core.peers.add_nanny(peer);
       self->read(peer);
     });
   }
@@ -124,166 +69,15 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     });
   }
 
-  void apply(Instructions ins) {
-    for (auto& i : ins) std::visit([this](auto& x) { emit(x); }, i);
-  }
   template <class E>
   void handle(E event) {
-    apply(state.handle(Event(std::move(event))));
+    core.handle(std::move(event));
   }
-
-  PeerPtr peer_of(std::map<std::string, PeerPtr>& m, const std::string& id) {
-    auto it = m.find(id);
-    return it == m.end() ? nullptr : it->second;
-  }
-  // The addresses `client` is told to fetch from: the holders' addresses on the scheme it
-  // reached this scheduler by first (a tcp:// client of an MPI job cannot reach mpi://).
-  std::vector<std::string> holders_for(const Peer& client, std::vector<std::string> holders) {
-    const auto scheme = comm::Address::parse(client.comm->local_address()).scheme;
-    std::vector<std::string> preferred;
-    for (const auto& h : holders)
-      if (const auto w = peer_of(workers, h))
-        for (const auto& a : w->other_addresses)
-          if (comm::Address::parse(a).scheme == scheme) preferred.push_back(a);
-    if (preferred.empty()) return holders;
-    preferred.insert(preferred.end(), holders.begin(), holders.end());
-    return preferred;
-  }
-  runtime::BatchWriter* out_to(const PeerPtr& p) {
-    if (!p) return nullptr;
-    if (p->out.empty()) touched.push_back(p);
-    return &p->out;
-  }
-
-  void emit(ComputeTask& ct) {
-    auto* out = out_to(peer_of(workers, ct.worker));
-    auto it = specs.find(ct.spec);
-    if (it == specs.end())  // the state machine drops a spec only once the task cannot run
-      return spdlog::error("scheduler: no spec for '{}' (spec {}): not sent", ct.key, ct.spec);
-    if (!out) return;
-    if (spdlog::should_log(spdlog::level::debug))
-      spdlog::debug("scheduler: task '{}' ({}) placed on {}", ct.key, ct.function, ct.worker);
-    const StoredSpec& s = it->second;
-    std::vector<protocol::GivenDependency> given;
-    std::vector<runtime::Frame> frames = s.frames;
-    for (const DependencyLocation& d : ct.dependencies) {
-      if (std::find(d.who_has.begin(), d.who_has.end(), ct.worker) != d.who_has.end()) continue;
-      if (const auto* bytes = small_results.find(d.key, state.attempt(d.key))) {
-        given.push_back({d.key, static_cast<std::uint32_t>(frames.size())});
-        frames.push_back(*bytes);
-      }
-    }
-    out->add(Op::compute_task,
-             ComputeTaskWire{ct.key, ct.function, s.args, s.dependencies, ct.priority.order,
-                             s.retries, ct.priority.user, ct.resources, ct.dependencies,
-                             ct.attempt, given},
-             std::move(frames));
-  }
-  void emit(FreeKeys& f) {
-    if (auto* out = out_to(peer_of(workers, f.worker)))
-      out->add(f.processing ? Op::free_processing : Op::free_keys, protocol::Keys{f.keys});
-  }
-  void emit(StealRequest& s) {
-    if (auto* out = out_to(peer_of(workers, s.worker)))
-      out->add(Op::steal_request, protocol::StealRequest{s.key, s.attempt});
-  }
-  void emit(RefuseWorker& r) {  // the state machine logged why, with both addresses
-    const auto peer = peer_of(workers, r.worker);
-    if (!peer) return;
-    out_to(peer)->add(Op::worker_refused, protocol::WorkerRefused{r.reason});
-    workers.erase(r.worker);
-    peer->refused = true;
-  }
-  void emit(CloseWorker& c) {
-    if (c.rejoin) {
-      spdlog::warn("scheduler: closing worker {}: {}", c.worker, c.reason);
-    } else {
-      spdlog::info("scheduler: closing worker {}: {}", c.worker, c.reason);
-    }
-    if (auto* out = out_to(peer_of(workers, c.worker)))
-      out->add(Op::close_worker, protocol::CloseWorker{c.reason, c.rejoin});
-  }
-  void emit(AcquireReplicas& a) {
-    protocol::AcquireReplicas body;
-    for (auto& k : a.keys) body.who_has.emplace(std::move(k.key), std::move(k.who_has));
-    if (auto* out = out_to(peer_of(workers, a.worker))) out->add(Op::acquire_replicas, body);
-  }
-  void emit(ReportKeyInMemory& r) {
-    const auto out_peer = peer_of(clients, r.client);
-    auto* out = out_to(out_peer);
-    if (!out) return;
-    std::vector<runtime::Frame> payload;
-    if (inline_result && inline_result->first == r.key) payload.push_back(inline_result->second);
-    out->add(Op::key_in_memory,
-             protocol::KeyInMemory{r.key, static_cast<std::uint64_t>(std::max<std::int64_t>(r.nbytes, 0)),
-                                   holders_for(*out_peer, state.who_has(r.key))},
-             std::move(payload));
-  }
-  void emit(ReportTaskErred& r) {
-    if (auto* out = out_to(peer_of(clients, r.client)))
-      out->add(Op::key_erred, protocol::KeyErred{r.key, r.message, r.blamed_key, r.cause,
-                                                 r.exception_type, r.worker_name,
-                                                 r.worker_address});
-  }
-  void emit(ReportKeyLost& r) {
-    spdlog::info("scheduler: key {} lost, recomputing", r.key);
-    if (auto* out = out_to(peer_of(clients, r.client))) out->add(Op::key_lost, protocol::Keys{{r.key}});
-  }
-  void emit(ReportCancelled& r) {
-    if (auto* out = out_to(peer_of(clients, r.client)))
-      out->add(Op::key_cancelled, protocol::KeysCancelled{r.keys, r.reason});
-  }
-  void emit(ReportRetirement& r) {
-    protocol::RetireWorkersReply reply{r.request_id, std::move(r.retired), {}};
-    for (auto& f : r.failed) reply.failed.push_back({std::move(f.worker), std::move(f.reason)});
-    if (auto* out = out_to(peer_of(clients, r.client))) out->add(Op::retire_workers_reply, reply);
-  }
-  void emit(ReportRebalance& r) {
-    if (auto* out = out_to(peer_of(clients, r.client)))
-      out->add(Op::rebalance_reply,
-               protocol::RebalanceReply{
-                   r.request_id, r.moved,
-                   static_cast<std::uint64_t>(std::max<std::int64_t>(r.moved_bytes, 0)),
-                   std::move(r.failed)});
-  }
-  void emit(DropTaskSpec& d) {
-    specs.erase(d.spec);
-    small_results.forget(d.key);
-  }
-  void emit(LogEvent& l) {
-    switch (l.level) {
-      case LogLevel::debug: spdlog::debug("scheduler: {}", l.message); break;
-      case LogLevel::info: spdlog::info("scheduler: {}", l.message); break;
-      case LogLevel::warning: spdlog::warn("scheduler: {}", l.message); break;
-      case LogLevel::error: spdlog::error("scheduler: {}", l.message); break;
-    }
-  }
-
-  void flush() {
-    for (auto& p : touched)
-      if (!p->out.empty())
-        p->comm->async_write(p->out.take(), [](error_code ec) {
-          if (ec) spdlog::debug("scheduler: write failed: {}", ec.message());
-        });
-    touched.clear();
-  }
-
-  std::string require_worker(const PeerPtr& p, const char* op) {
-    if (p->kind != Peer::worker) throw std::runtime_error(fmt::format("'{}' from a peer that is not a registered worker", op));
-    return p->id;
-  }
-  void become_client(const PeerPtr& p) {
-    if (p->kind == Peer::worker) throw std::runtime_error("a worker sent a client operation");
-    if (p->kind == Peer::client) return;
-    p->kind = Peer::client;
-    p->id = fmt::format("client-{}-{}", ++next_client, p->comm->peer().name);
-    clients[p->id] = p;
-    spdlog::info("scheduler: client {} connected from {}", p->id, p->comm->peer_address());
-  }
+  void flush() { core.peers.flush(); }
 
   void handle_message(const PeerPtr& p, const runtime::Message& m) {
     runtime::for_each_op(m, [&](runtime::OpReader& r) {
-      if (handle_worker_op(p, r) || handle_client_op(p, r)) return;
+      if (worker_ops.handle(p, r) || client_ops.handle(p, r)) return;
       throw std::runtime_error(fmt::format(
           "unexpected operation {}: not one a scheduler handles (is the peer a taskwire "
           "build of another version?)",
@@ -291,276 +85,28 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     });
   }
 
-  /// False when r is not an operation of workers (or of nannies).
-  bool handle_worker_op(const PeerPtr& p, runtime::OpReader& r) {
-    switch (r.op()) {
-      case Op::register_worker:
-        on_register_worker(p, r.body<protocol::RegisterWorker>());
-        return true;
-      case Op::heartbeat: {
-        auto b = r.body<protocol::Heartbeat>();
-        auto worker = require_worker(p, "heartbeat");
-        p->metrics = b;
-        handle(Heartbeat{std::move(worker), now(), ""});
-        return true;
-      }
-      case Op::task_finished:
-        on_task_finished(p, r);
-        return true;
-      case Op::task_erred:
-        on_task_erred(p, r.body<protocol::TaskErred>());
-        return true;
-      case Op::missing_data: {
-        auto b = r.body<protocol::MissingData>();
-        // From a client too (since protocol version 10): no holder it was told of could
-        // send the key, so that the key is computed again instead of the client waiting.
-        std::string reporter = p->kind == Peer::worker ? p->id : "";
-        if (reporter.empty()) {
-          become_client(p);
-          reporter = p->id;
-          b.key.clear();  // a client names no dependent of its own
-        }
-        handle(MissingData{std::move(reporter), b.missing, b.from, b.key, ""});
-        return true;
-      }
-      case Op::threads_busy: {
-        auto b = r.body<protocol::ThreadsBusy>();
-        handle(ThreadsBusy{require_worker(p, "threads_busy"), static_cast<int>(b.count), ""});
-        return true;
-      }
-      case Op::steal_response: {
-        auto b = r.body<protocol::StealResponse>();
-        handle(StealResponse{require_worker(p, "steal_response"), std::move(b.key), b.stolen, "",
-                             b.attempt});
-        return true;
-      }
-      case Op::worker_status: {
-        auto b = r.body<protocol::WorkerStatus>();
-        handle(WorkerStatusChanged{require_worker(p, "worker_status"), b.paused, ""});
-        return true;
-      }
-      case Op::worker_died: {  // from a nanny, on a connection of its own
-        if (p->kind != Peer::unknown) throw std::runtime_error("worker_died from a worker or client");
-        auto b = r.body<protocol::WorkerDied>();
-        handle(WorkerDied{b.address, b.name, b.cause, std::move(b.running), now(), ""});
-        return true;
-      }
-      case Op::retire_worker: {
-        auto b = r.body<protocol::RetireWorker>();
-        handle(RetireWorker{require_worker(p, "retire_worker"), std::move(b.reason), ""});
-        return true;
-      }
-      case Op::add_keys: {
-        auto b = r.body<protocol::Keys>();
-        handle(AddKeys{require_worker(p, "add_keys"), std::move(b.keys), ""});
-        return true;
-      }
-      case Op::worker_closing:
-        r.body<protocol::Empty>();
-        require_worker(p, "worker_closing");
-        p->closing = true;
-        return true;
-      default:
-        return false;
-    }
-  }
-
-  /// False when r is not an operation of clients.
-  bool handle_client_op(const PeerPtr& p, runtime::OpReader& r) {
-    switch (r.op()) {
-      case Op::update_graph: {
-        become_client(p);
-        auto g = r.body<protocol::UpdateGraph>();
-        on_update_graph(p, std::move(g), r.frames());
-        return true;
-      }
-      case Op::release_keys:
-        become_client(p);
-        handle(ClientReleasesKeys{p->id, r.body<protocol::Keys>().keys, ""});
-        return true;
-      case Op::cancel_keys: {
-        become_client(p);
-        auto b = r.body<protocol::CancelKeys>();
-        handle(CancelKeys{p->id, std::move(b.keys), b.force, ""});
-        return true;
-      }
-      case Op::shutdown:
-        r.body<protocol::Empty>();
-        become_client(p);
-        begin_shutdown(p);
-        return true;
-      case Op::scheduler_info: {
-        auto b = r.body<protocol::SchedulerInfoRequest>();
-        become_client(p);
-        out_to(p)->add(Op::scheduler_info_reply, describe_cluster(*p, b.request_id));
-        return true;
-      }
-      case Op::retire_workers: {
-        auto b = r.body<protocol::RetireWorkersRequest>();
-        become_client(p);
-        handle(RetireWorkers{p->id, b.request_id, std::move(b.workers),
-                             static_cast<std::size_t>(b.count), ""});
-        return true;
-      }
-      case Op::rebalance: {
-        auto b = r.body<protocol::RebalanceRequest>();
-        become_client(p);
-        handle(Rebalance{p->id, b.request_id, std::move(b.keys), std::move(b.workers), ""});
-        return true;
-      }
-      default:
-        return false;
-    }
-  }
-
-  void on_register_worker(const PeerPtr& p, const protocol::RegisterWorker& b) {
-    if (p->kind != Peer::unknown) throw std::runtime_error("register_worker sent twice");
-    if (workers.count(b.address)) throw std::runtime_error("a worker at " + b.address + " is already registered");
-    if (stopping) {
-      // Its connection was open when the shutdown began: it gets what the others got, or it
-      // would wait to join again a scheduler that is gone (until its --death-timeout).
-      out_to(p)->add(Op::close_worker, protocol::CloseWorker{"the scheduler is shutting down", false});
-      return flush();
-    }
-    p->kind = Peer::worker;
-    p->id = b.address;
-    p->other_addresses = b.other_addresses;
-    p->host = b.host;
-    workers[b.address] = p;  // until the state machine refuses it (RefuseWorker)
-    handle(AddWorker{b.address, static_cast<int>(b.nthreads), b.name, now(), "", b.nanny,
-                     b.resources, b.held});
-  }
-
-  // The answer to scheduler_info: the state machine's view of workers and tasks, with what
-  // only the server knows (listen addresses, clients, the workers' own reports).
-  protocol::SchedulerInfo describe_cluster(const Peer& asking, std::uint64_t request_id) {
-    protocol::SchedulerInfo info;
-    info.request_id = request_id;
-    const auto scheme = comm::Address::parse(asking.comm->local_address()).scheme;
-    for (const auto& l : listeners) {
-      info.addresses.push_back(l->contact_address());
-      if (info.address.empty() && comm::Address::parse(info.addresses.back()).scheme == scheme)
-        info.address = info.addresses.back();
-    }
-    info.clients = clients.size();
-    for (const auto& [status, count] : state.tasks_by_state())
-      info.tasks_by_state[std::string(to_string(status))] = count;
-    const double t = now();
-    for (const auto& w : state.workers()) {
-      protocol::WorkerReport report;
-      report.address = w.address;
-      report.name = w.name;
-      report.nthreads = static_cast<std::uint32_t>(w.nthreads);
-      report.processing = w.processing;
-      report.keys_held = w.has_what;
-      report.bytes_held = static_cast<std::uint64_t>(std::max<std::int64_t>(w.nbytes, 0));
-      report.since_heartbeat_s = std::max(0.0, t - w.last_seen);
-      report.resources = w.resources;
-      report.used_resources = w.used_resources;
-      report.paused = w.paused;
-      report.retiring = w.retiring;
-      if (const auto peer = peer_of(workers, w.address)) {
-        report.other_addresses = peer->other_addresses;
-        report.host = peer->host;
-        report.memory_rss = peer->metrics.memory_rss;
-        report.executing = peer->metrics.executing;
-      }
-      info.workers.push_back(std::move(report));
-    }
-    for (auto& u : state.unrunnable(protocol::SchedulerInfo::kMaxUnrunnableReported))
-      info.unrunnable.push_back({std::move(u.key), std::move(u.needs)});
-    return info;
-  }
-
-  void on_task_finished(const PeerPtr& p, runtime::OpReader& r) {
-    auto b = r.body<protocol::TaskFinished>();
-    auto worker = require_worker(p, "task_finished");
-    if (r.frames().size() == 1) inline_result.emplace(b.key, r.frames()[0]);
-    if (recorder) {
-      const double t = now();
-      if (recorder->records(b, t))
-        recorder->task_finished(worker, state.nthreads_of(worker), state.function_of(b.key), b, t);
-    }
-    if (spdlog::should_log(spdlog::level::debug))
-      spdlog::debug("scheduler: task '{}' finished on {} in {:.3f} ms, {} bytes", b.key, worker,
-                    b.duration_s * 1e3, b.nbytes);
-    // Kept before the report is handled (the consumers it lets the scheduler place go out in
-    // this event), only for the current attempt (a late report of an older one must not
-    // replace its bytes), and only small ones, whatever the worker sends inline.
-    if (inline_result && inline_result->second.size() <= kSmallResultMaxBytes &&
-        state.attempt(b.key) == b.attempt)
-      small_results.keep(b.key, b.attempt, inline_result->second);
-    handle(TaskFinished{std::move(worker), std::move(b.key), static_cast<std::int64_t>(b.nbytes),
-                        b.duration_s, "", b.attempt});
-    inline_result.reset();
-  }
-
-  void on_task_erred(const PeerPtr& p, protocol::TaskErred b) {
-    auto worker = require_worker(p, "task_erred");
-    if (spdlog::should_log(spdlog::level::debug))
-      spdlog::debug("scheduler: task '{}' erred on {}: {}{}{}", b.key, worker, b.exception_type,
-                    b.exception_type.empty() ? "" : ": ", b.message);
-    if (recorder)
-      recorder->task_erred(worker, state.nthreads_of(worker), b.key, state.function_of(b.key),
-                           b.message, now());
-    handle(TaskErred{std::move(worker), std::move(b.key), std::move(b.message),
-                     std::move(b.exception_type), "", b.attempt});
-  }
-
-  void on_update_graph(const PeerPtr& p, protocol::UpdateGraph g, std::span<const runtime::Frame> frames) {
-    UpdateGraph ev;
-    ev.client = p->id;
-    ev.wanted = std::move(g.wanted);
-    for (auto& k : g.scattered)
-      ev.scattered.push_back(
-          {std::move(k.key), static_cast<std::int64_t>(k.nbytes), std::move(k.workers)});
-    ev.tasks.reserve(g.tasks.size());
-    for (auto& t : g.tasks) {
-      StoredSpec stored;
-      for (auto& a : t.args)
-        if (a.kind == protocol::ArgSpec::frame) {
-          if (a.frame_index >= frames.size())
-            throw std::runtime_error(fmt::format("task {} refers to payload frame {} of {}", t.key,
-                                                 a.frame_index, frames.size()));
-          const auto local = static_cast<std::uint32_t>(stored.frames.size());
-          stored.frames.push_back(frames[a.frame_index]);
-          a.frame_index = local;
-        }
-      const SpecRef ref = ++next_spec;
-      ev.tasks.push_back(TaskSpec{std::move(t.key), std::move(t.function), t.dependencies,
-                                  t.priority, static_cast<int>(t.retries), ref, t.user_priority,
-                                  std::move(t.resources), std::move(t.workers),
-                                  t.allow_other_workers});
-      stored.args = std::move(t.args);
-      stored.dependencies = std::move(t.dependencies);
-      stored.retries = t.retries;
-      specs.emplace(ref, std::move(stored));
-    }
-    handle(std::move(ev));
-  }
-
   void peer_gone(const PeerPtr& p, const std::string& why) {
-    if (p->kind == Peer::worker && workers.erase(p->id)) {
-      if (recorder) recorder->worker_removed(p->id);
-      if (!stopping) {
+    if (p->kind == Peer::worker && core.peers.remove_worker(p->id)) {
+      if (auto* recorder = dashboard.recorder()) recorder->worker_removed(p->id);
+      if (!core.stopping) {
         if (p->closing) spdlog::info("scheduler: worker {} left", p->id);
         else spdlog::warn("scheduler: lost worker {}: {}", p->id, why);
-        handle(RemoveWorker{p->id, why, p->closing, "", now()});
+        handle(RemoveWorker{p->id, why, p->closing, "", core.now()});
       }
-    } else if (p->kind == Peer::client && clients.erase(p->id)) {
+    } else if (p->kind == Peer::client && core.peers.remove_client(p->id)) {
       spdlog::info("scheduler: client {} disconnected", p->id);
-      if (!stopping) handle(RemoveClient{p->id, ""});
+      if (!core.stopping) handle(RemoveClient{p->id, ""});
     }
     flush();
-    if (stopping && workers.empty()) finish();
+    if (core.stopping && core.peers.workers().empty()) finish();
   }
 
   void arm_heartbeat_check() {
     heartbeat_timer.expires_after(options.heartbeat_check_interval);
     heartbeat_timer.async_wait([self = shared_from_this()](error_code ec) {
-      if (ec || self->stopping) return;
+      if (ec || self->core.stopping) return;
       using seconds = std::chrono::duration<double>;
-      self->handle(CheckHeartbeats{self->now(), seconds(self->options.heartbeat_timeout).count(),
+      self->handle(CheckHeartbeats{self->core.now(), seconds(self->options.heartbeat_timeout).count(),
                                    "", seconds(self->options.heartbeat_check_interval).count()});
       self->flush();
       self->arm_heartbeat_check();
@@ -568,64 +114,24 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
   }
 
   void begin_shutdown(const PeerPtr& requester) {
-    if (stopping) return;
-    stopping = true;
-    spdlog::info("scheduler: shutting down {} worker(s){}", workers.size(),
+    if (core.stopping) return;
+    core.stopping = true;
+    spdlog::info("scheduler: shutting down {} worker(s){}", core.peers.workers().size(),
                  requester ? " at a client's request" : "");
     for (auto& l : listeners) l->stop();
-    if (http) http->stop();
-    if (lag) lag->stop();
+    dashboard.stop();
     heartbeat_timer.cancel();
-    for (auto& [addr, w] : workers)
-      out_to(w)->add(Op::close_worker, protocol::CloseWorker{"the scheduler is shutting down", false});
-    if (requester) out_to(requester)->add(Op::shutting_down, protocol::Empty{});
-    for (const auto& n : nannies)
-      if (auto p = n.lock())
-        out_to(p)->add(Op::close_worker,
-                       protocol::CloseWorker{"the scheduler is shutting down", false});
+    core.peers.tell_workers_to_close("the scheduler is shutting down");
+    if (requester) core.peers.out_to(requester)->add(Op::shutting_down, protocol::Empty{});
+    core.peers.tell_nannies_to_close("the scheduler is shutting down");
     flush();
-    if (workers.empty()) return finish();
+    if (core.peers.workers().empty()) return finish();
     shutdown_timer.expires_after(std::chrono::seconds(5));
     shutdown_timer.async_wait([self = shared_from_this()](error_code ec) {
       if (!ec) {
-        spdlog::warn("scheduler: {} worker(s) did not close within 5 s", self->workers.size());
+        spdlog::warn("scheduler: {} worker(s) did not close within 5 s", self->core.peers.workers().size());
         self->finish();
       }
-    });
-  }
-
-  void start_dashboard() {
-    const auto& o = options.dashboard;
-    if (!o.enabled) return;
-    recorder = std::make_unique<DashboardRecorder>(o);
-    lag = http::LoopLagProbe::start(strand, std::chrono::milliseconds(500));
-    http = std::make_unique<http::HttpServer>(
-        registry.context().executor(), http::parse_listen_address(o.address),
-        [weak = weak_from_this()](const http::HttpRequest& r, http::HttpRespond respond) {
-          serve_http(weak, r, std::move(respond));
-        });
-    http->start();
-    spdlog::info("scheduler: dashboard at {}", http->url());
-  }
-
-  // On the HTTP connection's strand. The facts are copied on the scheduler's strand (no walk
-  // over the tasks) and rendered back off it.
-  static void serve_http(const std::weak_ptr<Impl>& weak, const http::HttpRequest& request,
-                         http::HttpRespond respond) {
-    const auto routed = route_scheduler_request(request);
-    if (auto answer = http::stateless_response(routed)) return respond(std::move(*answer));
-    auto self = weak.lock();
-    if (!self) return respond(http::plain(503, "shutting down\n"));
-    asio::post(self->strand, [weak, routed, respond = std::move(respond)]() mutable {
-      auto self = weak.lock();
-      if (!self) return respond(http::plain(503, "shutting down\n"));
-      auto facts = std::make_shared<SchedulerFacts>(collect_facts(self->state, self->recorder.get(), routed));
-      facts->uptime = self->now();
-      facts->loop_lag = self->lag ? self->lag->last_seconds() : 0;
-      facts->loop_lag_max = self->lag ? self->lag->max_seconds() : 0;
-      facts->backend_counters = self->registry.counters();
-      asio::post(self->registry.context().executor(),
-                 [facts, routed, respond = std::move(respond)] { respond(render(*facts, routed)); });
     });
   }
 
@@ -633,10 +139,7 @@ struct SchedulerServer::Impl : std::enable_shared_from_this<Impl> {
     if (done) return;
     done = true;
     shutdown_timer.cancel();
-    for (auto& [id, c] : clients) c->comm->close();
-    for (auto& [id, w] : workers) w->comm->close();
-    for (const auto& n : nannies)
-      if (auto p = n.lock()) p->comm->close();
+    core.peers.close_all();
     finished.set_value();
   }
 };
@@ -654,16 +157,11 @@ auto on_strand(const ImplPtr& impl, F fn) {
 }  // namespace
 
 std::size_t SchedulerServer::held_specs() {
-  return on_strand(impl_, [](const Impl& impl) { return impl.specs.size(); });
+  return on_strand(impl_, [](const Impl& impl) { return impl.core.specs.size(); });
 }
 
 std::uint64_t SchedulerServer::held_spec_bytes() {
-  return on_strand(impl_, [](const Impl& impl) {
-    std::uint64_t bytes = 0;
-    for (const auto& [ref, spec] : impl.specs)
-      for (const auto& f : spec.frames) bytes += f.size();
-    return bytes;
-  });
+  return on_strand(impl_, [](const Impl& impl) { return impl.core.specs.frame_bytes(); });
 }
 
 namespace detail {
@@ -671,7 +169,7 @@ asio::any_io_executor server_strand(const void* impl) {
   return static_cast<const SchedulerServer::Impl*>(impl)->strand;
 }
 const SchedulerState& server_state(const void* impl) {
-  return static_cast<const SchedulerServer::Impl*>(impl)->state;
+  return static_cast<const SchedulerServer::Impl*>(impl)->core.state;
 }
 }  // namespace detail
 
@@ -688,8 +186,7 @@ SchedulerServer::~SchedulerServer() {
   asio::post(impl->strand, [impl, drained] {
     impl->heartbeat_timer.cancel();
     impl->shutdown_timer.cancel();
-    for (auto& [id, c] : impl->clients) c->comm->abort();
-    for (auto& [id, w] : impl->workers) w->comm->abort();
+    impl->core.peers.abort_all();
     drained->set_value();
   });
   // Drained means begin_shutdown has run (the strand keeps order), so nothing else touches
@@ -710,7 +207,7 @@ void SchedulerServer::start() {
       else c->abort();
     }, as_scheduler));
   asio::post(impl->strand, [impl] { impl->arm_heartbeat_check(); });
-  impl->start_dashboard();
+  impl->dashboard.start(impl);
   for (const auto& l : impl->listeners) spdlog::info("scheduler: listening at {}", l->contact_address());
 }
 
@@ -721,12 +218,12 @@ std::vector<std::string> SchedulerServer::addresses() const {
 }
 
 std::string SchedulerServer::dashboard_url() const {
-  return impl_->http ? impl_->http->url() : std::string();
+  return impl_->dashboard.url();
 }
 
 void SchedulerServer::retire_workers(std::vector<std::string> workers) {
   asio::post(impl_->strand, [impl = impl_, workers = std::move(workers)]() mutable {
-    if (impl->stopping) return;
+    if (impl->core.stopping) return;
     impl->handle(RetireWorkers{"", 0, std::move(workers), 0, ""});  // "": nobody to answer
     impl->flush();
   });

@@ -188,11 +188,7 @@ void Worker::Impl::fail_link(PeerLink& link, const std::string& reason) {
 // ---- serving get_data (and update_data: client_data.cpp) ----
 
 void Worker::Impl::on_accept(comm::CommPtr comm) {
-  {
-    std::lock_guard lock(served_mu_);
-    if (serving_stopped_) return comm->abort();
-    served_.insert(comm);
-  }
+  if (!served_.add(comm)) return comm->abort();
   serve(std::move(comm));
 }
 
@@ -209,13 +205,8 @@ void Worker::Impl::serve(comm::CommPtr comm) {
     auto comm = weak_comm.lock();
     if (!self || !comm) return;
     if (!ec && self->answer(comm, m)) return;
-    self->stop_serving(comm);
+    self->served_.remove(comm);
   });
-}
-
-void Worker::Impl::stop_serving(const comm::CommPtr& comm) {
-  std::lock_guard lock(served_mu_);
-  served_.erase(comm);
 }
 
 bool Worker::Impl::answer(const comm::CommPtr& comm, const runtime::Message& request) {
@@ -263,18 +254,8 @@ void Worker::Impl::reply_then_serve(const comm::CommPtr& comm, runtime::BatchWri
     auto comm = weak_comm.lock();
     if (!self || !comm) return;
     if (!ec) return self->serve(comm);
-    self->stop_serving(comm);  // a failed write aborted the comm
+    self->served_.remove(comm);  // a failed write aborted the comm
   });
-}
-
-void Worker::Impl::close_served_comms() {
-  std::set<comm::CommPtr> comms;
-  {
-    std::lock_guard lock(served_mu_);
-    serving_stopped_ = true;
-    comms.swap(served_);
-  }
-  for (const auto& c : comms) c->close();  // graceful: replies already queued still go
 }
 
 }  // namespace taskwire::worker

@@ -24,7 +24,6 @@
 #include <spdlog/spdlog.h>
 
 #include <cxxabi.h>
-#include <time.h>
 
 #include <algorithm>
 #include <utility>
@@ -84,65 +83,14 @@ double duration_of(const Event& e) {
 }
 }  // namespace
 
-// A worker of one thread has no other slot that an inline run could hold up, so there a
-// function runs inline when it fits in one handler's budget; a worker of several threads keeps
-// inline the functions quicker than a hand-over (docs/measurements.md, "Very short tasks").
-double Worker::Impl::inline_limit_seconds() const {
-  if (options_.inline_task_seconds <= 0) return 0;
-  if (options_.nthreads == 1)
-    return std::max(options_.inline_task_seconds,
-                    std::chrono::duration<double>(kInlineBudget).count());
-  return options_.inline_task_seconds;
-}
-
-bool Worker::Impl::runs_inline(const std::string& function) const {
-  const double limit = inline_limit_seconds();
-  if (limit <= 0) return false;
-  auto it = timings_.find(function);
-  return it != timings_.end() && !it->second.banned && it->second.mean_seconds <= limit &&
-         std::chrono::steady_clock::now() < inline_deadline_;
-}
-
-namespace {
-double thread_cpu_seconds() noexcept {
-  timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-}  // namespace
-
 void Worker::Impl::record_duration(const std::string& function, const Event& result,
                                    bool ran_inline) {
   const double seconds = duration_of(result);
   if (recorder_) record_task_done(function, result);
-  auto& t = timings_[function];
-  t.mean_seconds = t.runs == 0 ? seconds : 0.8 * t.mean_seconds + 0.2 * seconds;
-  ++t.runs;
-  if (!ran_inline || t.banned) return;
-  // A long run: kInlineBanFactor times the limit, but at most two handlers' budgets (a
-  // one-thread worker's 1 ms limit would otherwise let 9 ms runs block its loop unpunished).
-  const double long_run = std::min(kInlineBanFactor * inline_limit_seconds(),
-                                   2 * std::chrono::duration<double>(kInlineBudget).count());
-  if (seconds <= long_run) {
-    if (t.strikes > 0 && ++t.short_runs == kInlineStrikeFade) {
-      t.strikes = std::max(0, t.strikes - kInlineStrikeWeight);
-      t.short_runs = 0;
-    }
-    return;
-  }
-  // Long in wall-clock time. If the thread used that much CPU since the batch began (an upper
-  // bound of this run's), it was slow: a strike. If not, it was off the CPU: preempted
-  // (frequent with more busy threads than cores, and no fault of the function) or blocked
-  // (sleep, I/O, a lock: the event loop waited all the same), which counts for less.
-  const double cpu = thread_cpu_seconds() - inline_cpu_start_;
-  const bool on_cpu = cpu > long_run && cpu >= 0.5 * seconds;
-  t.strikes += on_cpu ? kInlineStrikeWeight : 1;
-  t.short_runs = 0;
-  if (t.strikes < kInlineStrikes * kInlineStrikeWeight) return;
-  t.banned = true;
-  spdlog::debug("worker {}: '{}' ran {:.0f} us inline, one long inline run too many; it runs on "
-                "the thread pool from now on",
-                name_, function, seconds * 1e6);
+  if (inline_runs_.record(function, seconds, ran_inline))
+    spdlog::debug("worker {}: '{}' ran {:.0f} us inline, one long inline run too many; it runs "
+                  "on the thread pool from now on",
+                  name_, function, seconds * 1e6);
 }
 
 // On the strand. A failure is a warning (with what the task threw); the rest is debug, with
@@ -162,13 +110,12 @@ void Worker::Impl::log_result(const std::string& function, const Event& result) 
 }
 
 void Worker::Impl::execute(Execute task) {
-  const bool inline_run = runs_inline(task.function);
+  const bool inline_run = inline_runs_.runs_inline(task.function);
   if (spdlog::should_log(spdlog::level::debug))
     spdlog::debug("worker {}: task '{}' ({}) started {}", name_, task.key, task.function,
                   inline_run ? "inline on the event loop" : "on the thread pool");
   if (inline_run) {
-    // The thread's CPU time, read once per batch of inline runs (a system call here).
-    if (inline_cpu_start_ < 0) inline_cpu_start_ = thread_cpu_seconds();
+    inline_runs_.before_inline_run();
     inline_done_.push_back(run_task(task));
     record_duration(task.function, inline_done_.back(), true);
     log_result(task.function, inline_done_.back());

@@ -121,7 +121,8 @@ Worker::Impl::Impl(runtime::Context& context, comm::Registry& registry, WorkerOp
                  : std::make_shared<DataStore>(
                        spill_options(options_.memory, spill_directory_.path()))),
       executor_(options_.nthreads ? options_.nthreads : 1), heartbeat_(strand_),
-      goodbye_timer_(strand_), memory_timer_(strand_), lifetime_timer_(strand_) {
+      goodbye_timer_(strand_), memory_timer_(strand_), lifetime_timer_(strand_),
+      inline_runs_(options_.inline_task_seconds, options_.nthreads ? options_.nthreads : 1) {
   if (options_.nthreads == 0) options_.nthreads = 1;
   handshake_.role = "worker";
   if (!options_.name.empty()) handshake_.name = options_.name;
@@ -337,7 +338,7 @@ void Worker::Impl::begin_close(std::string reason, bool clean) {
     if (link->comm) link->comm->abort();
   }
   peers_.clear();
-  close_served_comms();
+  served_.close_all();
   const auto dropped = executor_.request_stop();
   if (dropped) spdlog::debug("worker {}: {} queued task(s) dropped", name_, dropped);
   if (!scheduler_ || !clean || scheduler_->closed()) {
@@ -523,8 +524,7 @@ void Worker::Impl::send_heartbeat() {
 
 void Worker::Impl::handle(std::vector<Event> events) {
   if (closing_) return;
-  inline_deadline_ = std::chrono::steady_clock::now() + kInlineBudget;
-  inline_cpu_start_ = -1;
+  inline_runs_.begin_handler();
   handling_ = true;
   struct EndHandling {  // also when something below throws: nothing queued waits
     Impl& w;

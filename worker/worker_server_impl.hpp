@@ -7,6 +7,8 @@
 #include <taskwire/http/loop_lag.hpp>
 #include <taskwire/runtime/batch.hpp>
 #include <taskwire/worker/executor.hpp>
+#include <taskwire/worker/inline_run_policy.hpp>
+#include <taskwire/worker/served_comms.hpp>
 #include <taskwire/worker/spill_directory.hpp>
 #include <taskwire/worker/worker_dashboard.hpp>
 #include <taskwire/worker/worker_server.hpp>
@@ -50,18 +52,6 @@ struct PeerLink {
 };
 
 inline constexpr std::chrono::milliseconds kGoodbyeTimeout{5000};
-/// Longest stretch of inline task runs in one handler of the strand (see task_execution.cpp).
-inline constexpr std::chrono::microseconds kInlineBudget{1000};
-/// An inline run longer than this many times WorkerOptions::inline_task_seconds is a strike;
-/// kInlineStrikes of them send the function to the thread pool for good; a strike fades
-/// after kInlineStrikeFade short inline runs.
-inline constexpr double kInlineBanFactor = 10;
-inline constexpr int kInlineStrikes = 3;
-/// A long inline run spent on the CPU counts this much, one spent off it (preempted or
-/// blocked) 1: kInlineStrikes * kInlineStrikeWeight send the function to the pool.
-inline constexpr int kInlineStrikeWeight = 10;
-inline constexpr int kInlineStrikeFade = 1000;
-
 /// A fresh directory for this worker's spilled results inside options.local_directory (or
 /// the temporary directory), after removing those of dead workers there; none (empty)
 /// without a memory limit. Throws std::runtime_error naming the directory when it cannot be
@@ -101,8 +91,6 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   // task_execution.cpp
   void execute(Execute task);
   Event run_task(Execute& task);
-  bool runs_inline(const std::string& function) const;
-  double inline_limit_seconds() const;
   void record_duration(const std::string& function, const Event& result, bool ran_inline);
   void log_result(const std::string& function, const Event& result) const;
   void on_executed(std::string function, Event result);
@@ -165,8 +153,6 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
                          runtime::BatchWriter reply);
   /// Writes `reply` (if any), then reads the comm's next request (serve()).
   void reply_then_serve(const comm::CommPtr& comm, runtime::BatchWriter reply);
-  void stop_serving(const comm::CommPtr& comm);
-  void close_served_comms();
 
   runtime::Context& context_;
   comm::Registry& registry_;
@@ -195,19 +181,10 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   bool spill_warned_ = false;  // process memory past `spill` with nothing left to spill
   std::map<std::string, std::shared_ptr<PeerLink>> peers_;
   std::uint64_t next_request_id_ = 0;
-  struct FunctionTiming {
-    double mean_seconds = 0;  ///< moving average of recent runs
-    std::uint64_t runs = 0;
-    int strikes = 0;      ///< long inline runs, weighted (see kInlineStrikeWeight), fading
-    int short_runs = 0;   ///< short inline runs since the last strike came or went
-    bool banned = false;  ///< kInlineStrikes long inline runs: pool only
-  };
-  std::unordered_map<std::string, FunctionTiming> timings_;
+  InlineRunPolicy inline_runs_;
   std::vector<Event> inline_done_;  ///< results of tasks run inline, for handle()
   std::size_t reported_busy_threads_ = 0;  ///< last threads_busy sent
   bool busy_threads_asked_ = false;        ///< free_processing came: answer threads_busy
-  std::chrono::steady_clock::time_point inline_deadline_{};
-  double inline_cpu_start_ = -1;  ///< thread CPU seconds when handle()'s first inline run began
 
   // Results from pool threads, waiting for the strand (drain_executed).
   struct Executed {
@@ -232,9 +209,7 @@ class Worker::Impl : public std::enable_shared_from_this<Worker::Impl> {
   comm::PendingConnect pending_connect_;
 
   // Comms accepted by the listener, each served on its own strand.
-  std::mutex served_mu_;
-  std::set<comm::CommPtr> served_;
-  bool serving_stopped_ = false;
+  ServedComms served_;
 
   // The dashboard (WorkerOptions::dashboard): recorder on the strand, server on its own.
   std::unique_ptr<WorkerDashboardRecorder> recorder_;
