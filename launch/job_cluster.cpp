@@ -105,9 +105,7 @@ struct JobCluster::Impl {
       : options(std::move(o)), batch(std::move(b)), context(config(options.config), 2),
         registry(context) {
     check(options);
-    if (options.nodes > 1 && batch->on_each_node(options.nodes).empty())
-      throw std::invalid_argument(fmt::format("nodes = {}: {} runs jobs of one node only here",
-                                              options.nodes, batch->name()));
+    check_nodes(options, *batch);
     if (!options.memory.empty())
       worker_memory = worker::parse_memory_limit(options.memory, 1, "memory") / options.processes;
     comm::register_builtin_backends(registry);

@@ -13,6 +13,12 @@ using namespace std::chrono_literals;
 
 unsigned workers_per_job(const JobClusterOptions& o) { return std::max(1u, o.nodes) * o.processes; }
 
+void check_nodes(const JobClusterOptions& o, const BatchSystem& batch) {
+  if (o.nodes > 1 && (batch.on_each_node(o.nodes).empty() || batch.node_index_variable().empty()))
+    throw std::invalid_argument(fmt::format(
+        "nodes = {}: {} runs jobs of one node only here; give nodes = 1", o.nodes, batch.name()));
+}
+
 std::string worker_command(const JobClusterOptions& o, const std::string& scheduler,
                            const BatchSystem& batch, std::uint64_t worker_memory) {
   std::vector<std::string> args{o.worker_executable, scheduler, "--nthreads",
@@ -28,11 +34,9 @@ std::string worker_command(const JobClusterOptions& o, const std::string& schedu
   }
   args.insert(args.end(), o.worker_extra_args.begin(), o.worker_extra_args.end());
   const auto line = command_line(args);
+  check_nodes(o, batch);
   const auto launcher = o.nodes > 1 ? batch.on_each_node(o.nodes) : std::vector<std::string>{};
   const auto node = batch.node_index_variable();
-  if (o.nodes > 1 && (launcher.empty() || node.empty()))
-    throw std::invalid_argument(fmt::format(
-        "nodes = {}: {} runs jobs of one node only here; give nodes = 1", o.nodes, batch.name()));
   // Worker i of a node is worker NODE * processes + i of the job.
   const auto name = [&](const std::string& i) {  // i: "0", or the loop's variable "i"
     auto index = i == "0" ? i : "$" + i;

@@ -12,6 +12,10 @@ namespace taskwire::launch {
 /// Workers one job holds: options.processes on each of its options.nodes nodes.
 unsigned workers_per_job(const JobClusterOptions& options);
 
+/// Throws std::invalid_argument for several nodes where `batch` has no launcher on each
+/// node (BatchSystem::on_each_node).
+void check_nodes(const JobClusterOptions& options, const BatchSystem& batch);
+
 /// The shell text that starts options.processes workers on each of the job's nodes,
 /// connecting to `scheduler`, named JOBNAME-$JOBID-I (the batch system's job_id_variable
 /// holds the job's id; I counts the job's workers from 0, node by node), each with cores /

@@ -80,9 +80,9 @@ const bool tuned = [] {
     return false;
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   // No mmap for large blocks either (glibc caps the threshold at 32 MiB): each would be
-  // fresh memory, zeroed by the kernel, and unmapped on free. From the heap they are reused.
-  // Measured: taskwire-bench array N 20000 (50 MB blocks, -n 5) mpi 5.46 s -> 1.72 s, tcp
-  // 5.56 s -> 2.00 s. Blocks a thread's arena cannot hold (above 64 MiB) are still mmapped.
+  // fresh memory, zeroed by the kernel, and unmapped on free. From the heap they are reused
+  // (docs/measurements.md, "jemalloc and the allocator tuning"). Blocks a thread's arena
+  // cannot hold (above 64 MiB) are still mmapped.
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   mallopt(M_TOP_PAD, 256 << 20);

@@ -10,13 +10,12 @@
 //   of the PMI socket and output pipes of the other ranks on this host, held while someone
 //   watches for deaths (ClusterRank), keep them open after the death, so that those paths
 //   stay quiet and the watcher can name the rank, then end the job itself with MPI_Abort.
-// What no rank can prevent (MPICH 4.0.2, strace of hydra_pmi_proxy with the links held,
-// a worker SIGKILLed, two runs): the proxy also takes SIGCHLD, reaps at once (wait4(-1,
-// WNOHANG), 0.3-3.6 ms after the signal) and, for a rank killed by a signal, SIGKILLs every
-// other rank's process group 0.2-7 ms later, with or without -disable-auto-cleanup. The
-// same exit wakes the watchers (pidfd), so whether one reads the zombie's status first, or
-// writes its line before the proxy's SIGKILL lands, is a race; tests/launch/exits_test.sh
-// asserts only what is certain, and says how each run went.
+// What no rank can prevent: Hydra's proxy also takes SIGCHLD, reaps the rank at once and,
+// for a rank killed by a signal, SIGKILLs every other rank's process group right after,
+// whatever links are held. The same exit wakes the watchers (pidfd), so whether one reads
+// the zombie's status first, or writes its line before that SIGKILL lands, is a race
+// (docs/faults.md, "MPI exits", has the timings); tests/launch/exits_test.sh asserts only
+// what is certain.
 #include <cstdint>
 #include <optional>
 #include <string>

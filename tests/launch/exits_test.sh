@@ -123,10 +123,10 @@ worker="\(worker on host [^)]*\)"
 died="died without shutting down: pid"
 # A rank that died without GOODBYE is named by the others' watchdogs, woken through its
 # pidfd, and what they can say is a race with its launcher that no rank can win for sure:
-# Hydra's proxy (MPICH 4.0.2) takes SIGCHLD, reaps the rank at once (wait4(-1, WNOHANG): its
-# wait status is gone from /proc with its zombie) and, when a signal killed it, SIGKILLs
-# every other rank's process group 0.2-7 ms later (under strace), with or without
-# -disable-auto-cleanup; the launcher links the ranks hold (mpi_exits.hpp) do not stop that.
+# Hydra's proxy takes SIGCHLD, reaps the rank at once (its wait status is gone from /proc
+# with its zombie) and, when a signal killed it, SIGKILLs every other rank's process group
+# right after (docs/faults.md, "MPI exits"); the launcher links the ranks hold
+# (mpi_exits.hpp) do not stop that.
 # The same exit wakes both, so what is certain is only:
 #   - no line names another rank, or another pid for this one, as dead;
 #   - a rank that died by a signal (the launcher then kills the job: "BAD TERMINATION" is

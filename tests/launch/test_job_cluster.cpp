@@ -422,7 +422,7 @@ std::map<std::string, std::size_t> keys_held(taskwire::Client& client) {
 // dask-jobqueue's scale(0) (SpecCluster) closes the workers: their retirement finds no
 // recipient, so nothing is copied, and their data is lost. Retiring them first here copied
 // each worker's data onto another worker about to go too, and cancelled the jobs only at
-// the next check (issue 38).
+// the next check.
 TEST_CASE("job cluster: scale(0) and adapt down to 0 cancel every job at once, copying no "
           "data between workers that all go",
           "[launch][retirement]") {

@@ -1,7 +1,6 @@
 # cmake -DCXX=<compiler> -DINCLUDE_DIR=<dir holding taskwire/> -DHEADER=client/client.hpp
 #       -DMAX_TASKWIRE_HEADERS=<n> -DWORK=<scratch dir> -P public_header_weight.cmake
-# A public header shows what users name and nothing else (issue 37, "a public API with no
-# back door"): compiles `#include <taskwire/HEADER>` alone with -H and fails, listing what it
+# A public header shows what users name and nothing else: compiles `#include <taskwire/HEADER>` alone with -H and fails, listing what it
 # pulled, when that is more than MAX_TASKWIRE_HEADERS taskwire headers (HEADER itself
 # counted) or any Boost.Asio header. The plumbing (ClientCore, the wire protocol, comm/,
 # Asio) belongs behind .cpp files, where it can change without recompiling or breaking users.
