@@ -141,6 +141,10 @@ void SchedulerState::on(const AddKeys& e) {
     if (ts && ts->state == S::memory && !ws->retiring) {
       add_replica(ts, ws);
       if (!rebalance_moves_.empty()) rebalance_confirmed(ts, ws);
+    } else if (ts && ts->processing_on == ws) {
+      // Lost meanwhile and placed here to compute again: the run's report decides, and
+      // freeing the key would drop that run (or the result it reports).
+      continue;
     } else {
       free_keys(ws, key);  // released meanwhile: a copy the scheduler would not count
     }

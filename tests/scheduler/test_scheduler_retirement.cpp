@@ -401,3 +401,23 @@ TEST_CASE("retire_workers: a worker whose retirement is given up takes the copie
   CHECK(only<CloseWorker>(out).size() == 1);
   CHECK(h.s.task_counts().lost == 0);
 }
+
+TEST_CASE("retirement: a copy reported by a worker that now computes the key again is not freed "
+          "there",
+          "[scheduler][retirement]") {
+  // b fetched x for a's retirement, a died before b's add_keys arrived, and x, lost, was
+  // placed on b to compute again: freeing it there would drop b's run of x (or its result).
+  Harness h(without_stealing());
+  two_results_on_a(h);
+  auto out = h.handle(RetireWorker{"a", "lifetime", ""});
+  REQUIRE(replicas_asked(out, "b") == std::vector<std::string>{"x", "y"});
+  h.handle(RemoveWorker{"a", "killed", false, "", 1.0});
+  REQUIRE(h.s.processing_on("x") == "b");
+
+  out = h.handle(AddKeys{"b", {"x"}, ""});
+  CHECK(freed_on(out, "b").empty());
+  CHECK(h.s.processing_on("x") == "b");
+  out = h.finish("x");
+  CHECK(h.s.task_state("x") == TaskStatus::memory);
+  CHECK(h.s.who_has("x") == std::vector<std::string>{"b"});
+}
