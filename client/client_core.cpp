@@ -6,6 +6,7 @@
 #include <taskwire/comm/core/framing.hpp>
 #include <taskwire/runtime/unique_id.hpp>
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -350,7 +351,7 @@ void ClientCore::fail_unsent(const std::vector<std::string>& keys, const std::st
 
 std::string ClientCore::new_key(const std::string& function) {
   std::lock_guard lock(mu_);
-  return fmt::format("{}-{}-{}", function, id_, ++counter_);
+  return fmt::format(FMT_COMPILE("{}-{}-{}"), function, id_, ++counter_);
 }
 
 std::int64_t ClientCore::next_priority() {

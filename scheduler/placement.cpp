@@ -36,15 +36,21 @@ int SchedulerState::task_slots(const WorkerState* ws, const TaskState* next) con
   return capacity - static_cast<int>(ws->processing.size());
 }
 
-double SchedulerState::expected_duration(std::string_view function) const {
-  auto it = durations_.find(function);
+double SchedulerState::expected_duration(FunctionName function) const {
+  auto it = durations_.find(function.id());
   return it != durations_.end() ? it->second : options_.default_task_duration;
+}
+
+double SchedulerState::expected_duration(std::string_view function) const {
+  auto it = function_names_.find(std::string(function));
+  return it != function_names_.end() ? expected_duration(FunctionName(&*it))
+                                     : options_.default_task_duration;
 }
 
 double SchedulerState::occupancy(const WorkerState* ws) const {
   double seconds = 0;
   for (const auto& [function, count] : ws->processing_by_function) {
-    seconds += count * expected_duration(function);
+    seconds += count * expected_duration(FunctionName(function));
   }
   return seconds + static_cast<double>(ws->fetch_bytes) / options_.bandwidth;
 }
@@ -153,7 +159,7 @@ void SchedulerState::add_to_processing(TaskState* ts, WorkerState* ws) {
   ws->fetch_bytes += fetch;
   acquire_resources(ts, ws);
   ws->processing.insert(ts);
-  ++ws->processing_by_function[ts->function];
+  ++ws->processing_by_function[ts->function.id()];
   ts->processing_on = ws;
   ts->state = TaskStatus::processing;
   classify_for_stealing(ws);
@@ -170,7 +176,7 @@ WorkerState* SchedulerState::exit_processing(TaskState* ts) {
     ts->waiting_on.clear();
   }
   ws->processing.erase(ts);
-  auto it = ws->processing_by_function.find(ts->function);
+  auto it = ws->processing_by_function.find(ts->function.id());
   if (it != ws->processing_by_function.end() && --it->second == 0) {
     ws->processing_by_function.erase(it);
   }
@@ -205,9 +211,9 @@ void SchedulerState::schedule_unrunnable() {
   for (TaskState* ts : ready) transition(ts, TaskStatus::processing);
 }
 
-void SchedulerState::record_duration(const std::string& function, double seconds) {
+void SchedulerState::record_duration(FunctionName function, double seconds) {
   if (!(seconds >= 0) || !std::isfinite(seconds)) return;
-  auto [it, inserted] = durations_.try_emplace(function, seconds);
+  auto [it, inserted] = durations_.try_emplace(function.id(), seconds);
   if (!inserted) it->second = 0.5 * it->second + 0.5 * seconds;  // as Dask's TaskPrefix
 }
 

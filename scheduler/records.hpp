@@ -34,6 +34,8 @@ class FunctionName {
   explicit FunctionName(const std::string* interned) : name_(interned) {}
   operator const std::string&() const noexcept { return name_ ? *name_ : empty(); }
   operator std::string_view() const noexcept { return static_cast<const std::string&>(*this); }
+  /// The interned string's address: one per name, so a map keyed by it hashes a pointer.
+  const std::string* id() const noexcept { return &static_cast<const std::string&>(*this); }
 
  private:
   static const std::string& empty() {
@@ -120,7 +122,8 @@ struct WorkerState {
   PtrSet<TaskState> has_what;
   std::int64_t nbytes = 0;       ///< bytes of the results it holds
   std::int64_t fetch_bytes = 0;  ///< dependency bytes its processing tasks must fetch
-  std::unordered_map<std::string, int> processing_by_function;  ///< for occupancy
+  /// For occupancy; keyed by FunctionName::id().
+  std::unordered_map<const std::string*, int> processing_by_function;
   PtrSet<TaskState> incoming_steals;  ///< tasks a pending steal would move here
   bool listed_idle = false;           ///< in SchedulerState::idle_
   bool listed_saturated = false;      ///< in SchedulerState::saturated_

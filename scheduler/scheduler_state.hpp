@@ -179,6 +179,7 @@ class SchedulerState {
   std::vector<UnrunnableInfo> unrunnable(std::size_t limit) const;
   /// Expected seconds for one call of `function`: the average of reported durations.
   double expected_duration(std::string_view function) const;
+  double expected_duration(FunctionName function) const;
   /// The transitions of `key` still in the log, oldest first.
   std::vector<TransitionRecord> story(std::string_view key) const;
   /// Checks the invariants between records; returns "" or a description of the first
@@ -369,7 +370,7 @@ class SchedulerState {
   void warn_unrunnable(TaskState* ts);
   void set_restrictions(TaskState* ts, const TaskSpec& spec);
   std::string validate_resources(const WorkerState* ws) const;
-  void record_duration(const std::string& function, double seconds);
+  void record_duration(FunctionName function, double seconds);
 
   // work stealing (stealing.cpp)
   /// Lists `ws` in idle_ / saturated_ as its load says (delists a removed worker).
@@ -461,7 +462,8 @@ class SchedulerState {
   std::map<std::size_t, RebalanceRequest> rebalance_requests_;
   std::map<std::string, RebalanceMove, std::less<>> rebalance_moves_;
   std::size_t rebalance_serial_ = 0;
-  std::unordered_map<std::string, double, StringHash, std::equal_to<>> durations_;
+  // Keyed by FunctionName::id(): placement asks several times a task.
+  std::unordered_map<const std::string*, double> durations_;
   // A ring of the last transition_log_length transitions; once full, a record's strings are
   // overwritten in place (their capacity reused), so logging allocates nothing (it was 7 % of
   // the scheduler's thread as a deque of fresh strings).

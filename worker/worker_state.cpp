@@ -3,7 +3,10 @@
 
 #include <taskwire/runtime/function_registry.hpp>
 
+#include <fmt/compile.h>
+
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
 #include <string_view>
 #include <unordered_set>
@@ -89,9 +92,14 @@ Instructions WorkerState::handle(std::vector<Event> events) {
   for (auto& event : events) {
     std::visit(
         [this](auto& e) {
-          stimulus_ = e.stimulus_id.empty()
-                          ? fmt::format("{}-{}", e.kind, ++stimulus_counter_)
-                          : e.stimulus_id;
+          if (e.stimulus_id.empty()) {
+            // Formatted in place, reusing the string's capacity: one event per message.
+            stimulus_.clear();
+            fmt::format_to(std::back_inserter(stimulus_), FMT_COMPILE("{}-{}"), e.kind,
+                           ++stimulus_counter_);
+          } else {
+            stimulus_ = e.stimulus_id;
+          }
           apply(e);
         },
         event);
