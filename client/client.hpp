@@ -23,12 +23,10 @@
 //
 // Functions must be registered with TASKWIRE_REGISTER (free functions, not lambdas: another
 // process finds a function by its registered name). Arguments and results are any type
-// runtime/sendable.hpp accepts (README "What can be sent"); another one fails to compile with
+// runtime/serialize.hpp accepts (README "What can be sent"); another one fails to compile with
 // a message naming it. Thread-safety: a Client may be used from several threads at once.
-#include <taskwire/client/as_completed.hpp>
 #include <taskwire/client/future.hpp>
 #include <taskwire/client/scheduler_info.hpp>
-#include <taskwire/client/task_error.hpp>
 #include <taskwire/runtime/config.hpp>
 #include <taskwire/runtime/function_registry.hpp>
 
@@ -493,7 +491,7 @@ class Client {
   }
   /// `futures` in the order they finish, each yielded as soon as it is done:
   /// `for (auto& f : client.as_completed(futures))`; more may be add()ed meanwhile
-  /// (client/as_completed.hpp).
+  /// (AsCompleted, client/future.hpp).
   template <class T>
   AsCompleted<T> as_completed(const std::vector<Future<T>>& futures) {
     return AsCompleted<T>(completion_queue(), futures);  // a moved-from client throws here

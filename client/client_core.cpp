@@ -1,6 +1,6 @@
 #include <taskwire/client/client_core.hpp>
+#include <taskwire/client/future.hpp>
 #include <taskwire/client/graph_split.hpp>
-#include <taskwire/client/task_error.hpp>
 
 #include <taskwire/comm/backends.hpp>
 #include <taskwire/comm/core/framing.hpp>

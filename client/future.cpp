@@ -1,5 +1,5 @@
-// The untyped side of Future and AsCompleted (client/future.hpp, client/as_completed.hpp):
-// each call goes to the key's ClientCore, which their headers do not see.
+// The untyped side of Future and AsCompleted (client/future.hpp): each call goes to the
+// key's ClientCore, which their header does not see.
 #include <taskwire/client/client_core.hpp>
 
 #include <stdexcept>

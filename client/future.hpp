@@ -1,27 +1,102 @@
 #pragma once
+// What a submission gives back: Future<T>, the error its get() throws (TaskError), and
+// AsCompleted<T>, futures in the order they finish.
+//
 // Future<T>: a reference-counted handle to a task's result in the cluster. Copies share the
 // key; when the last Future (and the last task depending on it) is gone, the key is released
 // on the scheduler and the workers. Passing a Future as a task argument makes it a
 // dependency: its data then moves worker to worker, never through the client.
 // Thread-safety: a Future may be used from any thread.
 //
+// AsCompleted<T>, after Dask's as_completed: each future's completion costs O(1) (the core
+// appends its key to a queue when the report arrives), so iterating n futures costs O(n).
+//
+//   for (auto& f : client.as_completed(futures)) use(f.get());  // fastest first
+//   auto ac = client.as_completed(futures);
+//   ac.add(client.submit(inc, 1));                              // more, while iterating
+//   while (auto f = ac.next()) ...
+//
+// Thread-safety: one AsCompleted is used from one thread at a time (the futures it yields
+// may go anywhere).
+//
 // What a Future does that is not about its type T (waiting, its status, fetching the result's
-// bytes) is done by client::detail::KeyHandle, in client/future.cpp: the connection behind it
+// bytes) is done by client::detail::KeyHandle, and AsCompleted's queue by
+// client::detail::CompletionQueue, both in client/future.cpp: the connection behind them
 // (ClientCore, the wire protocol, the comm layer, Asio) stays out of this header.
 #include <taskwire/runtime/serialize.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <exception>
 #include <functional>
 #include <future>
+#include <iterator>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 namespace taskwire {
+
+/// A task failed (it threw, its function is unknown, a dependency failed, it was cancelled,
+/// or the workers running it died). Thrown by Future::get() and Client::gather().
+///
+/// When a worker reported the failure, the error says where: what() reads
+///   task 'f-3' raised std::invalid_argument on worker w2: bad input
+///   task 'g-4' failed: dependency 'f-3' raised std::invalid_argument on worker w2: bad input
+/// and exception_type(), worker() and worker_address() say it apart.
+class TaskError : public std::runtime_error {
+ public:
+  /// Where a failure reported by a worker came from (all fields may be empty).
+  struct Origin {
+    std::string raised_by;       ///< the task that failed: the key itself, or a dependency
+    std::string cause;           ///< what raised_by raised (its exception's what())
+    std::string exception_type;  ///< demangled, e.g. "std::invalid_argument"; empty: no throw
+    std::string worker;          ///< the name of the worker that ran raised_by
+    std::string worker_address;  ///< its contact address
+  };
+
+  /// A failure no worker reported (cancelled, lost, refused...): what() is
+  /// "task KEY failed: MESSAGE".
+  TaskError(std::string key, std::string message)
+      : std::runtime_error("task " + key + " failed: " + message), key_(std::move(key)),
+        message_(std::move(message)) {}
+  /// A failure a worker reported; `message` is the scheduler's text ("dependency 'K' failed:
+  /// ..." for a dependent).
+  TaskError(std::string key, std::string message, Origin origin)
+      : std::runtime_error(describe(key, message, origin)), key_(std::move(key)),
+        message_(std::move(message)), origin_(std::move(origin)) {}
+
+  const std::string& key() const noexcept { return key_; }
+  const std::string& message() const noexcept { return message_; }  ///< the original text
+  /// The demangled type of what the task threw; empty if it threw nothing or it is unknown.
+  const std::string& exception_type() const noexcept { return origin_.exception_type; }
+  /// The name of the worker the failing task ran on; empty if unknown.
+  const std::string& worker() const noexcept { return origin_.worker; }
+  const std::string& worker_address() const noexcept { return origin_.worker_address; }
+  /// The task that failed: key() itself or a dependency; empty if unknown.
+  const std::string& raised_by() const noexcept { return origin_.raised_by; }
+  /// What raised_by() raised (its exception's what()); empty if unknown.
+  const std::string& cause() const noexcept { return origin_.cause; }
+
+ private:
+  static std::string describe(const std::string& key, const std::string& message,
+                              const Origin& o) {
+    if (o.worker.empty()) return "task " + key + " failed: " + message;
+    const bool own = o.raised_by.empty() || o.raised_by == key;
+    std::string text = own ? "task '" + key + "'" : "task '" + key + "' failed: dependency '" +
+                                                        o.raised_by + "'";
+    text += o.exception_type.empty() ? " failed" : " raised " + o.exception_type;
+    return text + " on worker " + o.worker + ": " + (own ? message : o.cause);
+  }
+
+  std::string key_, message_;
+  Origin origin_;
+};
 
 class Client;
 
@@ -171,5 +246,94 @@ template <class T>
 struct is_future_vector : std::false_type {};
 template <class T, class Alloc>
 struct is_future_vector<std::vector<Future<T>, Alloc>> : std::true_type {};
+
+namespace client {
+struct Completions;  // client/client_core.hpp
+
+namespace detail {
+/// Keys of one client in the order they finish, whatever the futures' T (client/future.cpp).
+class CompletionQueue {
+ public:
+  explicit CompletionQueue(std::shared_ptr<ClientCore> core);
+  /// Appends `key` once it is done (at once if it is); a key watched twice comes twice.
+  void watch(const std::string& key);
+  /// Blocks until a watched key is done; removes and returns the first one.
+  std::string next();
+
+ private:
+  std::shared_ptr<ClientCore> core_;
+  std::shared_ptr<Completions> completions_;
+};
+}  // namespace detail
+}  // namespace client
+
+template <class T>
+class AsCompleted {
+ public:
+  /// Watches `futures` (all from the client whose queue this is): Client::as_completed.
+  AsCompleted(client::detail::CompletionQueue queue, const std::vector<Future<T>>& futures)
+      : queue_(std::move(queue)) {
+    for (const auto& f : futures) add(f);
+  }
+
+  /// Watches one more future; it is yielded once it is done (a future added twice, twice).
+  void add(const Future<T>& future) {
+    pending_[future.key()].push_back(future);
+    ++count_;
+    queue_.watch(future.key());
+  }
+
+  /// Futures added and not yet yielded (done or not).
+  std::size_t size() const noexcept { return count_; }
+  bool empty() const noexcept { return count_ == 0; }
+
+  /// The next future to finish, blocking until one does; nullopt once every future added
+  /// has been yielded.
+  std::optional<Future<T>> next() {
+    if (count_ == 0) return std::nullopt;
+    const std::string key = queue_.next();
+    auto it = pending_.find(key);
+    Future<T> f = std::move(it->second.back());
+    it->second.pop_back();
+    if (it->second.empty()) pending_.erase(it);
+    --count_;
+    return f;
+  }
+
+  /// An input iterator over next(): each step blocks until another future is done.
+  class iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Future<T>;
+    using difference_type = std::ptrdiff_t;
+    using pointer = Future<T>*;
+    using reference = Future<T>&;
+
+    iterator() = default;
+    explicit iterator(AsCompleted* owner) : owner_(owner), current_(owner->next()) {}
+    reference operator*() { return *current_; }
+    pointer operator->() { return &*current_; }
+    iterator& operator++() {
+      current_ = owner_->next();
+      return *this;
+    }
+    void operator++(int) { ++*this; }
+    /// Equal to end() once there is nothing left to yield.
+    friend bool operator==(const iterator& a, const iterator& b) {
+      return a.current_.has_value() == b.current_.has_value() && !a.current_.has_value();
+    }
+
+   private:
+    AsCompleted* owner_ = nullptr;
+    std::optional<Future<T>> current_;
+  };
+  iterator begin() { return iterator(this); }
+  iterator end() { return iterator(); }
+
+ private:
+  client::detail::CompletionQueue queue_;
+  std::unordered_map<std::string, std::vector<Future<T>>> pending_;  // by key, not yet yielded
+  std::size_t count_ = 0;
+};
 
 }  // namespace taskwire

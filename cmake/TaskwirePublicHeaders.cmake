@@ -7,7 +7,7 @@
 # Entry points: what a program, a plugin or an embedding of the servers includes.
 set(TASKWIRE_PUBLIC_ENTRY_HEADERS
   taskwire.hpp                      # umbrella
-  client/client.hpp client/future.hpp client/task_error.hpp client/as_completed.hpp
+  client/client.hpp client/future.hpp
   client/progress.hpp client/scheduler_info.hpp
   launch/mpi/launch.hpp             # initialize / initialize_pool / run_cluster
   launch/slurm/slurm_cluster.hpp    # SlurmCluster: workers as Slurm jobs
@@ -25,10 +25,9 @@ set(TASKWIRE_PUBLIC_INCLUDED_HEADERS
   comm/core/address.hpp comm/core/backend.hpp comm/core/backend_counters.hpp comm/core/comm.hpp comm/core/error.hpp
   comm/core/handshake.hpp comm/core/registry.hpp
   graph/options.hpp graph/plan.hpp graph/run.hpp
-  runtime/asio.hpp runtime/batch.hpp runtime/byte_buffers.hpp runtime/config.hpp
+  runtime/asio.hpp runtime/batch.hpp runtime/config.hpp
   runtime/frame.hpp runtime/histogram.hpp runtime/resources.hpp comm/mpi/mpi_wake.hpp comm/mpi/mpi_hosts.hpp comm/mpi/mpi_exits.hpp runtime/protocol.hpp runtime/raw_codec.hpp
-  runtime/sendable.hpp                              # serialize.hpp
-  runtime/value.hpp runtime/value_size.hpp          # function_registry.hpp
+  runtime/value.hpp                                 # function_registry.hpp
   runtime/wire_codec.hpp
   scheduler/dashboard_options.hpp scheduler/events.hpp scheduler/instructions.hpp scheduler/ptr_set.hpp  # scheduler_server.hpp
   scheduler/records.hpp scheduler/scheduler_server_inspect.hpp scheduler/scheduler_state.hpp

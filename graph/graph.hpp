@@ -88,7 +88,7 @@ namespace detail {
 /// Throws std::invalid_argument for a bad mode or n_batch, or an empty reduce without initial.
 void validate_reduce(ReduceMode mode, std::size_t n_batch, std::size_t ninputs, bool has_initial);
 
-/// A compile-time error naming the type and the fix when R cannot be sent (runtime/sendable.hpp).
+/// A compile-time error naming the type and the fix when R cannot be sent (runtime/serialize.hpp).
 template <class R>
 constexpr void check_result_type() {
   (void)runtime::check_sendable<R>();

@@ -1,6 +1,6 @@
 #pragma once
 // Options of graph::execute, its progress report, and the error naming a failed map input.
-#include <taskwire/client/task_error.hpp>
+#include <taskwire/client/future.hpp>
 
 #include <chrono>
 #include <cstddef>

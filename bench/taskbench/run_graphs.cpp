@@ -2,7 +2,7 @@
 
 #include "bench/taskbench/point_task.hpp"
 
-#include <taskwire/client/task_error.hpp>
+#include <taskwire/client/future.hpp>
 
 #include <fmt/format.h>
 

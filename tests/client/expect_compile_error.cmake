@@ -1,6 +1,6 @@
 # cmake -DCOMPILER=... -DSOURCE=... -DINCLUDE=... -DEXPECT="a;b" -P expect_compile_error.cmake
 # Compiles SOURCE (syntax only) and fails unless the compiler rejects it with exactly one
-# error whose text contains every string of EXPECT: the static_assert of runtime/sendable.hpp,
+# error whose text contains every string of EXPECT: the static_assert of runtime/serialize.hpp,
 # not a cascade of Boost.Serialization errors after it.
 execute_process(
   COMMAND ${COMPILER} -std=c++20 -fsyntax-only -I${INCLUDE} -DSPDLOG_FMT_EXTERNAL ${SOURCE}
