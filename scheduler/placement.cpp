@@ -74,18 +74,41 @@ WorkerState* SchedulerState::decide_root_worker(const TaskState* ts) const {
   return best;
 }
 
+// A worker that could not fetch an input of `ts` from a live holder (a one-way partition)
+// gets it again only when no other worker may take it: placed there again, it would fail the
+// same way until the task errs (allowed_fetch_failures).
 WorkerState* SchedulerState::decide_worker(const TaskState* ts) {
-  if (WorkerState* ws = decide_worker_among(ts, true)) return ws;
-  // allow_other_workers: none of the named workers can take it now, any other may.
-  const TaskRestrictions* r = ts->restrictions.get();
-  return r && r->loose && !r->workers.empty() ? decide_worker_among(ts, false) : nullptr;
+  if (const auto* avoid = failed_to_fetch_for(ts)) {
+    if (WorkerState* ws = decide_worker_avoiding(ts, avoid)) return ws;
+  }
+  return decide_worker_avoiding(ts, nullptr);
 }
 
-WorkerState* SchedulerState::decide_worker_among(const TaskState* ts, bool honour_workers) {
+WorkerState* SchedulerState::decide_worker_avoiding(const TaskState* ts,
+                                                    const std::vector<std::string>* avoid) {
+  if (WorkerState* ws = decide_worker_among(ts, true, avoid)) return ws;
+  // allow_other_workers: none of the named workers can take it now, any other may.
+  const TaskRestrictions* r = ts->restrictions.get();
+  return r && r->loose && !r->workers.empty() ? decide_worker_among(ts, false, avoid) : nullptr;
+}
+
+const std::vector<std::string>* SchedulerState::failed_to_fetch_for(const TaskState* ts) const {
+  if (fetch_failures_.empty()) return nullptr;
+  auto it = fetch_failures_.find(ts->key);
+  return it != fetch_failures_.end() && !it->second.consumers.empty() ? &it->second.consumers
+                                                                       : nullptr;
+}
+
+WorkerState* SchedulerState::decide_worker_among(const TaskState* ts, bool honour_workers,
+                                                 const std::vector<std::string>* avoid) {
+  auto excluded = [&](const WorkerState* ws) {
+    return !eligible(ts, ws, honour_workers) ||
+           (avoid && std::find(avoid->begin(), avoid->end(), ws->address) != avoid->end());
+  };
   WorkerState* idlest = nullptr;
   double idlest_load = 0;
   for (const auto& [address, ws] : workers_) {
-    if (!eligible(ts, ws.get(), honour_workers)) continue;
+    if (excluded(ws.get())) continue;
     const double load = load_per_thread(ws.get(), occupancy(ws.get()));
     if (!idlest || load < idlest_load) {
       idlest = ws.get();
@@ -104,7 +127,7 @@ WorkerState* SchedulerState::decide_worker_among(const TaskState* ts, bool honou
     const std::int64_t bytes = size_of(dep);
     total_bytes += bytes;
     for (WorkerState* ws : dep->who_has) {
-      if (ws->placement_epoch != epoch && !eligible(ts, ws, honour_workers)) continue;
+      if (ws->placement_epoch != epoch && excluded(ws)) continue;
       if (ws->placement_epoch != epoch) {
         ws->placement_epoch = epoch;
         ws->held_dependency_bytes = 0;

@@ -352,8 +352,12 @@ class SchedulerState {
   void schedule_queued();
   void schedule_unrunnable();
   /// decide_worker among the workers that may take `ts` now (honouring its `workers` list
-  /// or not).
-  WorkerState* decide_worker_among(const TaskState* ts, bool honour_workers);
+  /// or not), other than those in `avoid` (may be null).
+  WorkerState* decide_worker_among(const TaskState* ts, bool honour_workers,
+                                   const std::vector<std::string>* avoid);
+  WorkerState* decide_worker_avoiding(const TaskState* ts, const std::vector<std::string>* avoid);
+  /// The workers that could not fetch an input of `ts` from a live holder, or null.
+  const std::vector<std::string>* failed_to_fetch_for(const TaskState* ts) const;
 
   // restrictions and resources (resources.cpp)
   /// Whether `ws` may take `ts` now: not paused, allowed by the task's `workers` (when
@@ -493,9 +497,13 @@ class SchedulerState {
   };
   std::vector<DyingWorker> dying_;
   /// Tasks whose worker could not fetch an input from a live holder: how many times, by
-  /// (input, holder) (allowed_fetch_failures). Dropped when the task finishes or errs, and
-  /// pruned on CheckHeartbeats once it is no longer waiting or processing.
-  using FetchFailures = std::map<std::pair<std::string, std::string>, int>;
+  /// (input, holder) (allowed_fetch_failures), and which workers failed (placement tries the
+  /// others first). Dropped when the task finishes or errs, and pruned on CheckHeartbeats
+  /// once it is no longer waiting or processing.
+  struct FetchFailures {
+    std::map<std::pair<std::string, std::string>, int> counts;
+    std::vector<std::string> consumers;
+  };
   std::unordered_map<std::string, FetchFailures> fetch_failures_;
   std::uint64_t attempts_ = 0;  ///< assignments made (TaskState::attempt)
   double last_heartbeat_check_ = -1;  ///< the previous CheckHeartbeats' now; -1: none yet

@@ -276,6 +276,9 @@ WorkerState* SchedulerState::assign_ahead_target(const TaskState* ts) const {
     ws = dep->processing_on;
   }
   if (!ws || !has_ahead_room(ws, ts)) return nullptr;
+  if (const auto* avoid = failed_to_fetch_for(ts);
+      avoid && std::find(avoid->begin(), avoid->end(), ws->address) != avoid->end())
+    return nullptr;  // it waits, and decide_worker tries the other workers first
   const bool strict = !(ts->restrictions && ts->restrictions->loose);
   if (!eligible(ts, ws, strict)) return nullptr;
   // A task sent ahead cannot be stolen: sending a stencil step's tasks ahead to the busy

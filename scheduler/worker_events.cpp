@@ -366,7 +366,11 @@ void SchedulerState::on(const MissingData& e) {
 bool SchedulerState::fetch_failed_for_good(TaskState* dts, const MissingData& e) {
   const WorkerState* holder = find_worker(e.errant_worker);
   if (!holder || e.errant_worker == e.worker) return false;
-  const int count = ++fetch_failures_[dts->key][{e.key, holder->address}];
+  FetchFailures& failures = fetch_failures_[dts->key];
+  const int count = ++failures.counts[{e.key, holder->address}];
+  if (std::find(failures.consumers.begin(), failures.consumers.end(), e.worker) ==
+      failures.consumers.end())
+    failures.consumers.push_back(e.worker);
   if (count < options_.allowed_fetch_failures) return false;
   fetch_failures_.erase(dts->key);
   const WorkerState* ws = dts->processing_on;

@@ -12,6 +12,8 @@
 namespace fault_fns {
 int inc(int x) { return x + 1; }
 int add(int a, int b) { return a + b; }
+std::vector<int> inc_block(int x) { return std::vector<int>(4096, x + 1); }
+int add_first(const std::vector<int>& block, int b) { return block.front() + b; }
 int slow_add(int a, int b) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return a + b;
@@ -48,6 +50,8 @@ const bool crash_at_load = [] {
 
 TASKWIRE_REGISTER(fault_fns::inc);
 TASKWIRE_REGISTER(fault_fns::add);
+TASKWIRE_REGISTER(fault_fns::inc_block);
+TASKWIRE_REGISTER(fault_fns::add_first);
 TASKWIRE_REGISTER(fault_fns::slow_add);
 TASKWIRE_REGISTER(fault_fns::segfault);
 TASKWIRE_REGISTER(fault_fns::abort_task);

@@ -12,4 +12,8 @@ int abort_task(int x);       ///< calls std::abort()
 int hang(int x);             ///< sleeps (up to 10 minutes), never returns in a test's time
 int where(int x);            ///< the process id of the worker that ran it
 int paced_inc(int x);        ///< x + 1 after 10 ms: a graph that lasts a few seconds
+/// 4096 copies of x + 1: a result too big to ride inline with a consumer's task, so that a
+/// consumer on another worker fetches it from its holder.
+std::vector<int> inc_block(int x);
+int add_first(const std::vector<int>& block, int b);  ///< block.front() + b
 }  // namespace fault_fns

@@ -520,6 +520,31 @@ TEST_CASE("scheduler: a task whose worker cannot fetch an input from a live hold
   }
 }
 
+TEST_CASE("scheduler: a task that may run elsewhere is placed on another worker once its "
+          "worker could not fetch an input from a live holder",
+          "[scheduler]") {
+  // y prefers a (allow_other_workers), x runs only on b, and a cannot reach b: sent back to
+  // a, y would fail the same way until it erred.
+  Harness h(waiting_for_inputs());
+  h.add_worker("tcp://a:1");
+  h.add_worker("tcp://b:1");
+  auto x = task("x");
+  x.workers = {"tcp://b:1"};
+  auto y = task("y", {"x"});
+  y.workers = {"tcp://a:1"};
+  y.allow_other_workers = true;
+  h.submit({x, y}, {"y"});
+  h.finish("x");
+  REQUIRE(h.s.processing_on("y") == "tcp://a:1");
+  CHECK(only<ReportTaskErred>(h.handle(MissingData{"tcp://a:1", "x", "tcp://b:1", "y", ""}))
+            .empty());
+  REQUIRE(h.s.processing_on("x") == "tcp://b:1");  // computed again
+  h.finish("x");
+  CHECK(h.s.processing_on("y") == "tcp://b:1");
+  h.finish("y");
+  CHECK(h.s.task_state("y") == S::memory);
+}
+
 TEST_CASE("scheduler: fetch failures from another holder start the count again",
           "[scheduler]") {
   Harness h(waiting_for_inputs());
