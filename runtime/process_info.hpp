@@ -14,7 +14,7 @@ std::uint64_t resident_set_bytes() noexcept;
 /// cannot be read.
 std::uint64_t peak_resident_set_bytes() noexcept;
 
-/// What a worker's memory limit compares (worker_memory.cpp): the resident set size less the
+/// What a worker's memory limit compares (memory_monitor.cpp): the resident set size less the
 /// freed pages the allocator keeps for reuse (jemalloc's dirty pages; taskwire's jemalloc
 /// options never give them back on their own, so the resident set size stays near its peak
 /// after data is freed). Non-malloc memory (stacks, mappings, MPI's buffers) still counts.

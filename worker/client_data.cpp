@@ -1,7 +1,7 @@
 // Data a client scatters straight to this worker (update_data): the bytes are held as this
 // worker's, as a peer's would be, and the client is told once they are, so that it tells the
 // scheduler only about data that is in place. The scheduler never sees the bytes.
-#include <taskwire/worker/worker_server_impl.hpp>
+#include <taskwire/worker/data_server.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -9,7 +9,7 @@ namespace taskwire::worker {
 
 using protocol::Op;
 
-void Worker::Impl::take_client_data(runtime::OpReader& r, std::vector<ClientData>& out) {
+void DataServer::take_client_data(runtime::OpReader& r, std::vector<ClientData>& out) {
   auto body = r.body<protocol::UpdateData>();
   if (body.keys.size() != r.frames().size())
     throw runtime::SerializationError("update_data with mismatched frames");
@@ -22,15 +22,14 @@ void Worker::Impl::take_client_data(runtime::OpReader& r, std::vector<ClientData
 
 // The state machine holds the data on the worker's strand; the answer (with any get_data
 // replies of the same request) is written from there, and the next request read after it.
-void Worker::Impl::store_client_data(const comm::CommPtr& comm, std::vector<ClientData> updates,
-                                     runtime::BatchWriter reply) {
-  std::weak_ptr<Impl> weak = shared_from_this();
+void DataServer::store_client_data(const comm::CommPtr& comm, std::vector<ClientData> updates,
+                                   runtime::BatchWriter reply) {
   std::weak_ptr<comm::Comm> weak_comm = comm;
-  auto store = [weak, weak_comm, updates = std::move(updates),
+  auto store = [this, weak = core_.owner, weak_comm, updates = std::move(updates),
                 reply = std::make_shared<runtime::BatchWriter>(std::move(reply))]() mutable {
-    auto self = weak.lock();
+    auto alive = weak.lock();
     auto comm = weak_comm.lock();
-    if (!self || !comm) return;
+    if (!alive || !comm) return;
     std::vector<protocol::UpdateDataReply> answers;
     std::vector<Event> events;
     for (auto& u : updates) {
@@ -39,21 +38,22 @@ void Worker::Impl::store_client_data(const comm::CommPtr& comm, std::vector<Clie
       answers.push_back(std::move(answer));
       events.emplace_back(UpdateDataEvent{std::move(u.data), ""});
     }
-    self->handle(std::move(events));
+    actions_.handle(std::move(events));
     for (auto& answer : answers) {
       std::vector<protocol::Key> held;
       for (auto& key : answer.keys) {
-        if (!self->data_->contains(key)) continue;  // closing, or a key computed here
-        answer.nbytes.push_back(self->data_->nbytes(key));
+        if (!core_.data->contains(key)) continue;  // closing, or a key computed here
+        answer.nbytes.push_back(core_.data->nbytes(key));
         held.push_back(std::move(key));
       }
       answer.keys = std::move(held);
-      spdlog::debug("worker {}: holds {} key(s) a client scattered", self->name_, answer.keys.size());
+      spdlog::debug("worker {}: holds {} key(s) a client scattered", core_.name,
+                    answer.keys.size());
       reply->add(Op::update_data_reply, answer);
     }
-    self->reply_then_serve(comm, std::move(*reply));
+    reply_then_serve(comm, std::move(*reply));
   };
-  asio::post(strand_, std::move(store));
+  asio::post(core_.strand, std::move(store));
 }
 
 }  // namespace taskwire::worker

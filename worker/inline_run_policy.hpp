@@ -1,6 +1,6 @@
 #pragma once
 // Which tasks a worker runs inline on its event loop instead of its thread pool, and when a
-// function loses that (task_execution.cpp's opening comment says why and how): per function
+// function loses that (task_runner.cpp's opening comment says why and how): per function
 // the moving mean of its run times and its strikes for long inline runs, and the budget of
 // inline runs in one handler of the worker's strand. On that strand only. Not installed API.
 #include <chrono>

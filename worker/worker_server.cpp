@@ -1,19 +1,16 @@
-// The worker server: lifecycle, the scheduler link and task execution. Transfers between
-// workers are in peer_transfers.cpp.
+// The worker server: the public face, and Worker::Impl's lifecycle and the handler that
+// runs events through the state machine and hands out its instructions.
 #include <taskwire/worker/worker_server_impl.hpp>
 #include <taskwire/worker/crash_record.hpp>
 
 #include <taskwire/comm/core/address.hpp>
 #include <taskwire/comm/core/host_address.hpp>
-#include <taskwire/runtime/function_registry.hpp>
 #include <taskwire/runtime/process_info.hpp>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
-#include <future>
-#include <optional>
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
@@ -78,7 +75,7 @@ Overloaded(F...) -> Overloaded<F...>;
 
 Worker::Worker(runtime::Context& context, comm::Registry& registry, WorkerOptions options,
                std::shared_ptr<KeptData> kept)
-    : impl_(std::make_shared<Impl>(context, registry, std::move(options), std::move(kept))) {}
+    : impl_(Impl::create(context, registry, std::move(options), std::move(kept))) {}
 
 Worker::~Worker() {
   try {
@@ -111,192 +108,152 @@ std::shared_ptr<KeptData> Worker::keep_data() { return impl_->keep_data(); }
 
 // ---- lifecycle ----
 
+std::shared_ptr<Worker::Impl> Worker::Impl::create(runtime::Context& context,
+                                                   comm::Registry& registry,
+                                                   WorkerOptions options,
+                                                   std::shared_ptr<KeptData> kept) {
+  auto impl = std::make_shared<Impl>(context, registry, std::move(options), std::move(kept));
+  impl->core_.owner = impl;
+  return impl;
+}
+
 Worker::Impl::Impl(runtime::Context& context, comm::Registry& registry, WorkerOptions options,
                    std::shared_ptr<KeptData> kept)
-    : context_(context), registry_(registry), options_(std::move(options)),
-      handshake_(comm::HandshakeOptions::from(context.config())),
-      spill_directory_(kept ? std::move(kept->directory) : make_spill_directory(options_.memory)),
-      strand_(asio::make_strand(context.executor())),
-      data_(kept ? std::move(kept->data)
-                 : std::make_shared<DataStore>(
-                       spill_options(options_.memory, spill_directory_.path()))),
-      executor_(options_.nthreads ? options_.nthreads : 1), heartbeat_(strand_),
-      goodbye_timer_(strand_), memory_timer_(strand_), lifetime_timer_(strand_),
-      inline_runs_(options_.inline_task_seconds, options_.nthreads ? options_.nthreads : 1) {
-  if (options_.nthreads == 0) options_.nthreads = 1;
-  handshake_.role = "worker";
-  if (!options_.name.empty()) handshake_.name = options_.name;
+    : core_(context, registry, std::move(options), std::move(kept)), dashboard_(core_),
+      link_(core_, *this), tasks_(core_, *this, dashboard_), fetcher_(core_, *this, dashboard_),
+      server_(core_, *this), memory_(core_, *this, link_), lifetime_timer_(core_.strand) {}
+
+Worker::Impl::~Impl() {
+  if (core_.spill_directory.empty()) return;
+  core_.state.reset();
+  core_.data.reset();  // its destructor removes the files (unless someone still holds the store)
+  core_.spill_directory.remove();
 }
 
 std::shared_ptr<KeptData> Worker::Impl::keep_data() {
-  if (data_->size() == 0) return nullptr;
+  if (core_.data->size() == 0) return nullptr;
   auto kept = std::make_shared<KeptData>();
-  kept->directory = std::move(spill_directory_);  // ~Impl leaves an empty one alone
-  kept->data = data_;
+  kept->directory = std::move(core_.spill_directory);  // ~Impl leaves an empty one alone
+  kept->data = core_.data;
   return kept;
 }
 
 void Worker::Impl::start() {
-  if (options_.scheduler_address.empty())
+  const auto& options = core_.options;
+  if (options.scheduler_address.empty())
     throw std::invalid_argument("worker: no scheduler address given");
-  runtime::check_resources(options_.resources, "worker resources");
+  runtime::check_resources(options.resources, "worker resources");
   if (started_.exchange(true)) throw std::logic_error("Worker::start() called twice");
   comm::ConnectOptions connect;
-  connect.timeout = options_.connect_timeout;
-  connect.handshake = handshake_;
+  connect.timeout = options.connect_timeout;
+  connect.handshake = core_.handshake;
   connect.handshake->expect_role = "scheduler";  // not a worker's or a client's address
   connect.waiting_for = "the scheduler";
   try {
-    scheduler_ = connect_to_scheduler(std::move(connect));
+    link_.connect(std::move(connect));
   } catch (...) {
     started_ = false;
     throw;
   }
   std::string host;  // advertised on tcp:// and tls://
   try {
-    const auto local = scheduler_->local_address();
-    const auto listen_at = options_.listen_address.empty()
-                               ? default_listen_address(options_, local)
-                               : options_.listen_address;
-    const bool told = !options_.host.empty() || !options_.interface.empty();
-    const bool networked = advertises_host(comm::Address::parse(listen_at).scheme);
-    if (told && !networked)
-      throw std::invalid_argument(
-          fmt::format("worker: a host or interface to advertise is for tcp:// and tls://, "
-                      "not {}",
-                      listen_at));
-    host = networked ? advertised_host(options_, local) : std::string();
-    listener_ = listen_at_address(listen_at);
-    for (const auto& extra : options_.extra_listen_addresses)
-      extra_listeners_.push_back(listen_at_address(extra));
+    host = listen();
   } catch (...) {
-    scheduler_->abort();
-    scheduler_.reset();
+    link_.abandon();
     started_ = false;
     throw;
   }
-  address_ = contact_address(options_, *listener_, host);
-  for (const auto& extra : extra_listeners_)
-    other_addresses_.push_back(contact_address(options_, *extra, host));
-  name_ = options_.name.empty() ? address_ : options_.name;
+  const auto& listeners = server_.listeners();
+  core_.address = contact_address(options, *listeners.front(), host);
+  for (std::size_t i = 1; i < listeners.size(); ++i)
+    other_addresses_.push_back(contact_address(options, *listeners[i], host));
+  core_.name = options.name.empty() ? core_.address : options.name;
   WorkerStateOptions so;
-  so.address = address_;
-  so.name = name_;
-  so.nthreads = options_.nthreads;
-  so.resources = options_.resources;
-  so.max_gather_peers = options_.max_gather_peers;
+  so.address = core_.address;
+  so.name = core_.name;
+  so.nthreads = options.nthreads;
+  so.resources = options.resources;
+  so.max_gather_peers = options.max_gather_peers;
   // A reply holds every key asked at once, in memory on both sides, and the sizes of the keys
   // to fetch are not known here: under a memory limit, one key per request keeps a transfer
   // to one result's size (docs/scheduling.md, "Memory").
-  if (options_.memory.limit > 0) so.max_keys_per_gather = 1;
-  state_ = std::make_unique<WorkerState>(std::move(so), data_);
-  executor_.start();
-  start_dashboard();
-  spdlog::info("worker {}: listening at {}, {} thread{}, scheduler {}", name_, address_,
-               options_.nthreads, options_.nthreads == 1 ? "" : "s", options_.scheduler_address);
-  if (const auto& m = options_.memory; m.limit > 0)
+  if (options.memory.limit > 0) so.max_keys_per_gather = 1;
+  core_.state = std::make_unique<WorkerState>(std::move(so), core_.data);
+  tasks_.start();
+  dashboard_.start();
+  spdlog::info("worker {}: listening at {}, {} thread{}, scheduler {}", core_.name, core_.address,
+               options.nthreads, options.nthreads == 1 ? "" : "s", options.scheduler_address);
+  if (const auto& m = options.memory; m.limit > 0)
     spdlog::info("worker {}: memory limit {} (spill past {:.0f}%/{:.0f}%, pause {:.0f}%, "
                  "terminate {:.0f}%), spilling to {}",
-                 name_, format_bytes(m.limit), m.target * 100, m.spill * 100, m.pause * 100,
-                 m.terminate * 100, spill_directory_.path().string());
-  asio::post(strand_, [self = shared_from_this()] { self->on_started(); });
+                 core_.name, format_bytes(m.limit), m.target * 100, m.spill * 100, m.pause * 100,
+                 m.terminate * 100, core_.spill_directory.path().string());
+  asio::post(core_.strand, [self = shared_from_this()] { self->on_started(); });
+}
+
+std::string Worker::Impl::listen() {
+  const auto& options = core_.options;
+  const auto local = link_.local_address();
+  const auto listen_at = options.listen_address.empty() ? default_listen_address(options, local)
+                                                        : options.listen_address;
+  const bool told = !options.host.empty() || !options.interface.empty();
+  const bool networked = advertises_host(comm::Address::parse(listen_at).scheme);
+  if (told && !networked)
+    throw std::invalid_argument(
+        fmt::format("worker: a host or interface to advertise is for tcp:// and tls://, not {}",
+                    listen_at));
+  auto host = networked ? advertised_host(options, local) : std::string();
+  server_.listen(listen_at);
+  for (const auto& address : options.extra_listen_addresses) server_.listen(address);
+  return host;
 }
 
 void Worker::Impl::on_started() {
-  if (closing_) return;
-  to_scheduler(Op::register_worker,
-               protocol::RegisterWorker{name_, address_, options_.nthreads, options_.nanny,
-                                        other_addresses_, runtime::host_name(),
-                                        options_.resources, data_->keys()});
-  // At once, so that the scheduler knows the worker's memory from the start (scheduler_info).
-  send_heartbeat();
-  crash::set_identity(name_, address_);
-  read_scheduler();
-  schedule_heartbeat();
-  start_memory_monitor();
+  if (core_.closing) return;
+  link_.register_worker(protocol::RegisterWorker{
+      core_.name, core_.address, core_.options.nthreads, core_.options.nanny, other_addresses_,
+      runtime::host_name(), core_.options.resources, core_.data->keys()});
+  crash::set_identity(core_.name, core_.address);
+  link_.start_reading();
+  memory_.start();
   start_lifetime();
 }
 
 void Worker::Impl::start_lifetime() {
-  if (options_.retire_at == std::chrono::system_clock::time_point{}) return;
-  const auto left = options_.retire_at - std::chrono::system_clock::now();
+  const auto retire_at = core_.options.retire_at;
+  if (retire_at == std::chrono::system_clock::time_point{}) return;
+  const auto left = retire_at - std::chrono::system_clock::now();
   lifetime_timer_.expires_after(std::max<std::chrono::steady_clock::duration>(left, {}));
   lifetime_timer_.async_wait([self = shared_from_this()](error_code ec) {
-    if (!ec && !self->closing_) self->on_lifetime_over();
+    if (!ec && !self->core_.closing) self->on_lifetime_over();
   });
 }
 
 void Worker::Impl::on_lifetime_over() {
-  const double grace = std::chrono::duration<double>(options_.retire_grace).count();
+  const auto grace = core_.options.retire_grace;
   spdlog::info("worker {}: its lifetime is over: asking the scheduler to retire it (it closes "
                "by itself in {:.3g} s if still there)",
-               name_, grace);
-  to_scheduler(Op::retire_worker, protocol::RetireWorker{"its --lifetime is over"});
-  lifetime_timer_.expires_after(options_.retire_grace);
-  lifetime_timer_.async_wait([self = shared_from_this()](error_code ec) {
-    if (ec || self->closing_) return;
+               core_.name, std::chrono::duration<double>(grace).count());
+  link_.send(Op::retire_worker, protocol::RetireWorker{"its --lifetime is over"});
+  lifetime_timer_.expires_after(grace);
+  lifetime_timer_.async_wait([self = shared_from_this(), grace](error_code ec) {
+    if (ec || self->core_.closing) return;
     self->begin_close(fmt::format("its lifetime's grace of {} ms passed before the scheduler "
                                   "retired it; what it held alone is computed again elsewhere",
-                                  self->options_.retire_grace.count()),
+                                  grace.count()),
                       true);
   });
 }
 
-std::unique_ptr<comm::Listener> Worker::Impl::listen_at_address(const std::string& address) {
-  comm::ListenOptions listen;
-  listen.handshake = handshake_;
-  // Weak: the listener is ours, a strong reference from its handler would be a cycle.
-  std::weak_ptr<Impl> weak = shared_from_this();
-  return comm::listen(
-      registry_, address,
-      [weak](comm::CommPtr c) {
-        if (auto self = weak.lock()) self->on_accept(std::move(c));
-        else c->abort();
-      },
-      std::move(listen));
-}
-
-comm::CommPtr Worker::Impl::connect_to_scheduler(comm::ConnectOptions options) {
-  auto done = std::make_shared<std::promise<comm::CommPtr>>();
-  auto connected = done->get_future();
-  {
-    std::lock_guard lock(connect_mu_);
-    connecting_ = true;
-    pending_connect_ = comm::async_connect(
-        registry_, options_.scheduler_address, std::move(options),
-        [done](error_code ec, std::string detail, comm::CommPtr comm) {
-          if (ec) done->set_exception(std::make_exception_ptr(comm::CommError(ec, detail)));
-          else done->set_value(std::move(comm));
-        });
-    if (stop_while_connecting_) pending_connect_.cancel();
-  }
-  struct Connected {
-    Impl& impl;
-    ~Connected() {
-      std::lock_guard lock(impl.connect_mu_);
-      impl.connecting_ = false;
-      impl.pending_connect_ = {};
-    }
-  } connected_guard{*this};
-  return connected.get();
-}
-
 void Worker::Impl::request_stop() {
-  {
-    std::lock_guard lock(connect_mu_);
-    if (connecting_) {  // start() then throws CommError(aborted)
-      stop_while_connecting_ = true;
-      pending_connect_.cancel();
-      return;
-    }
-  }
+  if (link_.cancel_connect()) return;  // start() then throws CommError(aborted)
   if (!started_) {
     std::lock_guard lock(status_mu_);
     if (!status_.closed) status_ = CloseStatus{true, true, false, "the worker was never started"};
     status_cv_.notify_all();
     return;
   }
-  asio::post(strand_, [self = shared_from_this()] {
+  asio::post(core_.strand, [self = shared_from_this()] {
     self->begin_close("the worker was asked to stop", true);
   });
 }
@@ -316,284 +273,75 @@ CloseStatus Worker::Impl::close_status() const {
   return status_;
 }
 
-std::string Worker::Impl::address() const { return address_; }
-std::string Worker::Impl::name() const { return name_; }
-
 // Closes everything, once. A clean close says goodbye to the scheduler (worker_closing,
 // after the operations already queued) and reports the worker closed only once that message
 // is handed to the transport, so a daemon exiting right after still delivers it.
 void Worker::Impl::begin_close(std::string reason, bool clean) {
-  if (closing_) return;
-  closing_ = true;
-  if (clean) spdlog::info("worker {}: closing: {}", name_, reason);
-  else spdlog::error("worker {}: closing: {}", name_, reason);
-  heartbeat_.cancel();
-  memory_timer_.cancel();
+  if (core_.closing) return;
+  core_.closing = true;
+  if (clean) spdlog::info("worker {}: closing: {}", core_.name, reason);
+  else spdlog::error("worker {}: closing: {}", core_.name, reason);
+  link_.stop_heartbeats();
+  memory_.stop();
   lifetime_timer_.cancel();
-  stop_dashboard();
-  if (listener_) listener_->stop();
-  for (auto& extra : extra_listeners_) extra->stop();
-  for (auto& [address, link] : peers_) {
-    link->fetch_deadline.cancel();
-    if (link->comm) link->comm->abort();
-  }
-  peers_.clear();
-  served_.close_all();
-  const auto dropped = executor_.request_stop();
-  if (dropped) spdlog::debug("worker {}: {} queued task(s) dropped", name_, dropped);
-  if (!scheduler_ || !clean || scheduler_->closed()) {
-    if (scheduler_) scheduler_->abort();
-    return finish_close(std::move(reason), clean);
-  }
-  outbox_.add(Op::worker_closing, protocol::Empty{});
-  auto self = shared_from_this();
-  auto finish = [self, reason, clean] { self->finish_close(reason, clean); };
-  scheduler_->async_write(outbox_.take(), [self, finish](error_code) {
-    asio::post(self->strand_, finish);
-  });
-  goodbye_timer_.expires_after(kGoodbyeTimeout);
-  goodbye_timer_.async_wait([self, finish](error_code ec) {
-    if (ec) return;
-    spdlog::warn("worker {}: the goodbye to the scheduler was not sent within {} ms", self->name_,
-                 kGoodbyeTimeout.count());
-    self->scheduler_->abort();
-    finish();
-  });
+  dashboard_.stop();
+  server_.stop_listening();
+  fetcher_.close_all();
+  server_.close_served();
+  const auto dropped = tasks_.request_stop();
+  if (dropped) spdlog::debug("worker {}: {} queued task(s) dropped", core_.name, dropped);
+  if (clean && link_.say_goodbye([self = shared_from_this(), reason, clean] {
+        self->finish_close(reason, clean);
+      }))
+    return;
+  link_.abort();
+  finish_close(std::move(reason), clean);
 }
 
 void Worker::Impl::finish_close(std::string reason, bool clean) {
   if (closed_) return;
   closed_ = true;
-  goodbye_timer_.cancel();
-  if (scheduler_) scheduler_->close();
+  link_.close();
   {
     std::lock_guard lock(status_mu_);
     status_.closed = true;
     status_.clean = clean;
-    status_.scheduler_lost = scheduler_lost_;
+    status_.scheduler_lost = link_.lost();
     status_.reason = std::move(reason);
   }
   status_cv_.notify_all();
 }
 
-// ---- the scheduler link ----
-
-// Read handlers hold the worker weakly: the comm keeps its pending handler, and the worker
-// keeps the comm, so a strong reference would be a cycle whenever the context stops first.
-void Worker::Impl::read_scheduler() {
-  std::weak_ptr<Impl> weak = shared_from_this();
-  scheduler_->async_read([weak](error_code ec, runtime::Message m) {
-    auto self = weak.lock();
-    if (!self) return;
-    // dispatch: inline when the strand is free (a post costs the event loop another pass).
-    asio::dispatch(self->strand_, [self, ec, m = std::move(m)]() mutable {
-      self->on_scheduler_message(ec, std::move(m));
-    });
-  });
-}
-
-void Worker::Impl::on_scheduler_message(error_code ec, runtime::Message message) {
-  if (closing_) return;
-  if (ec) {
-    const auto reason =
-        ec == comm::errc::closed
-            ? fmt::format("the scheduler at {} closed the connection",
-                          options_.scheduler_address)
-            : fmt::format("lost the connection to the scheduler at {}: {}",
-                          options_.scheduler_address, ec.message());
-    scheduler_lost_ = true;
-    return begin_close(reason, false);
-  }
-  std::vector<Event> events;
-  std::optional<protocol::CloseWorker> close_requested;
-  std::optional<std::string> refused;
-  try {
-    runtime::for_each_op(message, [&](runtime::OpReader& r) {
-      switch (r.op()) {
-        case Op::compute_task: {
-          auto body = r.body<protocol::ComputeTask>();
-          if (spdlog::should_log(spdlog::level::debug))
-            spdlog::debug("worker {}: received task '{}' ({}, {} dependencies, attempt {})", name_,
-                          body.spec.key, body.spec.function, body.spec.dependencies.size(),
-                          body.attempt);
-          ComputeTaskEvent e;
-          e.spec = std::move(body.spec);
-          e.who_has = std::move(body.who_has);
-          e.frames.assign(r.frames().begin(), r.frames().end());
-          e.attempt = body.attempt;
-          for (auto& g : body.given) {
-            if (g.frame >= r.frames().size())
-              throw runtime::SerializationError("compute_task: a given dependency's frame is missing");
-            e.given.emplace_back(std::move(g.key), r.frames()[g.frame]);
-            e.frames[g.frame] = runtime::Frame();  // held once, by the store, not by the task too
-          }
-          events.emplace_back(std::move(e));
-          break;
-        }
-        case Op::free_processing:
-          busy_threads_asked_ = true;
-          [[fallthrough]];
-        case Op::free_keys: {
-          auto keys = r.body<protocol::Keys>().keys;
-          if (spdlog::should_log(spdlog::level::trace))
-            spdlog::trace("worker {}: told to free {}", name_, fmt::join(keys, ", "));
-          events.emplace_back(FreeKeysEvent{std::move(keys), ""});
-          break;
-        }
-        case Op::steal_request: {
-          auto b = r.body<protocol::StealRequest>();
-          events.emplace_back(StealRequestEvent{std::move(b.key), "", b.attempt});
-          break;
-        }
-        case Op::acquire_replicas:
-          events.emplace_back(AcquireReplicasEvent{r.body<protocol::AcquireReplicas>().who_has, ""});
-          break;
-        case Op::close_worker:
-          close_requested = r.body<protocol::CloseWorker>();
-          break;
-        case Op::worker_refused:
-          refused = r.body<protocol::WorkerRefused>().reason;
-          break;
-        default:
-          throw runtime::SerializationError(fmt::format(
-              "unexpected operation {} for a worker", static_cast<int>(r.op())));
-      }
-    });
-  } catch (const std::exception& e) {
-    scheduler_->abort();
-    return begin_close(fmt::format("malformed batch from the scheduler at {}: {}",
-                                   scheduler_->peer_address(), e.what()),
-                       false);
-  }
-  if (refused) {
-    return begin_close(fmt::format("the scheduler at {} refused this worker: {}",
-                                   options_.scheduler_address, *refused),
-                       false);
-  }
-  if (!events.empty()) handle(std::move(events));
-  if (close_requested && close_requested->rejoin) {
-    scheduler_lost_ = true;
-    return begin_close(fmt::format("the scheduler dropped this worker ({}); it may join again",
-                                   close_requested->reason),
-                       false);
-  }
-  if (close_requested)
-    return begin_close(fmt::format("the scheduler asked this worker to close ({})",
-                                   close_requested->reason),
-                       true);
-  read_scheduler();
-}
-
-template <class T>
-void Worker::Impl::to_scheduler(protocol::Op op, const T& body, std::vector<runtime::Frame> payload) {
-  if (closing_) return;
-  if (!handling_ && !flush_posted_) {  // handle() flushes when it is done
-    flush_posted_ = true;
-    runtime::post_urgent(context_.urgent(), strand_,
-                         [self = shared_from_this()] { self->flush(); });
-  }
-  outbox_.add(op, body, std::move(payload));
-}
-// worker_memory.cpp says when the worker pauses or resumes.
-template void Worker::Impl::to_scheduler(protocol::Op, const protocol::WorkerStatus&,
-                                         std::vector<runtime::Frame>);
-
-void Worker::Impl::flush() {
-  flush_posted_ = false;
-  if (closing_ || outbox_.empty()) return;
-  // A failed write aborts the comm; the pending read then reports it and closes the worker.
-  scheduler_->async_write(outbox_.take(), [](error_code) {});
-}
-
-void Worker::Impl::schedule_heartbeat() {
-  heartbeat_.expires_after(options_.heartbeat_interval);
-  heartbeat_.async_wait([self = shared_from_this()](error_code ec) {
-    if (ec || self->closing_) return;
-    self->send_heartbeat();
-    self->schedule_heartbeat();
-  });
-}
-
-void Worker::Impl::send_heartbeat() {
-  to_scheduler(Op::heartbeat,
-               protocol::Heartbeat{runtime::resident_set_bytes(),
-                                   static_cast<std::uint32_t>(state_->executing_count())});
-}
-
 // ---- events and instructions ----
 
 void Worker::Impl::handle(std::vector<Event> events) {
-  if (closing_) return;
-  inline_runs_.begin_handler();
-  handling_ = true;
-  struct EndHandling {  // also when something below throws: nothing queued waits
-    Impl& w;
-    ~EndHandling() {
-      w.handling_ = false;
-      try {
-        w.flush();  // everything the events caused, as one message
-      } catch (const std::exception& e) {
-        spdlog::error("worker {}: sending to the scheduler failed: {}", w.name_, e.what());
-      }
-    }
-  } end_handling{*this};
-  run(state_->handle(std::move(events)));
-  // Tasks run inline (task_execution.cpp) leave their results here: feed them back in a loop
-  // (each may make the next ready task run inline), not by recursion.
-  while (!inline_done_.empty() && !closing_) {
-    auto done = std::exchange(inline_done_, {});
-    run(state_->handle(std::move(done)));
-  }
-  inline_done_.clear();
-  if (const auto busy = state_->cancelled_on_threads();
-      (busy != reported_busy_threads_ || busy_threads_asked_) && !closing_) {
-    reported_busy_threads_ = busy;
-    busy_threads_asked_ = false;
-    to_scheduler(Op::threads_busy, protocol::ThreadsBusy{static_cast<std::uint32_t>(busy)});
-  }
+  if (core_.closing) return;
+  tasks_.begin_handler();
+  link_.begin_batch();
+  struct EndBatch {  // also when something below throws: nothing queued waits
+    SchedulerLink& link;
+    ~EndBatch() { link.end_batch(); }  // everything the events caused, as one message
+  } end_batch{link_};
+  run(core_.state->handle(std::move(events)));
+  // Tasks run inline leave their results in the runner: feed them back in a loop (each may
+  // make the next ready task run inline), not by recursion.
+  while (tasks_.has_inline_results() && !core_.closing)
+    run(core_.state->handle(tasks_.take_inline_results()));
+  tasks_.drop_inline_results();
+  link_.report_busy_threads(core_.state->cancelled_on_threads());
 }
 
 void Worker::Impl::run(Instructions instructions) {
   for (auto& instruction : instructions) {
     if (spdlog::should_log(spdlog::level::trace))
-      spdlog::trace("worker {}: {}", name_, instruction);
-    std::visit(
-        Overloaded{
-            [this](Execute& i) { execute(std::move(i)); },
-            [this](GatherDep& i) { gather(std::move(i)); },
-            [this](SendTaskFinished& i) {
-              std::vector<runtime::Frame> inline_result;
-              if (i.nbytes <= options_.inline_result_bytes)
-                if (auto frame = data_->get(i.key)) inline_result.push_back(std::move(*frame));
-              to_scheduler(Op::task_finished, task_finished_message(i),
-                           std::move(inline_result));
-            },
-            [this](SendTaskErred& i) {
-              to_scheduler(Op::task_erred,
-                           protocol::TaskErred{i.key, i.message, i.exception_type, i.attempt});
-            },
-            [this](SendMissingData& i) {
-              to_scheduler(Op::missing_data, protocol::MissingData{i.key, i.missing, i.from});
-            },
-            [this](SendAddKeys& i) { to_scheduler(Op::add_keys, protocol::Keys{std::move(i.keys)}); },
-            [this](SendStealResponse& i) {
-              to_scheduler(Op::steal_response, protocol::StealResponse{i.key, i.stolen, i.attempt});
-            },
-        },
-        instruction);
+      spdlog::trace("worker {}: {}", core_.name, instruction);
+    std::visit(Overloaded{
+                   [this](Execute& i) { tasks_.execute(std::move(i)); },
+                   [this](GatherDep& i) { fetcher_.gather(std::move(i)); },
+                   [this](auto& report) { link_.report(report); },
+               },
+               instruction);
   }
-}
-
-protocol::TaskFinished Worker::Impl::task_finished_message(const SendTaskFinished& i) {
-  protocol::TaskFinished m{i.key, i.nbytes, i.duration_s};
-  m.thread = i.run.thread;
-  m.attempt = i.attempt;
-  if (i.run.transfer_bytes > 0 || i.run.transfer_stop > 0) {
-    m.transfer_s = i.run.transfer_stop - i.run.transfer_start;
-    m.transfer_end_ago_s = std::max(0.0, steady_seconds() - i.run.transfer_stop);
-    m.transfer_bytes = i.run.transfer_bytes;
-  }
-  return m;
 }
 
 }  // namespace taskwire::worker

@@ -87,7 +87,7 @@ struct WorkerOptions {
   /// loop instead of a pool thread (while a thread slot is free), saving two thread
   /// hand-overs per task; 0 always uses the pool. A worker of one thread runs inline every
   /// function that averaged at most 1 ms (one handler's budget: it has no other slot to hold
-  /// up). See worker/task_execution.cpp.
+  /// up). See worker/task_runner.cpp.
   double inline_task_seconds = 20e-6;
   /// Serve a dashboard page, /metrics, /json/... and /health over HTTP (the taskwire-worker
   /// daemon does unless --no-dashboard). Off for workers made in-process.

@@ -23,8 +23,9 @@
 namespace taskwire::fuzz {
 
 // Every operation a taskwire reader accepts, with the body type its handler reads
-// (scheduler/worker_op_handler.cpp, scheduler/client_op_handler.cpp, worker/worker_server.cpp,
-// worker/peer_transfers.cpp, client/client_core.cpp). A new operation goes here too.
+// (scheduler/worker_op_handler.cpp, scheduler/client_op_handler.cpp, worker/scheduler_link.cpp,
+// worker/peer_fetcher.cpp, worker/data_server.cpp, client/client_core.cpp). A new operation goes
+// here too.
 #define TASKWIRE_FUZZ_OPERATIONS(X)                                                    \
   X(update_graph, UpdateGraph) X(release_keys, Keys) X(cancel_keys, CancelKeys)           \
   X(shutdown, Empty) X(key_in_memory, KeyInMemory) X(key_erred, KeyErred)              \

@@ -116,7 +116,7 @@ void SimWorker::from_peer(const Envelope& e) {
   }
 }
 
-// get_data is answered from the data store, off the state machine (peer_transfers.cpp).
+// get_data is answered from the data store, off the state machine (data_server.cpp).
 void SimWorker::serve(const std::string& peer, const OpGetData& get) {
   const auto lookup = state_.data().get_many(get.keys);
   cluster_.net().send(address(), peer, {OpDataReply{get.id, lookup.found, lookup.missing}},

@@ -32,7 +32,7 @@ class SimWorker {
   /// Registers with the scheduler and starts heartbeating.
   void start();
   void receive(const Envelope& e);
-  /// Memory pause (worker_memory.cpp's update_pause): the state machine stops starting work
+  /// Memory pause (memory_monitor.cpp's update_pause): the state machine stops starting work
   /// and the scheduler is told.
   void set_paused(bool paused);
   /// Its lifetime is over: asks the scheduler to retire it (retire_worker).

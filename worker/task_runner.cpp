@@ -14,7 +14,7 @@
 // threads than cores a 1 us task is now and then preempted for milliseconds (full strikes for
 // those banned a no-op function to the pool, halving throughput), while a function that blocks (sleep, I/O) still goes
 // to the pool after 30 such runs.
-#include <taskwire/worker/worker_server_impl.hpp>
+#include <taskwire/worker/task_runner.hpp>
 
 #include <taskwire/runtime/function_registry.hpp>
 #include <taskwire/runtime/trace.hpp>
@@ -30,6 +30,10 @@
 
 namespace taskwire::worker {
 
+TaskRunner::TaskRunner(WorkerCore& core, WorkerActions& actions, DashboardService& dashboard)
+    : core_(core), actions_(actions), dashboard_(dashboard), executor_(core.options.nthreads),
+      inline_runs_(core.options.inline_task_seconds, core.options.nthreads) {}
+
 namespace {
 /// The demangled type of the exception being handled (in a catch block), e.g.
 /// "std::invalid_argument": the dynamic type, also for one caught by `catch (...)`.
@@ -39,7 +43,7 @@ std::string current_exception_type() {
 }
 }  // namespace
 
-Event Worker::Impl::run_task(Execute& task) {
+Event TaskRunner::run_task(Execute& task) {
   using Clock = std::chrono::steady_clock;
   const auto* fn = runtime::FunctionRegistry::global().find(task.function);
   runtime::trace::record(runtime::trace::What::task_start, {}, task.key);
@@ -47,8 +51,8 @@ Event Worker::Impl::run_task(Execute& task) {
   auto elapsed = [&t0] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   Event result;
   if (!fn) {
-    result = ExecuteFailure{task.key, unknown_function_message(task.function, name_, address_), 0,
-                            "", ""};
+    result = ExecuteFailure{
+        task.key, unknown_function_message(task.function, core_.name, core_.address), 0, "", ""};
   } else {
     const crash::RunningTask running(task.key, task.function);  // for a crash's last words
     try {
@@ -64,7 +68,7 @@ Event Worker::Impl::run_task(Execute& task) {
   }
   runtime::trace::record(runtime::trace::What::task_end, {}, task.key);
   // An argument the task decoded is now held live: the bytes it came as can go.
-  for (const auto& arg : task.args) data_->settle(arg);
+  for (const auto& arg : task.args) core_.data->settle(arg);
   task.args.clear();  // release the arguments on the thread that ran the task
   TaskRun run = task.run;
   run.thread = Executor::current_thread();
@@ -83,36 +87,37 @@ double duration_of(const Event& e) {
 }
 }  // namespace
 
-void Worker::Impl::record_duration(const std::string& function, const Event& result,
-                                   bool ran_inline) {
+void TaskRunner::record_duration(const std::string& function, const Event& result,
+                                 bool ran_inline) {
   const double seconds = duration_of(result);
-  if (recorder_) record_task_done(function, result);
+  if (dashboard_.recording()) dashboard_.record_task_done(function, result);
   if (inline_runs_.record(function, seconds, ran_inline))
     spdlog::debug("worker {}: '{}' ran {:.0f} us inline, one long inline run too many; it runs "
                   "on the thread pool from now on",
-                  name_, function, seconds * 1e6);
+                  core_.name, function, seconds * 1e6);
 }
 
 // On the strand. A failure is a warning (with what the task threw); the rest is debug, with
 // the level checked before anything is formatted: tasks of a few microseconds pass here.
-void Worker::Impl::log_result(const std::string& function, const Event& result) const {
+void TaskRunner::log_result(const std::string& function, const Event& result) const {
   if (const auto* f = std::get_if<ExecuteFailure>(&result)) {
     if (f->exception_type.empty())
-      spdlog::warn("worker {}: task '{}' ({}) failed: {}", name_, f->key, function, f->message);
+      spdlog::warn("worker {}: task '{}' ({}) failed: {}", core_.name, f->key, function,
+                   f->message);
     else
-      spdlog::warn("worker {}: task '{}' ({}) raised {} after {:.3f} ms: {}", name_, f->key,
+      spdlog::warn("worker {}: task '{}' ({}) raised {} after {:.3f} ms: {}", core_.name, f->key,
                    function, f->exception_type, f->duration_s * 1e3, f->message);
   } else if (spdlog::should_log(spdlog::level::debug)) {
     if (const auto* s = std::get_if<ExecuteSuccess>(&result))
-      spdlog::debug("worker {}: task '{}' ({}) finished in {:.3f} ms, {} bytes", name_, s->key,
+      spdlog::debug("worker {}: task '{}' ({}) finished in {:.3f} ms, {} bytes", core_.name, s->key,
                     function, s->duration_s * 1e3, s->result.size());
   }
 }
 
-void Worker::Impl::execute(Execute task) {
+void TaskRunner::execute(Execute task) {
   const bool inline_run = inline_runs_.runs_inline(task.function);
   if (spdlog::should_log(spdlog::level::debug))
-    spdlog::debug("worker {}: task '{}' ({}) started {}", name_, task.key, task.function,
+    spdlog::debug("worker {}: task '{}' ({}) started {}", core_.name, task.key, task.function,
                   inline_run ? "inline on the event loop" : "on the thread pool");
   if (inline_run) {
     inline_runs_.before_inline_run();
@@ -123,28 +128,28 @@ void Worker::Impl::execute(Execute task) {
   }
   const auto priority = task.priority;
   const auto key = task.key;
-  auto job = [self = shared_from_this(), task = std::move(task)]() mutable {
-    Event result = self->run_task(task);
-    self->on_executed(std::move(task.function), std::move(result));
+  auto job = [this, held = core_.hold(), task = std::move(task)]() mutable {
+    Event result = run_task(task);
+    on_executed(std::move(task.function), std::move(result));
   };
   if (!executor_.submit(priority, std::move(job)))
-    spdlog::debug("worker {}: task '{}' not run: the worker is closing", name_, key);
+    spdlog::debug("worker {}: task '{}' not run: the worker is closing", core_.name, key);
 }
 
 // On a pool thread: results queue up and reach the strand together, one post for all that
 // finished before the strand got to them (each post to a sleeping event loop is a wake-up).
-void Worker::Impl::on_executed(std::string function, Event result) {
+void TaskRunner::on_executed(std::string function, Event result) {
   {
     std::lock_guard lock(executed_mu_);
     executed_.push_back(Executed{std::move(function), std::move(result)});
     if (executed_posted_) return;
     executed_posted_ = true;
   }
-  runtime::post_urgent(context_.urgent(), strand_,
-                       [self = shared_from_this()] { self->drain_executed(); });
+  runtime::post_urgent(core_.context.urgent(), core_.strand,
+                       [this, held = core_.hold()] { drain_executed(); });
 }
 
-void Worker::Impl::drain_executed() {
+void TaskRunner::drain_executed() {
   std::vector<Executed> done;
   {
     std::lock_guard lock(executed_mu_);
@@ -158,7 +163,7 @@ void Worker::Impl::drain_executed() {
     log_result(d.function, d.result);
     events.push_back(std::move(d.result));
   }
-  handle(std::move(events));
+  actions_.handle(std::move(events));
 }
 
 }  // namespace taskwire::worker

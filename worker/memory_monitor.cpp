@@ -1,9 +1,4 @@
-// The worker's memory management (memory_limits.hpp): a timer on the strand compares the
-// process's memory (runtime::process_memory_bytes: its resident set less the freed pages
-// the allocator keeps for reuse) with the limit's thresholds, spills results past `spill`,
-// pauses past `pause` and ends the worker past `terminate`. Spilling past `target` happens
-// in the DataStore itself, as results arrive.
-#include <taskwire/worker/worker_server_impl.hpp>
+#include <taskwire/worker/memory_monitor.hpp>
 
 #include <taskwire/runtime/process_info.hpp>
 
@@ -20,40 +15,20 @@
 
 namespace taskwire::worker {
 
-SpillDirectory make_spill_directory(const MemoryOptions& options) {
-  if (options.limit == 0) return {};
-  return SpillDirectory::make(options.local_directory);
-}
-
-SpillOptions spill_options(const MemoryOptions& options, const std::filesystem::path& directory) {
-  SpillOptions spill;
-  spill.directory = directory;
-  spill.target_bytes =
-      static_cast<std::uint64_t>(options.target * static_cast<double>(options.limit));
-  return spill;
-}
-
-Worker::Impl::~Impl() {
-  if (spill_directory_.empty()) return;
-  state_.reset();
-  data_.reset();  // its destructor removes the files (unless someone still holds the store)
-  spill_directory_.remove();
-}
-
-void Worker::Impl::start_memory_monitor() {
-  const auto& m = options_.memory;
-  if (m.limit == 0 || closing_) return;
+void MemoryMonitor::start() {
+  const auto& m = core_.options.memory;
+  if (m.limit == 0 || core_.closing) return;
   if (m.monitor_interval.count() <= 0) return;
-  memory_timer_.expires_after(m.monitor_interval);
-  memory_timer_.async_wait([self = shared_from_this()](error_code ec) {
-    if (ec || self->closing_) return;
-    self->check_memory();
-    self->start_memory_monitor();
+  timer_.expires_after(m.monitor_interval);
+  timer_.async_wait([this, held = core_.hold()](error_code ec) {
+    if (ec || core_.closing) return;
+    check();
+    start();
   });
 }
 
-void Worker::Impl::check_memory() {
-  const auto& m = options_.memory;
+void MemoryMonitor::check() {
+  const auto& m = core_.options.memory;
   const double limit = static_cast<double>(m.limit);
   std::uint64_t memory = runtime::process_memory_bytes();
   if (memory == 0) return;  // not measurable here
@@ -69,8 +44,8 @@ void Worker::Impl::check_memory() {
 // count; but past the first threshold that is on, the resident set itself is given back down
 // to what the process holds, so that a worker near its limit keeps no idle memory from its
 // neighbours (or its cgroup). Below it, the pages stay for reuse.
-void Worker::Impl::give_back_kept_pages(std::uint64_t memory) {
-  const auto& m = options_.memory;
+void MemoryMonitor::give_back_kept_pages(std::uint64_t memory) {
+  const auto& m = core_.options.memory;
   const double first = m.spill > 0 ? m.spill : m.pause > 0 ? m.pause : m.terminate;
   if (first <= 0) return;
   const double threshold = first * static_cast<double>(m.limit);
@@ -82,14 +57,14 @@ void Worker::Impl::give_back_kept_pages(std::uint64_t memory) {
 // As Dask's worker memory monitor: spill the least recently used results until as many bytes
 // as the process is above `target` (or `spill` if target is off) have gone, then hand the
 // freed memory back to the system and measure again.
-std::uint64_t Worker::Impl::spill_for_process_memory(std::uint64_t memory) {
-  const auto& m = options_.memory;
+std::uint64_t MemoryMonitor::spill_for_process_memory(std::uint64_t memory) {
+  const auto& m = core_.options.memory;
   const double goal = (m.target > 0 ? m.target : m.spill) * static_cast<double>(m.limit);
   const auto need = static_cast<std::uint64_t>(static_cast<double>(memory) - goal);
   std::uint64_t spilled = 0;
   std::size_t count = 0;
   while (spilled < need) {
-    const auto n = data_->spill_oldest();
+    const auto n = core_.data->spill_oldest();
     if (n == 0) break;
     spilled += n;
     ++count;
@@ -100,49 +75,49 @@ std::uint64_t Worker::Impl::spill_for_process_memory(std::uint64_t memory) {
     spill_warned_ = false;
     spdlog::debug("worker {}: process memory {} past {:.0f}% of its limit {}: spilled {} "
                   "result(s), {}, to {}; now {}",
-                  name_, format_bytes(memory), m.spill * 100, format_bytes(m.limit), count,
-                  format_bytes(spilled), spill_directory_.path().string(), format_bytes(now));
+                  core_.name, format_bytes(memory), m.spill * 100, format_bytes(m.limit), count,
+                  format_bytes(spilled), core_.spill_directory.path().string(), format_bytes(now));
   } else if (!spill_warned_ && static_cast<double>(now) > m.spill * static_cast<double>(m.limit)) {
     spill_warned_ = true;  // once per episode: the monitor runs ten times a second
     spdlog::warn("worker {}: process memory {} is past {:.0f}% of its limit {} with no result "
                  "left in memory to spill ({} held on disk): tasks or the process itself "
                  "hold it",
-                 name_, format_bytes(now), m.spill * 100, format_bytes(m.limit),
-                 format_bytes(data_->counts().spilled_bytes));
+                 core_.name, format_bytes(now), m.spill * 100, format_bytes(m.limit),
+                 format_bytes(core_.data->counts().spilled_bytes));
   }
   return now ? now : memory;
 }
 
-void Worker::Impl::update_pause(std::uint64_t memory) {
-  const auto& m = options_.memory;
+void MemoryMonitor::update_pause(std::uint64_t memory) {
+  const auto& m = core_.options.memory;
   if (m.pause <= 0) return;
   const bool over = static_cast<double>(memory) > m.pause * static_cast<double>(m.limit);
-  if (over == state_->paused()) return;
-  state_->set_paused(over);
+  if (over == core_.state->paused()) return;
+  core_.state->set_paused(over);
   // The scheduler then places nothing new here, and may steal what waits.
-  to_scheduler(protocol::Op::worker_status, protocol::WorkerStatus{over});
+  link_.send(protocol::Op::worker_status, protocol::WorkerStatus{over});
   if (over) {
     spdlog::warn("worker {}: paused: process memory {} is past {:.0f}% of its limit {}; it "
                  "starts no task and fetches nothing until that falls",
-                 name_, format_bytes(memory), m.pause * 100, format_bytes(m.limit));
+                 core_.name, format_bytes(memory), m.pause * 100, format_bytes(m.limit));
     return;
   }
-  spdlog::info("worker {}: resumed: process memory {} is below {:.0f}% of its limit {}", name_,
+  spdlog::info("worker {}: resumed: process memory {} is below {:.0f}% of its limit {}", core_.name,
                format_bytes(memory), m.pause * 100, format_bytes(m.limit));
-  handle({});  // start what waited
+  actions_.handle({});  // start what waited
 }
 
-void Worker::Impl::terminate_for_memory(std::uint64_t memory) {
-  const auto& m = options_.memory;
+void MemoryMonitor::terminate_for_memory(std::uint64_t memory) {
+  const auto& m = core_.options.memory;
   const auto reason = fmt::format(
       "process memory {} is past {:.0f}% of its memory limit {} (--memory-limit; results "
       "held in memory: {})",
       format_bytes(memory), m.terminate * 100, format_bytes(m.limit),
-      format_bytes(data_->counts().memory_bytes));
-  if (!options_.nanny) return begin_close(reason + "; closing the worker", false);
+      format_bytes(core_.data->counts().memory_bytes));
+  if (!core_.options.nanny) return actions_.begin_close(reason + "; closing the worker", false);
   // Under the nanny: leave at once with the status that asks it for a restart (a close
   // would first wait for running tasks, which may be what holds the memory).
-  spdlog::error("worker {}: {}; exiting for the nanny to restart it", name_, reason);
+  spdlog::error("worker {}: {}; exiting for the nanny to restart it", core_.name, reason);
   spdlog::default_logger()->flush();
   std::fflush(nullptr);
   std::_Exit(kExitMemoryLimit);

@@ -1,0 +1,97 @@
+#include <taskwire/worker/data_server.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace taskwire::worker {
+
+using protocol::Op;
+
+void DataServer::listen(const std::string& address) {
+  comm::ListenOptions listen;
+  listen.handshake = core_.handshake;
+  // Weak: the listener is the worker's, a strong reference from its handler would be a cycle.
+  listeners_.push_back(comm::listen(
+      core_.registry, address,
+      [this, weak = core_.owner](comm::CommPtr c) {
+        if (auto held = weak.lock()) on_accept(std::move(c));
+        else c->abort();
+      },
+      std::move(listen)));
+}
+
+void DataServer::stop_listening() {
+  for (auto& listener : listeners_) listener->stop();
+}
+
+void DataServer::on_accept(comm::CommPtr comm) {
+  if (!served_.add(comm)) return comm->abort();
+  serve(std::move(comm));
+}
+
+// One request batch at a time per comm, answered from the data store on the comm's own
+// strand (the store is thread-safe), so serving never waits for the worker's strand. The next
+// request is read once the reply's write handler ran: a peer that asks faster than it reads
+// the replies then waits in its own requests, and this worker's queue to it stays within
+// the comm's bound (comm.hpp, "Bounded queues").
+void DataServer::serve(comm::CommPtr comm) {
+  // Weak: the comm keeps its pending handler, and the worker keeps the comm.
+  std::weak_ptr<comm::Comm> weak_comm = comm;
+  comm->async_read([this, weak = core_.owner, weak_comm](error_code ec, runtime::Message m) {
+    auto held = weak.lock();
+    auto comm = weak_comm.lock();
+    if (!held || !comm) return;
+    if (!ec && answer(comm, m)) return;
+    served_.remove(comm);
+  });
+}
+
+bool DataServer::answer(const comm::CommPtr& comm, const runtime::Message& request) {
+  runtime::BatchWriter reply;
+  std::vector<ClientData> updates;
+  try {
+    runtime::for_each_op(request, [&](runtime::OpReader& r) {
+      if (r.op() == Op::update_data) return take_client_data(r, updates);  // client_data.cpp
+      if (r.op() != Op::get_data)
+        throw runtime::SerializationError(
+            fmt::format("unexpected operation {} (expected get_data)", static_cast<int>(r.op())));
+      auto get = r.body<protocol::GetData>();
+      auto lookup = core_.data->get_many(get.keys);
+      protocol::DataReply body;
+      body.request_id = get.request_id;
+      body.missing = std::move(lookup.missing);
+      std::vector<runtime::Frame> frames;
+      frames.reserve(lookup.found.size());
+      for (auto& [key, frame] : lookup.found) {
+        body.keys.push_back(std::move(key));
+        frames.push_back(std::move(frame));
+      }
+      reply.add(Op::data_reply, body, std::move(frames));
+    });
+  } catch (const std::exception& e) {
+    spdlog::warn("worker {}: malformed batch from {}: {}; closing that comm", core_.name,
+                 comm->peer_address(), e.what());
+    comm->abort();
+    return false;
+  }
+  if (!updates.empty())
+    store_client_data(comm, std::move(updates), std::move(reply));
+  else
+    reply_then_serve(comm, std::move(reply));
+  return true;
+}
+
+// The next request on `comm` is read once the reply's write handler ran (see serve()).
+void DataServer::reply_then_serve(const comm::CommPtr& comm, runtime::BatchWriter reply) {
+  if (reply.empty()) return serve(comm);
+  std::weak_ptr<comm::Comm> weak_comm = comm;
+  comm->async_write(reply.take(), [this, weak = core_.owner, weak_comm](error_code ec) {
+    auto held = weak.lock();
+    auto comm = weak_comm.lock();
+    if (!held || !comm) return;
+    if (!ec) return serve(comm);
+    served_.remove(comm);  // a failed write aborted the comm
+  });
+}
+
+}  // namespace taskwire::worker
