@@ -138,7 +138,7 @@ double direct(const ArrayOptions& o) {
 int run_array(const ArrayOptions& o) {
   if (o.n < 1 || o.blocks < 1 || o.blocks > o.n)
     throw std::invalid_argument("--n must be positive and --blocks between 1 and n");
-  runtime::MpiEnvironment env;
+  mpi::MpiEnvironment env;
   if (!enough_ranks_for_cluster(env, "array", 5)) return 2;
   CsvWriter csv(env.rank() == 1 ? o.csv : "", "backend,n,blocks,workers,seconds,result");
   const int workers = env.size() - 2;

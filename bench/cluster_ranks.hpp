@@ -18,7 +18,7 @@ inline bool launched_on_several_ranks() {
 
 /// False (after rank 0 said how to launch it) when the job is too small for a cluster: 3 ranks
 /// (scheduler, client, workers), or 2 with `pool` (the scheduler runs in the client's rank).
-inline bool enough_ranks_for_cluster(const runtime::MpiEnvironment& env, std::string_view subcommand,
+inline bool enough_ranks_for_cluster(const mpi::MpiEnvironment& env, std::string_view subcommand,
                                      int suggested_ranks, bool pool = false) {
   if (env.size() >= (pool ? 2 : 3)) return true;
   if (env.rank() == 0)

@@ -103,7 +103,7 @@ void print_table(const DagOptions& o, const std::map<RowKey, std::vector<double>
 
 int run_dag(const DagOptions& o) {
   validate(o);
-  runtime::MpiEnvironment env;
+  mpi::MpiEnvironment env;
   if (!enough_ranks_for_cluster(env, "dag", 4)) return 2;
   const bool client_rank = env.rank() == 1;
   std::map<RowKey, std::vector<double>> times;

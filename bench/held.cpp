@@ -119,7 +119,7 @@ constexpr const char* kCsvHeader = "backend,case,bytes,us_per_roundtrip,us_over_
 
 int run_on_ranks(const HeldOptions& o) {
   for (const auto& b : o.backends) mpi::parse_transport(b);
-  runtime::MpiEnvironment env;
+  mpi::MpiEnvironment env;
   const mpi::Layout layout{0, 1};
   if (!enough_ranks_for_cluster(env, "held", 3, false)) return 2;
   const bool client = env.rank() == layout.client_rank;

@@ -29,7 +29,7 @@ double cpu_seconds() {
 // Waits for a nonblocking collective on MPI_COMM_WORLD, testing it under the runtime's MPI
 // mutex every `period` (never a blocking MPI call: it would spin and spoil the figures).
 // False when `cancelled` became true first (the request is then left pending).
-bool wait_polled(runtime::MpiEnvironment& env, MPI_Request& req, std::chrono::milliseconds period,
+bool wait_polled(mpi::MpiEnvironment& env, MPI_Request& req, std::chrono::milliseconds period,
                  const std::atomic<bool>& cancelled) {
   for (int done = 0;;) {
     {
@@ -45,7 +45,7 @@ bool wait_polled(runtime::MpiEnvironment& env, MPI_Request& req, std::chrono::mi
 // One rank's part of the window: wait for the client rank's start signal (a broadcast), read
 // CPU time, sleep `seconds`, read it again, gather {cpu, wall} to the client rank. Returns
 // the gathered pairs on the client rank, {} elsewhere or when cancelled.
-std::vector<double> measure_window(runtime::MpiEnvironment& env, double seconds,
+std::vector<double> measure_window(mpi::MpiEnvironment& env, double seconds,
                                    const std::atomic<bool>& cancelled) {
   int start = 1;
   MPI_Request req;
@@ -78,7 +78,7 @@ const char* role_of(int rank) {
 
 int run_idle(const IdleOptions& o) {
   if (o.seconds <= 0 || o.settle < 0) throw std::invalid_argument("--seconds must be positive, --settle not negative");
-  runtime::MpiEnvironment env;
+  mpi::MpiEnvironment env;
   if (!enough_ranks_for_cluster(env, "idle", 4)) return 2;
   CsvWriter csv(env.rank() == kClientRank ? o.csv : "", "backend,rank,role,seconds,cpu_seconds,cpu_percent");
   bool ok = true;

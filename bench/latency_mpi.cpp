@@ -29,7 +29,7 @@ using Clock = std::chrono::steady_clock;
 
 // Point-to-point exchange of a short string outside the comm layer (under the runtime's
 // MPI mutex, polled so no rank spins in a blocking call).
-std::string exchange_string(runtime::MpiEnvironment& env, int from, int to, const std::string& s) {
+std::string exchange_string(mpi::MpiEnvironment& env, int from, int to, const std::string& s) {
   std::string out;
   std::lock_guard lock(*env.mutex());
   if (env.rank() == from) {
@@ -50,7 +50,7 @@ std::string exchange_string(runtime::MpiEnvironment& env, int from, int to, cons
   return out;
 }
 
-std::vector<double> raw_mpi(runtime::MpiEnvironment& env, const PingPongPlan& plan) {
+std::vector<double> raw_mpi(mpi::MpiEnvironment& env, const PingPongPlan& plan) {
   std::vector<char> buf(std::max<std::size_t>(plan.bytes, 1));
   if (env.rank() > 1) return {};
   // The runtime's poller must not make MPI calls meanwhile (thread level SERIALIZED).
@@ -114,7 +114,7 @@ bool launched_by_mpiexec() {
 }
 
 void run_latency_mpi(const LatencyOptions& o, const PlanFor& plan_for, const LatencyReport& report) {
-  runtime::MpiEnvironment env;
+  mpi::MpiEnvironment env;
   if (env.size() < 2)
     throw std::runtime_error(
         "the mpi and raw-mpi backends need two ranks: mpiexec.mpich -n 2 taskwire-bench latency ...");
@@ -124,7 +124,7 @@ void run_latency_mpi(const LatencyOptions& o, const PlanFor& plan_for, const Lat
   comm::Registry registry(ctx);
   comm::register_builtin_backends(registry);
   ctx.start();
-  const auto tcp_host = runtime::default_tcp_host(env);
+  const auto tcp_host = mpi::default_tcp_host(env);
   std::vector<LatencyRow> rows;
   std::unique_ptr<comm::Listener> mpi_listener;
   if (env.rank() == 1)

@@ -17,7 +17,7 @@ constexpr int kStringTag = 90;  // on MPI_COMM_WORLD, apart from the runtime's p
 RankPair::RankPair(const std::string& usage) {
   if (env_.size() < 2)
     throw std::runtime_error("needs two MPI ranks (rank 0 measures, rank 1 serves): mpiexec.mpich -n 2 " + usage);
-  tcp_host_ = runtime::default_tcp_host(env_);
+  tcp_host_ = mpi::default_tcp_host(env_);
   auto cfg = runtime::Config::from_env();
   cfg.role = measures() ? "bench-client" : "bench-server";
   ctx_ = std::make_unique<runtime::Context>(cfg, 1);

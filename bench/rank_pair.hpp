@@ -25,7 +25,7 @@ class RankPair {
   RankPair(const RankPair&) = delete;
   RankPair& operator=(const RankPair&) = delete;
 
-  runtime::MpiEnvironment& env() noexcept { return env_; }
+  mpi::MpiEnvironment& env() noexcept { return env_; }
   comm::Registry& registry() noexcept { return *registry_; }
   int rank() const noexcept { return env_.rank(); }
   bool measures() const noexcept { return rank() == 0; }
@@ -41,7 +41,7 @@ class RankPair {
   std::string listen_on_server(const std::string& where, std::function<void(comm::CommPtr)> on_accept);
 
   /// Where this rank's TCP listeners bind: 127.0.0.1 when both ranks share a host, else its
-  /// host's address (runtime::default_tcp_host, found once at construction).
+  /// host's address (mpi::default_tcp_host, found once at construction).
   const std::string& tcp_host() const noexcept { return tcp_host_; }
 
   /// Collective polled barrier over every rank.
@@ -51,7 +51,7 @@ class RankPair {
   void finish();
 
  private:
-  runtime::MpiEnvironment env_;
+  mpi::MpiEnvironment env_;
   std::string tcp_host_;
   std::unique_ptr<runtime::Context> ctx_;
   std::unique_ptr<comm::Registry> registry_;

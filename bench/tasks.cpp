@@ -122,7 +122,7 @@ void print_results(const std::string& backend, const std::vector<Result>& result
 // ranks workers (of --nthreads threads), once per transport in the same launch.
 int run_tasks_on_ranks(const TasksOptions& o) {
   for (const auto& b : o.backends) mpi::parse_transport(b);  // a bad name fails before MPI starts
-  runtime::MpiEnvironment env;
+  mpi::MpiEnvironment env;
   const mpi::Layout layout{0, o.pool ? 0 : 1};
   if (!enough_ranks_for_cluster(env, o.pool ? "tasks --pool" : "tasks", o.pool ? 3 : 4, o.pool)) return 2;
   const bool client = env.rank() == layout.client_rank;

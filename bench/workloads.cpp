@@ -247,7 +247,7 @@ void prefault_pages(std::size_t mib) {
 
 int run_workloads_on_ranks(const WorkloadsOptions& o) {
   for (const auto& b : o.backends) mpi::parse_transport(b);
-  runtime::MpiEnvironment env;
+  mpi::MpiEnvironment env;
   if (!enough_ranks_for_cluster(env, "workloads", 4)) return 2;
   const mpi::Layout layout{0, 1};
   const bool client = env.rank() == layout.client_rank;

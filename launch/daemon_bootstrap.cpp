@@ -19,7 +19,7 @@
 
 namespace po = boost::program_options;
 
-namespace taskwire::runtime {
+namespace taskwire::launch {
 
 void add_tls_options(po::options_description& desc, TlsFileOptions& tls) {
   desc.add_options()("tls-ca-file", po::value(&tls.ca_file),
@@ -33,7 +33,7 @@ void add_tls_options(po::options_description& desc, TlsFileOptions& tls) {
       "PEM private key of --tls-cert (or TASKWIRE_TLS_KEY)");
 }
 
-void apply_tls_options(const TlsFileOptions& tls, Config& config) {
+void apply_tls_options(const TlsFileOptions& tls, runtime::Config& config) {
   if (!tls.ca_file.empty()) config.tls_ca_file = tls.ca_file;
   if (!tls.cert_file.empty()) config.tls_cert_file = tls.cert_file;
   if (!tls.key_file.empty()) config.tls_key_file = tls.key_file;
@@ -93,9 +93,9 @@ int run_daemon(const char* program, const std::function<int()>& body) {
   }
 }
 
-Config daemon_config(const std::string& role, const std::string& name,
+runtime::Config daemon_config(const std::string& role, const std::string& name,
                      const DaemonCommonOptions& common) {
-  auto config = Config::from_env();
+  auto config = runtime::Config::from_env();
   config.role = role;
   if (!name.empty()) config.name = name;
   if (!common.auth_token.empty()) config.auth_token = common.auth_token;
@@ -103,12 +103,13 @@ Config daemon_config(const std::string& role, const std::string& name,
   return config;
 }
 
-DaemonRuntime::DaemonRuntime(Config config) : context_(std::move(config), 1), registry_(context_) {
+DaemonRuntime::DaemonRuntime(runtime::Config config)
+    : context_(std::move(config), 1), registry_(context_) {
   comm::register_builtin_backends(registry_);
   context_.start();
 }
 
-StopSignals::StopSignals(Context& context)
+StopSignals::StopSignals(runtime::Context& context)
     : state_(std::make_shared<State>()),
       signals_(std::make_unique<asio::signal_set>(context.io(), SIGINT, SIGTERM)) {
   // The state is shared with the handler, which may run on the io thread as this is destroyed.
@@ -172,7 +173,7 @@ std::optional<std::chrono::milliseconds> parse_timeout(const std::string& text,
 
 std::optional<std::string> find_scheduler(const SchedulerWait& where, StopSignals& stops) {
   if (where.scheduler_file.empty()) return where.address;
-  const auto file = SchedulerFile::wait_and_read(where.scheduler_file, where.timeout,
+  const auto file = runtime::SchedulerFile::wait_and_read(where.scheduler_file, where.timeout,
                                                  [&stops] { return stops.received() != 0; });
   if (!file) return std::nullopt;
   return file->address_for("tcp");
@@ -193,4 +194,4 @@ std::string SchedulerWait::advice(const error_code& ec) const {
                  : std::string();
 }
 
-}  // namespace taskwire::runtime
+}  // namespace taskwire::launch

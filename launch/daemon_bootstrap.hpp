@@ -19,7 +19,7 @@
 #include <optional>
 #include <string>
 
-namespace taskwire::runtime {
+namespace taskwire::launch {
 
 /// Exit statuses of the three daemons.
 inline constexpr int kExitClean = 0;    ///< a clean shutdown, SIGINT/SIGTERM included
@@ -48,7 +48,7 @@ void add_tls_options(boost::program_options::options_description& desc, TlsFileO
 /// Overlays the files given onto `config`, then checks that each file `config` names can be
 /// read: throws std::invalid_argument naming the flag, the file and the system's reason, so
 /// that a typo fails at start-up rather than at the first tls:// connection.
-void apply_tls_options(const TlsFileOptions& tls, Config& config);
+void apply_tls_options(const TlsFileOptions& tls, runtime::Config& config);
 
 /// Adds --auth-token, --log-level, --log-file and the TLS options to `desc`; `log_file_help`
 /// says how this daemon's processes share the file.
@@ -71,25 +71,25 @@ int run_daemon(const char* program, const std::function<int()>& body);
 
 /// Config::from_env() with this daemon's role, and its name, auth token and TLS files where
 /// given (apply_tls_options: throws std::invalid_argument for an unreadable file).
-Config daemon_config(const std::string& role, const std::string& name,
+runtime::Config daemon_config(const std::string& role, const std::string& name,
                      const DaemonCommonOptions& common);
 
 /// A context with one io thread and a registry holding the built-in backends, started.
 class DaemonRuntime {
  public:
-  explicit DaemonRuntime(Config config);
-  Context& context() noexcept { return context_; }
+  explicit DaemonRuntime(runtime::Config config);
+  runtime::Context& context() noexcept { return context_; }
   comm::Registry& registry() noexcept { return registry_; }
 
  private:
-  Context context_;
+  runtime::Context context_;
   comm::Registry registry_;
 };
 
 /// SIGINT and SIGTERM, taken on the context's io thread, as a request to stop. Thread-safe.
 class StopSignals {
  public:
-  explicit StopSignals(Context& context);
+  explicit StopSignals(runtime::Context& context);
   ~StopSignals();
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
@@ -139,4 +139,4 @@ struct SchedulerWait {
 /// waited for by the connect (Worker::start with a connect timeout of where.left()).
 std::optional<std::string> find_scheduler(const SchedulerWait& where, StopSignals& stops);
 
-}  // namespace taskwire::runtime
+}  // namespace taskwire::launch

@@ -12,17 +12,17 @@
 #include <iterator>
 #include <stdexcept>
 
-namespace taskwire::runtime {
+namespace taskwire::launch {
 
 std::size_t preload_library(const std::string& path) {
   const bool loaded_before = ::dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD) != nullptr;
-  auto before = FunctionRegistry::global().names();
+  auto before = runtime::FunctionRegistry::global().names();
   if (!::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
     const char* why = ::dlerror();
     throw std::runtime_error(fmt::format("--preload {}: cannot load the library: {}", path,
                                          why ? why : "unknown error"));
   }
-  auto after = FunctionRegistry::global().names();
+  auto after = runtime::FunctionRegistry::global().names();
   std::sort(before.begin(), before.end());
   std::sort(after.begin(), after.end());
   std::vector<std::string> added;
@@ -45,4 +45,4 @@ std::size_t preload_library(const std::string& path) {
   return added.size();
 }
 
-}  // namespace taskwire::runtime
+}  // namespace taskwire::launch

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <string>
 
-namespace taskwire::runtime {
+namespace taskwire::launch {
 
 /// dlopen(RTLD_NOW | RTLD_GLOBAL); the handle is never closed, since registered functions
 /// must stay valid for the whole run. Returns how many functions the library registered,
@@ -13,4 +13,4 @@ namespace taskwire::runtime {
 /// Throws std::runtime_error with dlerror()'s reason.
 std::size_t preload_library(const std::string& path);
 
-}  // namespace taskwire::runtime
+}  // namespace taskwire::launch

@@ -26,7 +26,7 @@ constexpr const char* kProgram = "taskwire-scheduler";
 struct MainOptions {
   std::vector<std::string> listen;
   std::string scheduler_file, host, interface;
-  runtime::DaemonCommonOptions common;
+  launch::DaemonCommonOptions common;
   double heartbeat_timeout = 10, saturation = 1.1;
   int allowed_failures = scheduler::SchedulerOptions{}.allowed_failures;
   double no_workers_timeout = 0;
@@ -67,7 +67,7 @@ po::options_description describe(MainOptions& o) {
       "where the dashboard, /metrics and /json are served: :PORT (127.0.0.1 only), "
       "HOST:PORT, 0.0.0.0:PORT (every interface); a port in use falls back to a free one")(
       "no-dashboard", po::bool_switch(&o.no_dashboard), "serve no dashboard (no HTTP at all)");
-  runtime::add_daemon_common_options(desc, o.common,
+  launch::add_daemon_common_options(desc, o.common,
                                      "also log to this file ({rank} and {pid} are replaced)");
   return desc;
 }
@@ -121,7 +121,7 @@ int run_scheduler(MainOptions& o) {
   const std::string host = o.interface.empty() ? o.host : comm::interface_address(o.interface);
   if (o.listen.empty())
     o.listen.push_back("tcp://" + comm::HostPort{host.empty() ? "127.0.0.1" : host, 8786}.str());
-  runtime::DaemonRuntime rt(runtime::daemon_config("scheduler", "scheduler", o.common));
+  launch::DaemonRuntime rt(launch::daemon_config("scheduler", "scheduler", o.common));
 
   scheduler::SchedulerServerOptions options;
   options.listen = o.listen;
@@ -143,7 +143,7 @@ int run_scheduler(MainOptions& o) {
     runtime::SchedulerFile{addresses, o.no_dashboard ? "" : server.dashboard_url()}.write(
         o.scheduler_file);
 
-  runtime::StopSignals stops(rt.context());
+  launch::StopSignals stops(rt.context());
   auto finished = server.finished();
   while (finished.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
     // server.stop() waits for the context's one thread: it runs here, not in a signal action.
@@ -155,7 +155,7 @@ int run_scheduler(MainOptions& o) {
     }
   }
   spdlog::info("scheduler: stopped");
-  return runtime::kExitClean;
+  return launch::kExitClean;
 }
 
 }  // namespace
@@ -163,8 +163,8 @@ int run_scheduler(MainOptions& o) {
 int main(int argc, char* argv[]) {
   MainOptions options;
   const auto desc = describe(options);
-  if (auto rc = runtime::parse_daemon_command_line(kProgram, argc, argv, desc, nullptr,
+  if (auto rc = launch::parse_daemon_command_line(kProgram, argc, argv, desc, nullptr,
                                                    [&] { check(options); }))
     return *rc;
-  return runtime::run_daemon(kProgram, [&] { return run_scheduler(options); });
+  return launch::run_daemon(kProgram, [&] { return run_scheduler(options); });
 }

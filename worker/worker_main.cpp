@@ -53,7 +53,7 @@ struct MainOptions {
   std::string scheduler, scheduler_file, name, listen, host, interface;
   std::string connect_timeout = "none";
   std::string death_timeout = "60s";
-  runtime::DaemonCommonOptions common;
+  launch::DaemonCommonOptions common;
   std::vector<std::string> libraries;
   unsigned nthreads = 1;
   long heartbeat_ms = 500;
@@ -170,7 +170,7 @@ po::options_description describe(MainOptions& o) {
       "worker to take its data, a task that runs on), it exits by itself; what it held alone "
       "is then computed again. Keep --lifetime + --lifetime-stagger + this below the "
       "walltime");
-  runtime::add_daemon_common_options(
+  launch::add_daemon_common_options(
       desc, o.common,
       "also log to this file ({rank} and {pid} are replaced); the nanny and its worker share it");
   return desc;
@@ -190,7 +190,7 @@ worker::MemoryOptions memory_options(const MainOptions& o) {
 // A duration flag where 0 (or none) means nothing at all.
 std::chrono::milliseconds duration_or_zero(const std::string& text, const std::string& flag) {
   if (text == "0" || text == "none") return std::chrono::milliseconds(0);
-  return *runtime::parse_timeout(text, flag);
+  return *launch::parse_timeout(text, flag);
 }
 
 void check(const MainOptions& o) {
@@ -203,13 +203,13 @@ void check(const MainOptions& o) {
   if (o.nthreads == 0) throw po::error("--nthreads must be at least 1");
   if (!(o.inline_task_us >= 0)) throw po::error("--inline-task-us must not be negative");
   if (o.heartbeat_ms <= 0) throw po::error("--heartbeat-ms must be positive");
-  runtime::parse_timeout(o.connect_timeout, "--connect-timeout");
-  runtime::parse_timeout(o.death_timeout, "--death-timeout");
+  launch::parse_timeout(o.connect_timeout, "--connect-timeout");
+  launch::parse_timeout(o.death_timeout, "--death-timeout");
   if (o.fetch_timeout_ms < 0) throw po::error("--fetch-timeout-ms must not be negative");
   if (o.restart_limit < 0) throw po::error("--restart-limit must not be negative");
-  runtime::parse_timeout(o.lifetime, "--lifetime");
+  launch::parse_timeout(o.lifetime, "--lifetime");
   duration_or_zero(o.lifetime_stagger, "--lifetime-stagger");
-  if (!runtime::parse_timeout(o.lifetime_grace, "--lifetime-grace"))
+  if (!launch::parse_timeout(o.lifetime_grace, "--lifetime-grace"))
     throw po::error("--lifetime-grace takes a duration (30s, 5m), not none");
   try {
     runtime::parse_resources(o.resources, "--resources");
@@ -249,7 +249,7 @@ std::vector<std::string> with_connect_timeout(const std::vector<std::string>& ar
 // When this worker asks to be retired (--lifetime, +- --lifetime-stagger from now); the
 // epoch: never.
 std::chrono::system_clock::time_point draw_retire_at(const MainOptions& o) {
-  const auto lifetime = runtime::parse_timeout(o.lifetime, "--lifetime");
+  const auto lifetime = launch::parse_timeout(o.lifetime, "--lifetime");
   if (!lifetime) return {};
   const auto stagger = duration_or_zero(o.lifetime_stagger, "--lifetime-stagger");
   std::uniform_int_distribution<std::int64_t> offset(-stagger.count(), stagger.count());
@@ -273,7 +273,7 @@ std::chrono::system_clock::time_point retire_at(const MainOptions& o, bool nanni
 int run_as_nanny(int argc, char* argv[], const MainOptions& o) {
   block_nanny_signals();  // before any thread starts: only the nanny's loop takes them
   runtime::init_logging({o.common.log_level, o.common.log_file, -1});
-  runtime::DaemonRuntime rt(runtime::daemon_config("nanny", o.name, o.common));
+  launch::DaemonRuntime rt(launch::daemon_config("nanny", o.name, o.common));
   NannyOptions nanny;
   nanny.child_args.assign(argv + 1, argv + argc);
   nanny.child_args.push_back("--no-nanny");
@@ -330,13 +330,13 @@ worker::WorkerOptions worker_options(const MainOptions& o, const std::string& sc
   options.memory = memory_options(o);
   options.resources = runtime::parse_resources(o.resources, "--resources");
   options.retire_at = retire_at;
-  options.retire_grace = *runtime::parse_timeout(o.lifetime_grace, "--lifetime-grace");
+  options.retire_grace = *launch::parse_timeout(o.lifetime_grace, "--lifetime-grace");
   return options;
 }
 
 /// Connects (waiting for the scheduler); false if a signal ended the wait.
-bool start_or_stop(worker::Worker& worker, const runtime::SchedulerWait& where,
-                   runtime::StopSignals& stops) {
+bool start_or_stop(worker::Worker& worker, const launch::SchedulerWait& where,
+                   launch::StopSignals& stops) {
   stops.on_stop([&worker](int signo) {
     spdlog::info("worker: signal {} received, shutting down", signo);
     worker.request_stop();  // also ends start()'s wait for the scheduler
@@ -355,24 +355,24 @@ bool start_or_stop(worker::Worker& worker, const runtime::SchedulerWait& where,
 // `rejoining`: the wait is bounded by --death-timeout instead of --connect-timeout.
 // `kept`: in, the results of the worker this one replaces; out, this one's, when it is to
 // join again.
-std::optional<int> serve_once(const MainOptions& o, runtime::DaemonRuntime& rt,
-                              runtime::StopSignals& stops, bool nannied, bool rejoining,
+std::optional<int> serve_once(const MainOptions& o, launch::DaemonRuntime& rt,
+                              launch::StopSignals& stops, bool nannied, bool rejoining,
                               std::shared_ptr<worker::KeptData>& kept,
                               std::chrono::system_clock::time_point retire_at) {
   const auto& timeout = rejoining ? o.death_timeout : o.connect_timeout;
   const char* flag = rejoining ? "--death-timeout" : "--connect-timeout";
-  const runtime::SchedulerWait where{o.scheduler, o.scheduler_file,
-                                     runtime::parse_timeout(timeout, flag), timeout};
-  const auto scheduler = runtime::find_scheduler(where, stops);
+  const launch::SchedulerWait where{o.scheduler, o.scheduler_file,
+                                     launch::parse_timeout(timeout, flag), timeout};
+  const auto scheduler = launch::find_scheduler(where, stops);
   if (!scheduler) {
     spdlog::info("worker: signal {} received while waiting for the scheduler file; exiting",
                  stops.received());
-    return runtime::kExitClean;
+    return launch::kExitClean;
   }
   worker::Worker worker(rt.context(), rt.registry(),
                         worker_options(o, *scheduler, nannied, where.left(), retire_at),
                         std::move(kept));
-  if (!start_or_stop(worker, where, stops)) return runtime::kExitClean;
+  if (!start_or_stop(worker, where, stops)) return launch::kExitClean;
   fmt::print("taskwire-worker {} at {} (scheduler {})\n", worker.name(), worker.address(),
              *scheduler);
   std::fflush(stdout);
@@ -382,9 +382,9 @@ std::optional<int> serve_once(const MainOptions& o, runtime::DaemonRuntime& rt,
   const auto status = worker.close_status();
   // A stuck task may keep the worker from stopping: the process then leaves, and a nanny
   // starts a fresh one that joins again.
-  stop_or_exit(worker, status.clean            ? runtime::kExitClean
+  stop_or_exit(worker, status.clean            ? launch::kExitClean
                        : status.scheduler_lost ? kExitRejoin
-                                               : runtime::kExitFailure);
+                                               : launch::kExitFailure);
   if (status.scheduler_lost && !stops.received()) {
     const std::size_t held = worker.data().size();
     kept = worker.keep_data();
@@ -395,7 +395,7 @@ std::optional<int> serve_once(const MainOptions& o, runtime::DaemonRuntime& rt,
   }
   if (!status.clean) throw std::runtime_error(status.reason);
   spdlog::info("worker: stopped ({})", status.reason);
-  return runtime::kExitClean;
+  return launch::kExitClean;
 }
 
 int run_worker(const MainOptions& o) {
@@ -403,9 +403,9 @@ int run_worker(const MainOptions& o) {
   runtime::init_logging({o.common.log_level, o.common.log_file, -1, nannied});
   crash::install_fatal_signal_handlers(
       fmt::format("taskwire-worker {}(pid {})", o.name.empty() ? "" : o.name + " ", ::getpid()));
-  for (const auto& lib : o.libraries) runtime::preload_library(lib);
-  runtime::DaemonRuntime rt(runtime::daemon_config("worker", o.name, o.common));
-  runtime::StopSignals stops(rt.context());
+  for (const auto& lib : o.libraries) launch::preload_library(lib);
+  launch::DaemonRuntime rt(launch::daemon_config("worker", o.name, o.common));
+  launch::StopSignals stops(rt.context());
   // As Dask's worker reconnects: a blip (a partition, a frozen process, a scheduler
   // restarted) must not shrink the cluster for good. The wait for the scheduler is bounded
   // by --death-timeout each time, so that a worker whose scheduler is gone for good ends.
@@ -422,10 +422,10 @@ int main(int argc, char* argv[]) {
   const auto desc = describe(options);
   po::positional_options_description positional;
   positional.add("scheduler", 1);
-  if (auto rc = runtime::parse_daemon_command_line(kProgram, argc, argv, desc, &positional,
+  if (auto rc = launch::parse_daemon_command_line(kProgram, argc, argv, desc, &positional,
                                                    [&] { check(options); }))
     return *rc;
-  return runtime::run_daemon(kProgram, [&] {
+  return launch::run_daemon(kProgram, [&] {
     return options.no_nanny ? run_worker(options) : run_as_nanny(argc, argv, options);
   });
 }

@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   App app(static_cast<int>(app_argv.size()) - 1, app_argv.data());  // a bad value aborts, saying why
   taskbench::set_task_graphs(&app.graphs);
 
-  runtime::MpiEnvironment env;
+  mpi::MpiEnvironment env;
   if (env.size() < 3) {
     if (env.rank() == 0)
       fmt::print(stderr,

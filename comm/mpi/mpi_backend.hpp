@@ -2,7 +2,7 @@
 // mpi:// : comms between ranks of one MPI job (or within one rank), over the runtime's
 // private communicator. Addresses are mpi://RANK or mpi://RANK:PORT (see mpi_wire.hpp).
 //
-// Needs a live runtime::MpiEnvironment: creating and registering the backend makes no MPI
+// Needs a live MpiEnvironment: creating and registering the backend makes no MPI
 // call, but connect and listen fail with a clear error until an environment exists. All
 // backends of a process share its one MpiPoller; each backend drives it from its own
 // Context's io_context (see mpi_poller.hpp). Destroy the backend (its Registry) before its

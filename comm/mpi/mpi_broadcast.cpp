@@ -8,7 +8,7 @@
 #include <functional>
 #include <stdexcept>
 
-namespace taskwire::runtime {
+namespace taskwire::comm::mpi {
 namespace {
 
 void polled_bcast(MpiEnvironment& env, void* data, int count, MPI_Datatype type, int root) {
@@ -54,4 +54,4 @@ std::string default_tcp_host(MpiEnvironment& env) {
   return all_on_one_host(env) ? "127.0.0.1" : comm::host_name_address();
 }
 
-}  // namespace taskwire::runtime
+}  // namespace taskwire::comm::mpi

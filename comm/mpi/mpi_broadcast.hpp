@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace taskwire::runtime {
+namespace taskwire::comm::mpi {
 
 /// Collective over env.comm(): every rank calls it; returns `root`'s `value` on every rank.
 /// Throws std::runtime_error on an MPI error or after env.shutdown().
@@ -21,4 +21,11 @@ bool all_on_one_host(MpiEnvironment& env);
 /// address (comm::host_name_address(), which throws when there is none).
 std::string default_tcp_host(MpiEnvironment& env);
 
-}  // namespace taskwire::runtime
+}  // namespace taskwire::comm::mpi
+
+// What programs name (launch/mpi/launch.hpp's namespace).
+namespace taskwire::mpi {
+using comm::mpi::all_on_one_host;
+using comm::mpi::broadcast;
+using comm::mpi::default_tcp_host;
+}  // namespace taskwire::mpi

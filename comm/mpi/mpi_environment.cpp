@@ -20,10 +20,10 @@
 #include <stdexcept>
 #include <thread>
 
-namespace taskwire::runtime {
+namespace taskwire::comm::mpi {
 namespace {
 
-std::mutex g_mu;
+std::mutex g_current_mu;  // guards g_current and g_ever
 MpiEnvironment* g_current = nullptr;
 bool g_ever = false;
 
@@ -34,7 +34,7 @@ bool g_ever = false;
 void shutdown_at_exit(int status, void*) {
   MpiEnvironment* env;
   {
-    std::lock_guard lock(g_mu);
+    std::lock_guard lock(g_current_mu);
     env = g_current;
   }
   if (env && !env->is_shut_down()) {
@@ -92,7 +92,7 @@ MpiEnvironment::MpiEnvironment(int& argc, char**& argv, MpiEnvironmentOptions op
 
 void MpiEnvironment::init(int* argc, char*** argv) {
   {
-    std::lock_guard lock(g_mu);
+    std::lock_guard lock(g_current_mu);
     if (g_ever)
       throw std::logic_error(
           "an MpiEnvironment already exists or existed in this process; create exactly one "
@@ -163,7 +163,7 @@ void MpiEnvironment::init(int* argc, char*** argv) {
     wake_board_->unlink_own();
   }
   {
-    std::lock_guard lock(g_mu);
+    std::lock_guard lock(g_current_mu);
     g_current = this;
   }
   // spdlog's registry first, so that it is destroyed after the handler has run (statics and
@@ -415,12 +415,12 @@ MpiEnvironment::~MpiEnvironment() {
   hold_launcher_links(false);
   for (int fd : peer_fds_)
     if (fd >= 0) ::close(fd);
-  std::lock_guard lock(g_mu);
+  std::lock_guard lock(g_current_mu);
   if (g_current == this) g_current = nullptr;
 }
 
 MpiEnvironment* MpiEnvironment::current() noexcept {
-  std::lock_guard lock(g_mu);
+  std::lock_guard lock(g_current_mu);
   return g_current;
 }
 
@@ -672,4 +672,4 @@ void MpiEnvironment::abort_job(const std::string& why) noexcept {
   std::_Exit(1);
 }
 
-}  // namespace taskwire::runtime
+}  // namespace taskwire::comm::mpi

@@ -1,6 +1,7 @@
 #pragma once
-// runtime::MpiEnvironment: the one object that owns MPI in a process (initialisation, the
-// runtime's private communicator, an orderly shutdown, finalisation).
+// comm::mpi::MpiEnvironment, taskwire::mpi::MpiEnvironment to programs: the one object that
+// owns MPI in a process (initialisation, the runtime's private communicator, an orderly
+// shutdown, finalisation).
 //
 // - Construction calls MPI_Init_thread (unless MPI is already initialised, in which case the
 //   program keeps ownership and finalises MPI itself) and duplicates MPI_COMM_WORLD into
@@ -38,7 +39,7 @@
 #include <utility>
 #include <vector>
 
-namespace taskwire::runtime {
+namespace taskwire::comm::mpi {
 
 enum class MpiThreadLevel { serialized, multiple };
 
@@ -48,7 +49,7 @@ class MpiBackoff {
  public:
   /// mpi4py.futures' count (docs/mpi-poll-policy.md, rule 6).
   static constexpr unsigned kQuickPolls = 64;
-  explicit MpiBackoff(const MpiPollConfig& config) : config_(config) {}
+  explicit MpiBackoff(const runtime::MpiPollConfig& config) : config_(config) {}
   void reset() noexcept { idle_ = 0; }
   /// Records an idle poll and returns how long to wait before the next one (0: poll again
   /// at once).
@@ -57,7 +58,7 @@ class MpiBackoff {
   void sleep();
 
  private:
-  MpiPollConfig config_;
+  runtime::MpiPollConfig config_;
   unsigned idle_ = 0;
 };
 
@@ -69,7 +70,7 @@ struct MpiEnvironmentOptions {
   /// it takes (a rank that dies makes the launcher end the job anyway).
   std::chrono::milliseconds shutdown_timeout{0};
   /// Backoff of the polled barrier and shutdown loops (default: Config::from_env().mpi).
-  MpiPollConfig poll = Config::from_env().mpi;
+  runtime::MpiPollConfig poll = runtime::Config::from_env().mpi;
 };
 
 class MpiEnvironment {
@@ -121,7 +122,7 @@ class MpiEnvironment {
   void shutdown(Farewell why) noexcept;
   bool is_shut_down() const noexcept;
 
-  /// The comm layer registers its drain here (runtime knows nothing of comm). Hooks run in
+  /// The MPI backend registers its drain here (the environment knows nothing of it). Hooks run in
   /// reverse order of registration, on the thread calling shutdown().
   int add_shutdown_hook(ShutdownHook hook);
   void remove_shutdown_hook(int id) noexcept;
@@ -224,4 +225,12 @@ class MpiEnvironment {
   int next_hook_id_ = 0;
 };
 
-}  // namespace taskwire::runtime
+}  // namespace taskwire::comm::mpi
+
+// What programs name: the MPI launch API's namespace (launch/mpi/launch.hpp).
+namespace taskwire::mpi {
+using comm::mpi::Farewell;
+using comm::mpi::MpiEnvironment;
+using comm::mpi::MpiEnvironmentOptions;
+using comm::mpi::MpiThreadLevel;
+}  // namespace taskwire::mpi

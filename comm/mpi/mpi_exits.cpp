@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-namespace taskwire::runtime {
+namespace taskwire::comm::mpi {
 namespace {
 
 constexpr const char* kShmDir = "/dev/shm/";
@@ -56,14 +56,14 @@ std::string Farewell::str() const {
   switch (kind) {
     case Kind::orderly: return "shut down";
     case Kind::exit: return fmt::format("called exit({0}) (or returned {0} from main)", code);
-    case Kind::signal: return "received " + describe_signal(code);
+    case Kind::signal: return "received " + runtime::describe_signal(code);
   }
   return "left";
 }
 
 std::string describe_wait_status(int status) {
   if (WIFSIGNALED(status))
-    return fmt::format("was killed by {}{}", describe_signal(WTERMSIG(status)),
+    return fmt::format("was killed by {}{}", runtime::describe_signal(WTERMSIG(status)),
                        WCOREDUMP(status) ? ", core dumped" : "");
   if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
   return fmt::format("ended (wait status {:#x})", status);
@@ -152,7 +152,7 @@ StartupSignalGuard::StartupSignalGuard(const std::vector<std::string>& shm_names
   for (std::size_t i = 0; i < kNumGuarded; ++i) {
     const auto line = fmt::format(
         "taskwire: rank {} received {} during MPI start-up, and ends by it\n", rank,
-        describe_signal(kGuarded[i]));
+        runtime::describe_signal(kGuarded[i]));
     g_guard_line_len[i] = std::min(line.size(), sizeof g_guard_line[i] - 1);
     std::memcpy(g_guard_line[i], line.data(), g_guard_line_len[i]);
   }
@@ -176,4 +176,4 @@ StartupSignalGuard::~StartupSignalGuard() {
   g_guard_paths = nullptr;
 }
 
-}  // namespace taskwire::runtime
+}  // namespace taskwire::comm::mpi

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace taskwire::runtime {
+namespace taskwire::comm::mpi {
 
 struct Farewell {
   enum class Kind : std::int32_t { orderly = 0, exit = 1, signal = 2 };
@@ -84,4 +84,4 @@ class StartupSignalGuard {
   StartupSignalGuard& operator=(const StartupSignalGuard&) = delete;
 };
 
-}  // namespace taskwire::runtime
+}  // namespace taskwire::comm::mpi

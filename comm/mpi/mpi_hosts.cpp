@@ -21,7 +21,7 @@
 #include <thread>
 #include <unordered_map>
 
-namespace taskwire::runtime {
+namespace taskwire::comm::mpi {
 namespace {
 
 std::uint64_t namespace_inode(const char* which) {
@@ -209,4 +209,4 @@ PeerWatch::State PeerWatch::poll_state() {
   return watching_;
 }
 
-}  // namespace taskwire::runtime
+}  // namespace taskwire::comm::mpi

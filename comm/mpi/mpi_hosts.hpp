@@ -10,7 +10,7 @@
 //
 // Ranks on other hosts get two sockets of each rank, bound on the address of the network
 // its MPI traffic uses (job_network_address()): a UDP socket that wakes an idle rank
-// (runtime::WakeBoard) and a TCP listener whose connection closes when the rank's process
+// (WakeBoard) and a TCP listener whose connection closes when the rank's process
 // ends, however it ends (PeerWatch), so that a rank that dies on another host is noticed
 // within a poll, not at the end of an MPI timeout or never.
 #include <netinet/in.h>
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace taskwire::runtime {
+namespace taskwire::comm::mpi {
 
 /// What a rank tells every other at start-up (one fixed-size record of an MPI_Allgather).
 struct HostIdentity {
@@ -99,4 +99,4 @@ class PeerWatch {
   State watching_ = State::none;
 };
 
-}  // namespace taskwire::runtime
+}  // namespace taskwire::comm::mpi

@@ -42,7 +42,7 @@ PollDriver::PollDriver(std::shared_ptr<MpiPoller> poller, asio::any_io_executor 
       guard_timer_(strand_), board_(poller_->board()),
       context_(&asio::query(executor, asio::execution::context)),
       urgent_(&runtime::UrgentWork::of(asio::query(executor, asio::execution::context))),
-      backoff_(config), yield_unchecked_(config.yield_unchecked), cores_(runtime::available_cores()) {
+      backoff_(config), yield_unchecked_(config.yield_unchecked), cores_(available_cores()) {
   // Each driver waits on its own duplicate of the board's socket (drivers may run on
   // different io_contexts); whichever reads a datagram wakes, and its turn serves every
   // connection of the process.
@@ -250,7 +250,7 @@ void PollDriver::woken(std::uint64_t id, std::atomic<std::uint64_t>& by) {
   runtime::trace::record(runtime::trace::What::woken);
   ++sleep_id_;
   sleeping_ = false;
-  if (wake_fd_) board_->own_word()->store(runtime::WakeBoard::kAwake, std::memory_order_seq_cst);
+  if (wake_fd_) board_->own_word()->store(WakeBoard::kAwake, std::memory_order_seq_cst);
   timer_.cancel();  // a no-op (no system call) when no wait is pending
   run();
 }
@@ -258,7 +258,7 @@ void PollDriver::woken(std::uint64_t id, std::atomic<std::uint64_t>& by) {
 // Not sleeping after all: says so on the board and polls again from a fresh handler.
 void PollDriver::stay_awake() {
   sleeping_ = false;
-  if (wake_fd_) board_->own_word()->store(runtime::WakeBoard::kAwake, std::memory_order_seq_cst);
+  if (wake_fd_) board_->own_word()->store(WakeBoard::kAwake, std::memory_order_seq_cst);
   asio::post(strand_, [self = shared_from_this()] { self->run(); });
 }
 

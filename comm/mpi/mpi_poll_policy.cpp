@@ -42,7 +42,7 @@ PollDecision decide(const PollPolicy& policy, const PollView& view,
     // turn. The timer bounds a send that MPI held back, which leaves only when this rank
     // calls MPI again.
     return {Action::sleep, policy.sleep_cap,
-            view.sends_blocked ? runtime::WakeBoard::kAwaitingSends : runtime::WakeBoard::kSleeping};
+            view.sends_blocked ? WakeBoard::kAwaitingSends : WakeBoard::kSleeping};
   }
   // Every peer can wake this rank when it sends to it: sleep until then. A sender on another
   // host sends a wake-up only to a peer it has not sent to lately: until then, timed sleeps.

@@ -29,13 +29,13 @@ struct PollPolicy {
   /// Bound of a sleep that waits for a wake-up (it only covers a lost one).
   std::chrono::milliseconds wakeable_sleep{50};
   /// With peers on other hosts, how long without progress before such a sleep (the promise
-  /// their senders rely on, runtime::WakeBoard).
-  std::chrono::microseconds remote_sleep_after = runtime::WakeBoard::kRemoteSleepAfter;
+  /// their senders rely on, WakeBoard).
+  std::chrono::microseconds remote_sleep_after = WakeBoard::kRemoteSleepAfter;
 
   /// From the configuration; `spin_after_progress` -1 resolves to 0 when `oversubscribed`
   /// (more ranks on this machine's kernel than cores, and every peer can wake this rank),
   /// else 100 us. Oversubscribed with `remote_peers` (emulated hosts, containers), its
-  /// senders on other hosts send a datagram with every message (runtime::WakeBoard): it
+  /// senders on other hosts send a datagram with every message (WakeBoard): it
   /// sleeps until woken right after progress, without a yield window.
   static PollPolicy from(const runtime::MpiPollConfig& config, bool oversubscribed,
                          bool remote_peers = false);
@@ -47,7 +47,7 @@ struct PollView {
   bool receiving = false;      ///< receives in flight
   bool sending = false;        ///< sends in flight
   bool sends_blocked = false;  ///< a message waits behind a send in flight
-  bool wakeable = false;       ///< every peer can wake this rank (runtime::WakeBoard)
+  bool wakeable = false;       ///< every peer can wake this rank (WakeBoard)
   bool remote_peers = false;   ///< some of them only by datagram, from another host
   bool sending_remote = false;  ///< sends in flight to another host
 };
@@ -56,7 +56,7 @@ struct PollDecision {
   enum class Action { poll, yield_then_poll, sleep, sleep_until_woken };
   Action action = Action::poll;
   std::chrono::microseconds wait{0};  ///< sleep: the timer; sleep_until_woken: its bound
-  std::uint32_t word = runtime::WakeBoard::kSleeping;  ///< what a sleep publishes
+  std::uint32_t word = WakeBoard::kSleeping;  ///< what a sleep publishes
 };
 
 /// `core_free` is asked only inside the yield window; `backoff` (the idle backoff's next

@@ -16,14 +16,14 @@ namespace {
 
 std::mutex g_mu;
 std::shared_ptr<MpiPoller> g_poller;
-runtime::MpiEnvironment* g_env = nullptr;
+MpiEnvironment* g_env = nullptr;
 
 }  // namespace
 
 // ---- instance and lifecycle ------------------------------------------------------------
 
 std::shared_ptr<MpiPoller> MpiPoller::instance() {
-  auto* env = runtime::MpiEnvironment::current();
+  auto* env = MpiEnvironment::current();
   std::lock_guard lock(g_mu);
   if (!env) return nullptr;
   if (g_poller && g_env == env) return g_poller;
@@ -31,18 +31,18 @@ std::shared_ptr<MpiPoller> MpiPoller::instance() {
   g_poller = std::make_shared<MpiPoller>(*env);
   g_env = env;
   // The hook keeps the poller alive until the environment has drained it.
-  env->add_shutdown_hook([p = g_poller](runtime::MpiEnvironment::Clock::time_point deadline) {
+  env->add_shutdown_hook([p = g_poller](MpiEnvironment::Clock::time_point deadline) {
     p->drain(deadline);
   });
   return g_poller;
 }
 
 const char* MpiPoller::no_environment_text() noexcept {
-  return "mpi:// needs MPI: create a taskwire::runtime::MpiEnvironment (once per process, "
+  return "mpi:// needs MPI: create a taskwire::mpi::MpiEnvironment (once per process, "
          "e.g. first thing in main) before connecting or listening on mpi:// addresses";
 }
 
-MpiPoller::MpiPoller(runtime::MpiEnvironment& env)
+MpiPoller::MpiPoller(MpiEnvironment& env)
     : env_(&env), board_(env.wake_board()),
       mutex_(env.mutex()), comm_(env.comm()), rank_(env.rank()),
       size_(env.size()),
@@ -381,7 +381,7 @@ bool MpiPoller::receive_incoming() {
     any = true;
     MPI_Count count = 0;
     MPI_Get_count_c(&st, MPI_BYTE, &count);
-    if (st.MPI_TAG == runtime::MpiEnvironment::kControlTag) {
+    if (st.MPI_TAG == MpiEnvironment::kControlTag) {
       env_->take_goodbye(msg, st);
       on_peer_gone(st.MPI_SOURCE, errc::closed);
       continue;
@@ -663,7 +663,7 @@ void MpiPoller::drain(Clock::time_point deadline) {
       maybe_retire(c);
     }
   }
-  runtime::MpiBackoff backoff(runtime::Config::from_env().mpi);
+  MpiBackoff backoff(runtime::Config::from_env().mpi);
   for (;;) {
     bool progress, idle = true;
     {

@@ -8,12 +8,12 @@
 // and sends are started at once by the writing thread (MPI_Isend, or MPI_Isend_c for chunks
 // above INT_MAX; now and then a synchronous one, see needs_confirmation). Completions are queued per connection (Connection::outbox, run in order on
 // the comm's strand); no handler runs under the poller's lock. State and MPI calls are
-// serialised by runtime::MpiEnvironment::mutex().
+// serialised by MpiEnvironment::mutex().
 //
 // Where the poller runs: as a PollDriver handler on each MpiBackend's io_context that polls
 // in bursts (kBurst) and sleeps on a timer, or on the wake board's eventfd and socket, when
 // idle; a local write wakes it at once. When it polls, yields or sleeps is PollPolicy (mpi_poll_policy.hpp).
-// Wake-ups (runtime::WakeBoard): a rank wakes a sleeping peer on its host after it sends to
+// Wake-ups (WakeBoard): a rank wakes a sleeping peer on its host after it sends to
 // it, and again after each turn while a send to it is in flight (a send MPI held back leaves
 // in a later call); a receiver wakes a sender that sleeps awaiting its sends. The measurements
 // behind these choices are in docs/mpi-poll-policy.md.
@@ -73,7 +73,7 @@ class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
   /// The sentence a caller reports when instance() is null.
   static const char* no_environment_text() noexcept;
 
-  explicit MpiPoller(runtime::MpiEnvironment& env);
+  explicit MpiPoller(MpiEnvironment& env);
   MpiPoller(const MpiPoller&) = delete;
   MpiPoller& operator=(const MpiPoller&) = delete;
 
@@ -112,7 +112,7 @@ class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
   /// turn that ends with it can leave a message that arrived during that progress.
   bool message_waiting();
   /// Cross-process wake-ups (never null; possibly unusable).
-  const std::shared_ptr<runtime::WakeBoard>& board() const noexcept { return board_; }
+  const std::shared_ptr<WakeBoard>& board() const noexcept { return board_; }
   void attach(PollDriver* driver);
   void detach(PollDriver* driver) noexcept;
 
@@ -207,8 +207,8 @@ class MpiPoller : public std::enable_shared_from_this<MpiPoller> {
   void maybe_retire(const ConnectionPtr& c);
   bool track(MPI_Request req, Pending p);
 
-  runtime::MpiEnvironment* env_;
-  std::shared_ptr<runtime::WakeBoard> board_;  ///< wakes sleeping peers on this host
+  MpiEnvironment* env_;
+  std::shared_ptr<WakeBoard> board_;  ///< wakes sleeping peers on this host
   std::shared_ptr<std::mutex> mutex_;
   MPI_Comm comm_;
   int rank_, size_;
@@ -266,7 +266,7 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   asio::strand<asio::any_io_executor> strand_;
   asio::steady_timer timer_;
   asio::steady_timer guard_timer_;  ///< bounds untimed sleeps (see guard())
-  std::shared_ptr<runtime::WakeBoard> board_;
+  std::shared_ptr<WakeBoard> board_;
   std::unique_ptr<asio::posix::stream_descriptor> wake_fd_;  ///< board's socket, when usable
   std::unique_ptr<asio::posix::stream_descriptor> wake_event_fd_;  ///< board's eventfd, if any
   std::unique_ptr<asio::posix::stream_descriptor> wake_net_fd_;  ///< board's UDP socket, if any
@@ -281,7 +281,7 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   std::uint64_t sleep_id_ = 0;  ///< the current sleep; stale wake-ups carry an older one
   const asio::execution_context* context_;  ///< the io_context the driver runs on
   const runtime::UrgentWork* urgent_;       ///< work posted for it that a burst would delay
-  runtime::MpiBackoff backoff_;
+  MpiBackoff backoff_;
   PollPolicy policy_;
   bool yield_unchecked_;
   bool wakeable_ = false;  ///< every peer can wake this rank (and it waits on the board)
@@ -290,7 +290,7 @@ class PollDriver : public std::enable_shared_from_this<PollDriver> {
   int cores_;
   MpiPoller::Clock::time_point last_progress_{};
   std::atomic<bool> stopped_{false}, sleeping_{false}, kicked_{false};
-  std::uint32_t sleep_word_ = runtime::WakeBoard::kSleeping;  ///< what the coming sleep publishes
+  std::uint32_t sleep_word_ = WakeBoard::kSleeping;  ///< what the coming sleep publishes
 };
 
 }  // namespace taskwire::comm::mpi

@@ -15,6 +15,6 @@ inline std::uint64_t route_key(int source, int tag) {
          static_cast<std::uint32_t>(tag);
 }
 
-inline std::string mpi_text(int rc) { return runtime::MpiEnvironment::error_string(rc); }
+inline std::string mpi_text(int rc) { return MpiEnvironment::error_string(rc); }
 
 }  // namespace taskwire::comm::mpi::detail

@@ -18,7 +18,7 @@
 #include <random>
 #include <string_view>
 
-namespace taskwire::runtime {
+namespace taskwire::comm::mpi {
 namespace {
 
 constexpr std::size_t kWordBytes = 4096;
@@ -269,4 +269,4 @@ void WakeBoard::send_wake(int rank) noexcept {
   ::sendto(fd_, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&a), len);
 }
 
-}  // namespace taskwire::runtime
+}  // namespace taskwire::comm::mpi

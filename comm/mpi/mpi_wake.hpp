@@ -1,5 +1,5 @@
 #pragma once
-// runtime::WakeBoard: lets a rank wake another rank on the same host whose MPI poller sleeps.
+// comm::mpi::WakeBoard: lets a rank wake another rank on the same host whose MPI poller sleeps.
 //
 // MPI gives an event loop no file descriptor to wait on, so an idle rank polls with a
 // growing sleep, and a message to a sleeping rank waited for the end of its sleep: a
@@ -48,7 +48,7 @@
 #include <string>
 #include <vector>
 
-namespace taskwire::runtime {
+namespace taskwire::comm::mpi {
 
 class WakeBoard {
  public:
@@ -96,7 +96,7 @@ class WakeBoard {
   /// Whether some peer wakes this rank only by datagram (see kRemoteSleepAfter).
   bool has_remote_peers() const noexcept { return remote_peers_; }
   /// Per rank, whether its kernel runs more ranks of the job than it has cores
-  /// (runtime::crowded_ranks): such a peer on another host gets a datagram with every
+  /// (crowded_ranks()): such a peer on another host gets a datagram with every
   /// message, and this rank, if crowded, sleeps until woken without waiting
   /// kRemoteSleepAfter. After attach().
   void set_crowded(std::vector<bool> crowded);
@@ -161,4 +161,4 @@ class WakeBoard {
   std::unique_ptr<std::atomic<std::int64_t>[]> last_message_, last_datagram_;
 };
 
-}  // namespace taskwire::runtime
+}  // namespace taskwire::comm::mpi

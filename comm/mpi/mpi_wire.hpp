@@ -9,7 +9,7 @@
 //   tag = kFirstTag + 2 * id + 0   carries C -> L,
 //   tag = kFirstTag + 2 * id + 1   carries L -> C,
 // so rank A's outgoing id 5 and rank B's outgoing id 5 never share a (source, tag) pair.
-// Tag 0 is the environment's GOODBYE (runtime::MpiEnvironment::kControlTag).
+// Tag 0 is the environment's GOODBYE (MpiEnvironment::kControlTag).
 //
 // Every exchange on a connection's tag starts with a head message whose first byte says what
 // it is. A data head carries the frame table and, packed after it, the bytes of the small

@@ -7,15 +7,15 @@
 #include <cstring>
 #include <filesystem>
 
-namespace taskwire::runtime {
+namespace taskwire::comm::mpi {
 
-bool launched_on_several_nodes(const EnvLookup& env) {
-  const long local = env_number(env, "MPI_LOCALNRANKS");
-  if (local > 0 && local < launch_position(env).size) return true;
-  return env_number(env, "SLURM_STEP_NUM_NODES") > 1;
+bool launched_on_several_nodes(const runtime::EnvLookup& env) {
+  const long local = runtime::env_number(env, "MPI_LOCALNRANKS");
+  if (local > 0 && local < runtime::launch_position(env).size) return true;
+  return runtime::env_number(env, "SLURM_STEP_NUM_NODES") > 1;
 }
 
-std::string default_rndv_threshold(const EnvLookup& env, bool rdma_devices) {
+std::string default_rndv_threshold(const runtime::EnvLookup& env, bool rdma_devices) {
   return launched_on_several_nodes(env) && !rdma_devices ? "4194304" : "65536";
 }
 
@@ -33,4 +33,4 @@ void apply_ucx_defaults() {
     spdlog::warn("could not set UCX_RNDV_THRESH: {}", std::strerror(errno));
 }
 
-}  // namespace taskwire::runtime
+}  // namespace taskwire::comm::mpi

@@ -61,7 +61,7 @@ std::vector<std::string> worker_doors(const LaunchOptions& options) {
 
 }  // namespace
 
-ClusterRank::ClusterRank(runtime::MpiEnvironment& env, LaunchOptions options, Layout layout,
+ClusterRank::ClusterRank(MpiEnvironment& env, LaunchOptions options, Layout layout,
                          JobSignals* signals)
     : env_(env), options_(std::move(options)), layout_(layout), signals_(signals) {
   const int n = env_.size();
@@ -157,8 +157,8 @@ void ClusterRank::watch_peers() {
 // main without a shutdown) ends the cluster as a shutdown would; a signal that only one rank
 // got ends the job as if every rank had (the same exit status everywhere, as after a
 // Ctrl-C); any other rank leaving leaves the cluster short of a part MPI cannot replace.
-void ClusterRank::on_farewell(int rank, runtime::Farewell why) {
-  using Kind = runtime::Farewell::Kind;
+void ClusterRank::on_farewell(int rank, Farewell why) {
+  using Kind = Farewell::Kind;
   const auto who =
       fmt::format("rank {} ({} on host {})", rank, role_of(rank), env_.host_of(rank));
   if (why.kind == Kind::signal && signals_) {
@@ -202,7 +202,7 @@ bool ClusterRank::program_left() {
   if (program_left_) return true;
   env_.take_goodbyes();
   const auto why = env_.farewell_of(layout_.client_rank);
-  return why && why->kind == runtime::Farewell::Kind::exit;
+  return why && why->kind == Farewell::Kind::exit;
 }
 
 int ClusterRank::worker_count() const noexcept {
@@ -218,9 +218,9 @@ std::string ClusterRank::listen_address() const {
 void ClusterRank::start() {
   // Collective, and every rank has the same options: all of them take this branch or none.
   if (options_.transport != Transport::mpi && options_.tcp_host.empty())
-    options_.tcp_host = runtime::default_tcp_host(env_);
+    options_.tcp_host = default_tcp_host(env_);
   if (is_scheduler()) start_scheduler();
-  scheduler_address_ = runtime::broadcast(env_, scheduler_address_, layout_.scheduler_rank);
+  scheduler_address_ = broadcast(env_, scheduler_address_, layout_.scheduler_rank);
   if (!is_scheduler() && !is_client()) {
     worker::WorkerOptions o;
     o.scheduler_address = scheduler_address_;
@@ -282,9 +282,9 @@ void ClusterRank::end_client_rank_for_signal(int signo) {
   exit_after_signal(env_, signo, true);
 }
 
-void exit_after_signal(runtime::MpiEnvironment& env, int signo, bool threads_still_run) {
+void exit_after_signal(MpiEnvironment& env, int signo, bool threads_still_run) {
   // A rank that got it alone tells the others so (ClusterRank::on_farewell).
-  env.shutdown(runtime::Farewell::signalled(signo));
+  env.shutdown(Farewell::signalled(signo));
   spdlog::info("rank {}: ended by {}, exiting {}", env.rank(), ::strsignal(signo), 128 + signo);
   spdlog::default_logger()->flush();
   std::fflush(stdout);

@@ -30,7 +30,7 @@ class ClusterRank {
  public:
   /// Throws std::invalid_argument for a layout that does not fit the job. `signals` (may be
   /// null: signals not handled) outlives the rank; the rank handles them while it exists.
-  ClusterRank(runtime::MpiEnvironment& env, LaunchOptions options, Layout layout,
+  ClusterRank(MpiEnvironment& env, LaunchOptions options, Layout layout,
               JobSignals* signals);
   ~ClusterRank();  ///< stops whatever still runs here
   ClusterRank(const ClusterRank&) = delete;
@@ -65,7 +65,7 @@ class ClusterRank {
   int serve_scheduler();
   int serve_worker();
   void watch_peers();
-  void on_farewell(int rank, runtime::Farewell why);
+  void on_farewell(int rank, Farewell why);
   [[noreturn]] void end_job(const std::string& why);
   bool program_left();
   bool scheduler_left();
@@ -73,7 +73,7 @@ class ClusterRank {
   [[noreturn]] void end_client_rank_for_signal(int signo);
   std::string role_of(int rank) const;
 
-  runtime::MpiEnvironment& env_;
+  MpiEnvironment& env_;
   LaunchOptions options_;
   Layout layout_;
   std::unique_ptr<runtime::Context> context_;
@@ -102,6 +102,6 @@ class ClusterRank {
 /// (collective: every other rank does it too), logs flushed, then the process ends with
 /// 128 + signo: std::exit when the rank's parts are all stopped, else std::_Exit (no
 /// destructor may run under a thread that still uses them).
-[[noreturn]] void exit_after_signal(runtime::MpiEnvironment& env, int signo, bool threads_still_run);
+[[noreturn]] void exit_after_signal(MpiEnvironment& env, int signo, bool threads_still_run);
 
 }  // namespace taskwire::mpi::detail

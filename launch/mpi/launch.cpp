@@ -37,7 +37,7 @@ std::string_view to_string(Transport t) noexcept {
 
 struct Session::Impl {
   std::unique_ptr<detail::JobSignals> signals;   // until MPI is shut down (options.handle_signals)
-  std::unique_ptr<runtime::MpiEnvironment> env;  // owned by initialize()/initialize_pool()
+  std::unique_ptr<MpiEnvironment> env;  // owned by initialize()/initialize_pool()
   std::unique_ptr<detail::ClusterRank> rank;
   Transport transport;
   int rank_id = 0, size = 1, workers = 0;
@@ -136,7 +136,7 @@ namespace {
 // ranks without the program serve and exit the process; the program's rank gets a Session.
 Session launch(int& argc, char**& argv, const LaunchOptions& options, Layout layout,
                int min_ranks, const char* who) {
-  auto env = std::make_unique<runtime::MpiEnvironment>(argc, argv);
+  auto env = std::make_unique<MpiEnvironment>(argc, argv);
   // After the environment's handler (it registered one when it started): this one runs first.
   static const bool at_exit = (::on_exit(shut_live_session_down_at_exit, nullptr), true);
   (void)at_exit;
@@ -150,7 +150,7 @@ Session launch(int& argc, char**& argv, const LaunchOptions& options, Layout lay
         who, min_ranks, env->size(), min_ranks));
   const auto level = options.log_level.empty() ? std::string(kDefaultLogLevel) : options.log_level;
   runtime::init_logging({level, options.log_file, env->rank()});
-  for (const auto& lib : options.preload) runtime::preload_library(lib);
+  for (const auto& lib : options.preload) launch::preload_library(lib);
 
   auto rank = std::make_unique<detail::ClusterRank>(*env, options, layout, signals.get());
   rank->start();
@@ -186,7 +186,7 @@ Session initialize_pool(int& argc, char**& argv, LaunchOptions options) {
   return launch(argc, argv, options, Layout{0, 0}, 2, "taskwire::mpi::initialize_pool");
 }
 
-int run_cluster(runtime::MpiEnvironment& env, const LaunchOptions& options, Layout layout,
+int run_cluster(MpiEnvironment& env, const LaunchOptions& options, Layout layout,
                 const std::function<void(Client&)>& program) {
   if (!options.log_level.empty() || !options.log_file.empty()) {
     const auto level = options.log_level.empty()
@@ -194,7 +194,7 @@ int run_cluster(runtime::MpiEnvironment& env, const LaunchOptions& options, Layo
                            : options.log_level;
     runtime::init_logging({level, options.log_file, env.rank()});
   }
-  for (const auto& lib : options.preload) runtime::preload_library(lib);
+  for (const auto& lib : options.preload) launch::preload_library(lib);
   std::unique_ptr<detail::JobSignals> signals;
   if (options.handle_signals)
     signals = std::make_unique<detail::JobSignals>(detail::kSignalGraceSeconds);

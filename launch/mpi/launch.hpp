@@ -50,7 +50,7 @@ struct LaunchOptions {
   std::string log_file;
   /// Host (interface address) the TCP transport listens on and advertises. Empty: 127.0.0.1
   /// when every rank runs on one host, else the address the rank's host name resolves to
-  /// (runtime::default_tcp_host); set it when that is not the address other nodes reach.
+  /// (default_tcp_host()); set it when that is not the address other nodes reach.
   std::string tcp_host;
   /// TLS files (runtime::Config's tls_ca_file, tls_cert_file, tls_key_file) for every rank;
   /// empty: TASKWIRE_TLS_CA_FILE, TASKWIRE_TLS_CERT, TASKWIRE_TLS_KEY's. Transport::tls needs
@@ -139,7 +139,7 @@ Session initialize_pool(int& argc, char**& argv, LaunchOptions options = {});
 /// Every rank returns the cluster's status for it: 0 after a clean shutdown, else non-zero
 /// (a worker that lost its scheduler, ...). Exceptions from `program` propagate on its rank
 /// after the cluster is shut down. MPI stays initialised.
-int run_cluster(runtime::MpiEnvironment& env, const LaunchOptions& options, Layout layout,
+int run_cluster(MpiEnvironment& env, const LaunchOptions& options, Layout layout,
                 const std::function<void(Client&)>& program);
 
 }  // namespace taskwire::mpi

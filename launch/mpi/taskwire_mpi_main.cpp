@@ -24,7 +24,7 @@ struct MainOptions {
   mpi::LaunchOptions launch;
   std::string transport = "mpi";
   std::string connect_timeout = "30s";
-  runtime::TlsFileOptions tls;
+  launch::TlsFileOptions tls;
   std::string dashboard_address = ":8787";
   bool no_dashboard = false;
   std::string resources;
@@ -65,7 +65,7 @@ po::options_description describe(MainOptions& o) {
       "where the scheduler rank serves its dashboard, /metrics and /json: :PORT (127.0.0.1 "
       "only), HOST:PORT, 0.0.0.0:PORT; a port in use falls back to a free one")(
       "no-dashboard", po::bool_switch(&o.no_dashboard), "serve no dashboard");
-  runtime::add_tls_options(desc, o.tls);
+  launch::add_tls_options(desc, o.tls);
   return desc;
 }
 
@@ -77,12 +77,12 @@ void check(MainOptions& o) {
   } catch (const std::invalid_argument& e) {
     throw po::error(e.what());
   }
-  const auto timeout = runtime::parse_timeout(o.connect_timeout, "--connect-timeout");
+  const auto timeout = launch::parse_timeout(o.connect_timeout, "--connect-timeout");
   // Every rank starts together: a scheduler rank that is not up by then never will be.
   if (!timeout) throw po::error("--connect-timeout must be a duration here, not none");
   o.launch.connect_timeout = *timeout;
   auto tls = runtime::Config::from_env();  // the files every rank will use, checked once here
-  runtime::apply_tls_options(o.tls, tls);
+  launch::apply_tls_options(o.tls, tls);
   o.launch.tls_ca_file = tls.tls_ca_file;
   o.launch.tls_cert_file = tls.tls_cert_file;
   o.launch.tls_key_file = tls.tls_key_file;
@@ -104,14 +104,14 @@ int run(int argc, char* argv[], const MainOptions& o) {
   // must not kill it mid-MPI (Hydra would then SIGKILL the whole job): they are ignored.
   std::signal(SIGINT, SIG_IGN);
   std::signal(SIGTERM, SIG_IGN);
-  runtime::MpiEnvironment env(argc, argv);
+  mpi::MpiEnvironment env(argc, argv);
   if (env.size() < 2) {
     if (env.rank() == 0)
       fmt::print(stderr,
                  "taskwire-mpi: needs at least 2 MPI ranks (a scheduler and a worker), got {}: "
                  "launch with `mpiexec.mpich -n N taskwire-mpi ...`, N >= 2\n",
                  env.size());
-    return runtime::kExitUsage;
+    return launch::kExitUsage;
   }
   // run_cluster sets up logging and loads the --preload libraries.
   const int rc = mpi::run_cluster(env, o.launch, mpi::Layout{0, -1}, {});
@@ -124,8 +124,8 @@ int run(int argc, char* argv[], const MainOptions& o) {
 int main(int argc, char* argv[]) {
   MainOptions options;
   const auto desc = describe(options);
-  if (auto rc = runtime::parse_daemon_command_line(kProgram, argc, argv, desc, nullptr,
+  if (auto rc = launch::parse_daemon_command_line(kProgram, argc, argv, desc, nullptr,
                                                    [&] { check(options); }))
     return *rc;
-  return runtime::run_daemon(kProgram, [&] { return run(argc, argv, options); });
+  return launch::run_daemon(kProgram, [&] { return run(argc, argv, options); });
 }

@@ -30,7 +30,7 @@ struct MainOptions {
   bool adapt = false, print_script = false;
   std::string walltime = "30m", death_timeout = "60s", scheduler_file;
   std::string lifetime = "auto", lifetime_stagger = "auto", lifetime_grace = "auto";
-  runtime::DaemonCommonOptions common;
+  launch::DaemonCommonOptions common;
 };
 
 po::options_description describe(MainOptions& o) {
@@ -83,7 +83,7 @@ po::options_description describe(MainOptions& o) {
       "interface", po::value(&c.interface), "advertise this interface's address (e.g. ib0)")(
       "scheduler-file", po::value(&o.scheduler_file), "write the scheduler's address here")(
       "print-script", po::bool_switch(&o.print_script), "print the job script and exit");
-  runtime::add_daemon_common_options(desc, o.common, "also log to this file");
+  launch::add_daemon_common_options(desc, o.common, "also log to this file");
   return desc;
 }
 
@@ -92,7 +92,7 @@ void check(MainOptions& o) {
     throw po::error("say how many: --workers N, --jobs N or --adapt");
   if (o.workers > 0 && o.jobs > 0) throw po::error("give --workers or --jobs, not both");
   const auto seconds = [](const std::string& text, const char* flag) {
-    const auto t = runtime::parse_timeout(text, flag);
+    const auto t = launch::parse_timeout(text, flag);
     if (!t) throw po::error(std::string(flag) + " must be a duration");
     return std::chrono::duration_cast<std::chrono::seconds>(*t);
   };
@@ -116,7 +116,7 @@ void check(MainOptions& o) {
 
 // The jobs get this process's environment from sbatch, not its flags: a token or TLS file
 // given as a flag is passed on to the workers there.
-void export_for_jobs(const runtime::DaemonCommonOptions& common) {
+void export_for_jobs(const launch::DaemonCommonOptions& common) {
   for (const auto& [name, value] : {std::pair{"TASKWIRE_AUTH_TOKEN", &common.auth_token},
                                     {"TASKWIRE_TLS_CA_FILE", &common.tls.ca_file},
                                     {"TASKWIRE_TLS_CERT", &common.tls.cert_file},
@@ -126,14 +126,14 @@ void export_for_jobs(const runtime::DaemonCommonOptions& common) {
 
 int run(MainOptions& o) {
   runtime::init_logging({.level = o.common.log_level, .file = o.common.log_file});
-  o.cluster.config = runtime::daemon_config("jobqueue", "", o.common);
+  o.cluster.config = launch::daemon_config("jobqueue", "", o.common);
   export_for_jobs(o.common);
-  runtime::DaemonRuntime rt(o.cluster.config);
-  runtime::StopSignals stops(rt.context());
+  launch::DaemonRuntime rt(o.cluster.config);
+  launch::StopSignals stops(rt.context());
   SlurmCluster cluster(o.cluster);
   if (o.print_script) {
     fmt::print("{}", cluster.job_script());
-    return runtime::kExitClean;
+    return launch::kExitClean;
   }
   if (!o.scheduler_file.empty())
     runtime::SchedulerFile{{cluster.scheduler_address()}}.write(o.scheduler_file);
@@ -154,7 +154,7 @@ int run(MainOptions& o) {
   else
     spdlog::info("taskwire-jobqueue: a client shut the cluster down");
   cluster.close();
-  return runtime::kExitClean;
+  return launch::kExitClean;
 }
 
 }  // namespace
@@ -162,8 +162,8 @@ int run(MainOptions& o) {
 int main(int argc, char* argv[]) {
   MainOptions options;
   const auto desc = describe(options);
-  if (auto rc = runtime::parse_daemon_command_line(kProgram, argc, argv, desc, nullptr,
+  if (auto rc = launch::parse_daemon_command_line(kProgram, argc, argv, desc, nullptr,
                                                    [&] { check(options); }))
     return *rc;
-  return runtime::run_daemon(kProgram, [&] { return run(options); });
+  return launch::run_daemon(kProgram, [&] { return run(options); });
 }

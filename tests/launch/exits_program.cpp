@@ -77,8 +77,8 @@ void wait_for(MPI_Request& req) {
   MPI_Comm_split_type(dup, MPI_COMM_TYPE_SHARED, 3, MPI_INFO_NULL, &node);
   int size = 0;
   MPI_Comm_size(dup, &size);
-  const runtime::HostIdentity mine{};  // all zero: not on anyone's host, no name to reach
-  std::vector<runtime::HostIdentity> all(static_cast<std::size_t>(size));
+  const comm::mpi::HostIdentity mine{};  // all zero: not on anyone's host, no name to reach
+  std::vector<comm::mpi::HostIdentity> all(static_cast<std::size_t>(size));
   MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, dup, &req);
   wait_for(req);
   fmt::print("exits-test: rank 3 sits in start-up\n");

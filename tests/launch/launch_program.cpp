@@ -161,7 +161,7 @@ mpi::LaunchOptions options_for(const std::string& transport) {
 // run_cluster with LaunchOptions' preload (a missing library first: every rank must refuse
 // it), log level and log file.
 int run_cluster_options(int argc, char** argv, const std::string& transport, const std::string& lib) {
-  runtime::MpiEnvironment env(argc, argv);
+  mpi::MpiEnvironment env(argc, argv);
   const int rank = env.rank();
   auto o = options_for(transport);
   o.preload = {"/nonexistent/libtaskwire-no-such-plugin.so"};
@@ -220,7 +220,7 @@ int run(int argc, char** argv) {
     return failures ? 1 : 0;
   }
   if (mode == "both") {
-    runtime::MpiEnvironment env(argc, argv);
+    mpi::MpiEnvironment env(argc, argv);
     runtime::init_logging({"warn", "", env.rank()});
     int rc = 0;
     for (const char* t : {"mpi", "tcp", "mpi"}) {

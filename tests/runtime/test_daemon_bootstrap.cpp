@@ -13,16 +13,16 @@ using namespace std::chrono_literals;
 using Catch::Contains;
 
 TEST_CASE("daemon bootstrap: --connect-timeout takes durations or none", "[runtime][daemon]") {
-  CHECK(runtime::parse_timeout("30", "--connect-timeout") == 30s);
-  CHECK(runtime::parse_timeout("30s", "--connect-timeout") == 30s);
-  CHECK(runtime::parse_timeout("500ms", "--connect-timeout") == 500ms);
-  CHECK(runtime::parse_timeout("1.5", "--connect-timeout") == 1500ms);
-  CHECK(runtime::parse_timeout("2m", "--connect-timeout") == 120s);
-  CHECK(runtime::parse_timeout("1h", "--connect-timeout") == 3600s);
-  CHECK_FALSE(runtime::parse_timeout("none", "--connect-timeout").has_value());
+  CHECK(launch::parse_timeout("30", "--connect-timeout") == 30s);
+  CHECK(launch::parse_timeout("30s", "--connect-timeout") == 30s);
+  CHECK(launch::parse_timeout("500ms", "--connect-timeout") == 500ms);
+  CHECK(launch::parse_timeout("1.5", "--connect-timeout") == 1500ms);
+  CHECK(launch::parse_timeout("2m", "--connect-timeout") == 120s);
+  CHECK(launch::parse_timeout("1h", "--connect-timeout") == 3600s);
+  CHECK_FALSE(launch::parse_timeout("none", "--connect-timeout").has_value());
   for (const char* bad : {"", "0", "-1", "soon", "5 s", "3d", "inf", "nan", "1e300"}) {
     INFO(bad);
-    CHECK_THROWS_WITH(runtime::parse_timeout(bad, "--connect-timeout"),
+    CHECK_THROWS_WITH(launch::parse_timeout(bad, "--connect-timeout"),
                       Contains("--connect-timeout '") && Contains("or none"));
   }
 }
@@ -81,11 +81,11 @@ TEST_CASE("scheduler file: one that exists is read at once, and a malformed one 
 }
 
 TEST_CASE("daemon bootstrap: what a failed wait for the scheduler advises", "[runtime][daemon]") {
-  runtime::SchedulerWait bounded{"tcp://127.0.0.1:1", "", 2s, "2s"};
+  launch::SchedulerWait bounded{"tcp://127.0.0.1:1", "", 2s, "2s"};
   CHECK_THAT(bounded.advice(comm::errc::refused),
              Contains("start the scheduler first") && Contains("--connect-timeout 2s"));
   CHECK(bounded.advice(comm::errc::wrong_role).empty());  // waiting would not mend it
   CHECK(bounded.left() <= 2s);
-  runtime::SchedulerWait unbounded{"tcp://127.0.0.1:1", "", std::nullopt, "none"};
+  launch::SchedulerWait unbounded{"tcp://127.0.0.1:1", "", std::nullopt, "none"};
   CHECK(unbounded.left() == comm::kNoTimeout);
 }

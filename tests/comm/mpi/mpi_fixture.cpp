@@ -12,7 +12,7 @@ namespace {
 // next rank, so each rank's server serves the previous rank's client.
 class MpiFixture final : public SchemeFixture {
  public:
-  MpiFixture() : env_(std::make_unique<runtime::MpiEnvironment>()) {
+  MpiFixture() : env_(std::make_unique<mpi::MpiEnvironment>()) {
     auto config = runtime::Config::from_env();
     config.role = "test";
     config.name = fmt::format("rank-{}", env_->rank());
@@ -41,17 +41,17 @@ class MpiFixture final : public SchemeFixture {
   }
   void sync() override { env_->barrier(); }
 
-  runtime::MpiEnvironment& env() { return *env_; }
+  mpi::MpiEnvironment& env() { return *env_; }
 
  private:
-  std::unique_ptr<runtime::MpiEnvironment> env_;
+  std::unique_ptr<mpi::MpiEnvironment> env_;
 };
 
 }  // namespace
 
 std::unique_ptr<SchemeFixture> make_mpi_fixture() { return std::make_unique<MpiFixture>(); }
 
-runtime::MpiEnvironment& mpi_env() {
+mpi::MpiEnvironment& mpi_env() {
   if (selected_scheme() != "mpi") selected_scheme() = "mpi";
   return static_cast<MpiFixture&>(fixture()).env();
 }

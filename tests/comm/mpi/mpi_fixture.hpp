@@ -7,6 +7,6 @@
 namespace taskwire::test {
 
 /// The fixture's MPI environment (creates the fixture, and so MPI, on first use).
-runtime::MpiEnvironment& mpi_env();
+mpi::MpiEnvironment& mpi_env();
 
 }  // namespace taskwire::test

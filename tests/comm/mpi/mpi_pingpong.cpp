@@ -128,18 +128,18 @@ std::vector<std::size_t> parse_sizes(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  runtime::MpiEnvironmentOptions opts;
+  mpi::MpiEnvironmentOptions opts;
   double idle_seconds = 3;
   std::vector<std::size_t> sizes{8, 1024, 65536, 1u << 20, 16u << 20};
   bool skip_tcp = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--multiple") opts.thread_level = runtime::MpiThreadLevel::multiple;
+    if (a == "--multiple") opts.thread_level = mpi::MpiThreadLevel::multiple;
     else if (a == "--idle-seconds" && i + 1 < argc) idle_seconds = std::stod(argv[++i]);
     else if (a == "--sizes" && i + 1 < argc) sizes = parse_sizes(argv[++i]);
     else if (a == "--no-tcp") skip_tcp = true;
   }
-  runtime::MpiEnvironment env(argc, argv, opts);
+  mpi::MpiEnvironment env(argc, argv, opts);
   const int rank = env.rank();
   if (env.size() < 2) {
     fmt::print(stderr, "run under mpiexec.mpich -n 2 (or more)\n");
@@ -184,7 +184,7 @@ int main(int argc, char** argv) {
   env.barrier();
   if (rank == 0) {
     fmt::print("ranks {}  thread level {}\n", env.size(),
-               opts.thread_level == runtime::MpiThreadLevel::multiple ? "multiple" : "serialized");
+               opts.thread_level == mpi::MpiThreadLevel::multiple ? "multiple" : "serialized");
     fmt::print("{:>10} {:>10} {:>10} {:>10} {:>8} {:>8}\n", "bytes", "raw_us", "mpi_us",
                "tcp_us", "mpi/raw", "mpi/tcp");
     for (std::size_t i = 0; i < sizes.size(); ++i)

@@ -1,4 +1,4 @@
-// runtime::crowded_ranks and same_kernel (mpi_hosts.hpp) on hand-made identity records.
+// comm::mpi::crowded_ranks and same_kernel (mpi_hosts.hpp) on hand-made identity records.
 #include <taskwire/comm/mpi/mpi_hosts.hpp>
 
 #include <catch2/catch.hpp>
@@ -8,7 +8,7 @@
 
 namespace {
 
-using taskwire::runtime::HostIdentity;
+using taskwire::comm::mpi::HostIdentity;
 
 HostIdentity rank_on(const std::string& boot_id, int cores, int node) {
   HostIdentity id;
@@ -25,20 +25,20 @@ TEST_CASE("ranks on one kernel share its cores, whatever node MPI says they are 
   const std::vector<HostIdentity> all{rank_on("machine-a", 2, 0), rank_on("machine-a", 2, 1),
                                       rank_on("machine-a", 2, 2), rank_on("machine-b", 8, 3),
                                       rank_on("machine-a", 2, 4)};
-  CHECK(taskwire::runtime::same_kernel(all[0], all[2]));
-  CHECK_FALSE(taskwire::runtime::same_kernel(all[0], all[3]));
-  const auto crowded = taskwire::runtime::crowded_ranks(all);
+  CHECK(taskwire::comm::mpi::same_kernel(all[0], all[2]));
+  CHECK_FALSE(taskwire::comm::mpi::same_kernel(all[0], all[3]));
+  const auto crowded = taskwire::comm::mpi::crowded_ranks(all);
   REQUIRE(crowded.size() == all.size());
   CHECK(crowded == std::vector<bool>{true, true, true, false, true});
 }
 
 TEST_CASE("a rank is crowded only when its kernel runs more ranks than it has cores", "[runtime][hosts]") {
-  using taskwire::runtime::crowded_ranks;
+  using taskwire::comm::mpi::crowded_ranks;
   CHECK(crowded_ranks({rank_on("m", 2, 0), rank_on("m", 2, 0)}) == std::vector<bool>{false, false});
   CHECK(crowded_ranks({rank_on("m", 1, 0), rank_on("m", 1, 0)}) == std::vector<bool>{true, true});
   // An unreadable boot id matches nothing: each such rank counts only itself.
   CHECK(crowded_ranks({rank_on("", 1, 0), rank_on("", 1, 1)}) == std::vector<bool>{false, false});
   // A record without a core count counts one core.
   CHECK(crowded_ranks({rank_on("m", 0, 0), rank_on("m", 0, 1)}) == std::vector<bool>{true, true});
-  CHECK(taskwire::runtime::available_cores() >= 1);
+  CHECK(taskwire::comm::mpi::available_cores() >= 1);
 }

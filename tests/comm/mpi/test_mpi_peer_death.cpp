@@ -20,7 +20,7 @@ using namespace taskwire;
 
 namespace {
 
-int run(runtime::MpiEnvironment& env, const std::string& mode) {
+int run(mpi::MpiEnvironment& env, const std::string& mode) {
   runtime::Context ctx(runtime::Config::from_env(), 1);
   comm::Registry registry(ctx);
   comm::register_builtin_backends(registry);
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "crash";
   // On the heap: rank 1 leaves it to the exit path under test; rank 0 deletes it, which
   // ends the job with MPI_Abort (naming the rank) when its peer died without GOODBYE.
-  auto* env = new runtime::MpiEnvironment(argc, argv);
+  auto* env = new mpi::MpiEnvironment(argc, argv);
   if (env->size() != 2) {
     fmt::print(stderr, "run with -n 2\n");
     return 2;

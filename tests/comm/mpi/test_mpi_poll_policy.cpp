@@ -10,7 +10,7 @@ using taskwire::comm::mpi::decide;
 using taskwire::comm::mpi::PollDecision;
 using taskwire::comm::mpi::PollPolicy;
 using taskwire::comm::mpi::PollView;
-using taskwire::runtime::WakeBoard;
+using taskwire::comm::mpi::WakeBoard;
 using Action = PollDecision::Action;
 
 struct Probe {

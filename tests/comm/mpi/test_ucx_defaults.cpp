@@ -5,8 +5,8 @@
 #include <map>
 #include <string>
 
-using taskwire::runtime::default_rndv_threshold;
-using taskwire::runtime::launched_on_several_nodes;
+using taskwire::comm::mpi::default_rndv_threshold;
+using taskwire::comm::mpi::launched_on_several_nodes;
 
 namespace {
 taskwire::runtime::EnvLookup env_of(std::map<std::string, std::string> vars) {

@@ -1,4 +1,4 @@
-// runtime::WakeBoard (mpi_wake.hpp) without MPI: two boards in this process stand for two
+// comm::mpi::WakeBoard (mpi_wake.hpp) without MPI: two boards in this process stand for two
 // ranks on one host (keys other than the pid keep them apart from the process's own).
 #include <taskwire/comm/mpi/mpi_wake.hpp>
 
@@ -11,7 +11,7 @@
 
 namespace {
 
-using taskwire::runtime::WakeBoard;
+using taskwire::comm::mpi::WakeBoard;
 
 bool readable(int fd, int timeout_ms) {
   pollfd p{fd, POLLIN, 0};
