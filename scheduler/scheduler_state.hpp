@@ -305,6 +305,7 @@ class SchedulerState {
   void run_transitions();
   void transition(TaskState* ts, TaskStatus finish);
   bool transition_step(TaskState* ts, TaskStatus finish);
+  bool leave_backlog(TaskState* ts, TaskStatus finish);  ///< from queued or no_worker
   void released_to_waiting(TaskState* ts);
   void waiting_to_released(TaskState* ts);
   void dispatch_ready(TaskState* ts);

@@ -67,6 +67,24 @@ void SchedulerState::transition(TaskState* ts, TaskStatus finish) {
   log_transition(ts, start);
 }
 
+// queued (a root task waiting for a slot) and no_worker (no worker may run it) leave the same
+// way: to a worker once one is decided (else they stay), or released or erred.
+bool SchedulerState::leave_backlog(TaskState* ts, TaskStatus finish) {
+  const bool queued = ts->state == S::queued;
+  auto& backlog = queued ? queued_ : unrunnable_;
+  if (finish == S::processing) {
+    if (WorkerState* ws = queued ? decide_root_worker(ts) : decide_worker(ts)) {
+      backlog.erase(ts);
+      add_to_processing(ts, ws);
+    }
+    return true;
+  }
+  if (finish != S::released && finish != S::erred) return false;
+  backlog.erase(ts);
+  finish == S::released ? propagate_released(ts) : propagate_erred(ts);
+  return true;
+}
+
 bool SchedulerState::transition_step(TaskState* ts, TaskStatus finish) {
   switch (ts->state) {
     case S::released:
@@ -80,29 +98,8 @@ bool SchedulerState::transition_step(TaskState* ts, TaskStatus finish) {
       if (finish == S::assigned) return assign_ahead(ts), true;
       return false;
     case S::queued:
-      if (finish == S::processing) {
-        if (WorkerState* ws = decide_root_worker(ts)) {
-          queued_.erase(ts);
-          add_to_processing(ts, ws);
-        }
-        return true;
-      }
-      if (finish != S::released && finish != S::erred) return false;
-      queued_.erase(ts);
-      finish == S::released ? propagate_released(ts) : propagate_erred(ts);
-      return true;
     case S::no_worker:
-      if (finish == S::processing) {
-        if (WorkerState* ws = decide_worker(ts)) {
-          unrunnable_.erase(ts);
-          add_to_processing(ts, ws);
-        }
-        return true;
-      }
-      if (finish != S::released && finish != S::erred) return false;
-      unrunnable_.erase(ts);
-      finish == S::released ? propagate_released(ts) : propagate_erred(ts);
-      return true;
+      return leave_backlog(ts, finish);
     case S::assigned:
       if (finish == S::processing) return assigned_to_processing(ts), true;
       if (finish == S::waiting) return assigned_to_waiting(ts), true;
