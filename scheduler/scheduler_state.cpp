@@ -1,9 +1,8 @@
 // handle(): one event in, instructions out; and the helpers that emit instructions.
 #include <taskwire/scheduler/scheduler_state.hpp>
 
-#include <fmt/compile.h>
+#include <taskwire/runtime/stimulus_id.hpp>
 
-#include <iterator>
 #include <utility>
 
 namespace taskwire::scheduler {
@@ -22,14 +21,7 @@ Instructions SchedulerState::handle(const Event& event) {
                                std::holds_alternative<RemoveClient>(event);
   std::visit(
       [this](const auto& e) {
-        if (e.stimulus_id.empty()) {
-          // Formatted in place, reusing the string's capacity: one event per message.
-          stimulus_id_.clear();
-          fmt::format_to(std::back_inserter(stimulus_id_), FMT_COMPILE("{}-{}"), e.kind,
-                         ++stimulus_counter_);
-        } else {
-          stimulus_id_ = e.stimulus_id;
-        }
+        runtime::set_stimulus_id(stimulus_id_, e.stimulus_id, e.kind, stimulus_counter_);
         on(e);
       },
       event);

@@ -3,10 +3,9 @@
 
 #include <taskwire/runtime/function_registry.hpp>
 
-#include <fmt/compile.h>
+#include <taskwire/runtime/stimulus_id.hpp>
 
 #include <algorithm>
-#include <iterator>
 #include <stdexcept>
 #include <string_view>
 #include <unordered_set>
@@ -92,14 +91,7 @@ Instructions WorkerState::handle(std::vector<Event> events) {
   for (auto& event : events) {
     std::visit(
         [this](auto& e) {
-          if (e.stimulus_id.empty()) {
-            // Formatted in place, reusing the string's capacity: one event per message.
-            stimulus_.clear();
-            fmt::format_to(std::back_inserter(stimulus_), FMT_COMPILE("{}-{}"), e.kind,
-                           ++stimulus_counter_);
-          } else {
-            stimulus_ = e.stimulus_id;
-          }
+          runtime::set_stimulus_id(stimulus_, e.stimulus_id, e.kind, stimulus_counter_);
           apply(e);
         },
         event);
