@@ -1,5 +1,5 @@
 # taskwire.pc: Cflags and Libs that compile and link a client. The public headers include
-# Boost (Asio, Serialization: its archives need libboost_serialization), fmt and mpi.h, and
+# Boost (Asio, Serialization: its archives need libboost_serialization), fmt and mpi.h (mpi.hpp), and
 # the CMake target passes spdlog's definitions (SPDLOG_FMT_EXTERNAL...), so fmt, spdlog and
 # mpich are Requires (Debian ships their .pc files; Boost has none, hence the -l here).
 # The prefix is only known at install time (`cmake --install --prefix P`, cpack's staging),

@@ -6,10 +6,11 @@
 
 # Entry points: what a program, a plugin or an embedding of the servers includes.
 set(TASKWIRE_PUBLIC_ENTRY_HEADERS
-  taskwire.hpp                      # umbrella
+  taskwire.hpp                      # umbrella, without the MPI launch API (mpi.hpp)
+  mpi.hpp                           # the MPI launch API: initialize, run_cluster, MpiEnvironment
   client/client.hpp client/future.hpp
   client/progress.hpp client/scheduler_info.hpp
-  launch/mpi/launch.hpp             # initialize / initialize_pool / run_cluster
+  launch/mpi/launch.hpp             # initialize / initialize_pool / run_cluster (no <mpi.h>)
   launch/slurm/slurm_cluster.hpp    # SlurmCluster: workers as Slurm jobs
   graph/graph.hpp graph/execute.hpp
   runtime/function_registry.hpp runtime/serialize.hpp runtime/serialize_std.hpp

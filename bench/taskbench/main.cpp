@@ -8,6 +8,7 @@
 #include "bench/taskbench/run_graphs.hpp"
 
 #include <taskwire/launch/mpi/launch.hpp>
+#include <taskwire/comm/mpi/mpi_environment.hpp>
 #include <taskwire/runtime/log.hpp>
 
 #include <fmt/format.h>

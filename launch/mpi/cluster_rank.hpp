@@ -4,6 +4,7 @@
 // start() and the end of a cluster are collective: every rank of the job takes part.
 #include <taskwire/launch/mpi/job_signals.hpp>
 #include <taskwire/launch/mpi/launch.hpp>
+#include <taskwire/comm/mpi/mpi_environment.hpp>
 #include <taskwire/comm/core/registry.hpp>
 #include <taskwire/runtime/context.hpp>
 

@@ -17,10 +17,12 @@
 // mpi:// (default), tcp:// or tls:// under the same launch, so the two compare on the same work.
 // Failures: a rank that dies ends the whole job with a non-zero exit and a message naming the
 // rank (MpiEnvironment); a task that throws is a TaskError at its future, not fatal.
+//
+// Programs include <taskwire/mpi.hpp>, which brings this header and MpiEnvironment's
+// definition. This one names MpiEnvironment only by reference, so it does not pull <mpi.h>.
 #include <taskwire/runtime/resources.hpp>
 #include <taskwire/worker/memory_limits.hpp>
 #include <taskwire/client/client.hpp>
-#include <taskwire/comm/mpi/mpi_environment.hpp>
 
 #include <chrono>
 #include <functional>
@@ -29,7 +31,13 @@
 #include <string_view>
 #include <vector>
 
+namespace taskwire::comm::mpi {
+class MpiEnvironment;  // comm/mpi/mpi_environment.hpp
+}  // namespace taskwire::comm::mpi
+
 namespace taskwire::mpi {
+
+using comm::mpi::MpiEnvironment;
 
 enum class Transport { mpi, tcp, tls };
 

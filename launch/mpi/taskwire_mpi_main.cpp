@@ -5,6 +5,7 @@
 // scheduler file) so that a Client outside the job can connect and submit work. The job ends
 // when a client calls shutdown() or on SIGINT/SIGTERM, every rank exiting 0.
 #include <taskwire/launch/mpi/launch.hpp>
+#include <taskwire/comm/mpi/mpi_environment.hpp>
 #include <taskwire/http/http_server.hpp>
 #include <taskwire/launch/daemon_bootstrap.hpp>
 

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # The install tests (tests/install/CMakeLists.txt runs each step as its own ctest entry):
 #   install  cmake --install the build tree to PREFIX; the programs' RUNPATH is $ORIGIN-relative
-#   headers  only public headers are installed; each compiles on its own from PREFIX
+#   headers  only public headers are installed; each compiles on its own from PREFIX, and
+#            taskwire.hpp also without MPI's include path (the MPI launch API is mpi.hpp)
 #   cluster  the installed taskwire-scheduler and taskwire-worker (--preload of a plugin made
 #            with taskwire_add_plugin) run tasks for an outside client built with CMake and one
-#            built with pkg-config
+#            built with pkg-config; an outside program built with CMake that includes mpi.hpp
+#            runs its own cluster under MPIEXEC -n 2
 #   deb      cpack -G DEB; the .deb's contents and Depends; its taskwire-scheduler --help runs
 #            from a dpkg -x scratch root
 # Nothing here sets LD_LIBRARY_PATH: installed programs must find libtaskwire on their own.
 # Environment: BUILD_DIR, SOURCE_DIR, WORK_DIR (PREFIX is WORK_DIR/prefix), CXX, CXX_FLAGS,
-# EXE_LINKER_FLAGS (the build's, so that a sanitizer build links its consumers alike).
+# EXE_LINKER_FLAGS (the build's, so that a sanitizer build links its consumers alike), MPIEXEC
+# (default mpiexec.mpich).
 set -euo pipefail
 unset LD_LIBRARY_PATH
 step=${1:?usage: install_test.sh install|headers|cluster|deb}
@@ -78,6 +81,13 @@ step_headers() {
       $CXX -std=c++20 -Wall -Wextra -Werror $CXX_FLAGS $cflags -fsyntax-only -x c++ - ||
       { echo "installed header $1 does not compile on its own" >&2; exit 1; }' sh {} ||
     fail "an installed header does not compile on its own (above)"
+  # The umbrella needs no MPI: its flags without mpich's (pkg-config's Requires brings them).
+  local flag no_mpi=" $cflags "
+  for flag in $(pkg-config --cflags mpich); do no_mpi=${no_mpi// "$flag" / }; done
+  # shellcheck disable=SC2086  # no_mpi is a list of flags
+  echo '#include <taskwire/taskwire.hpp>' |
+    $CXX -std=c++20 -Wall -Wextra -Werror $CXX_FLAGS $no_mpi -fsyntax-only -x c++ - ||
+    fail "installed taskwire.hpp does not compile without MPI's include path ($no_mpi)"
 }
 
 # Waits (up to 60 s) until FILE exists: the worker needs the scheduler's file.
@@ -102,6 +112,8 @@ step_cluster() {
   cmake --build "$build" -j 2 >"$WORK_DIR/consumer-build.log" 2>&1 ||
     { cat "$WORK_DIR/consumer-build.log"; fail "the outside project failed to build against the installed package"; }
   "$build/consumer" || fail "the outside inproc program failed"
+  "${MPIEXEC:-mpiexec.mpich}" -n 2 "$build/consumer_mpi" ||
+    fail "the outside program that includes <taskwire/mpi.hpp> failed under ${MPIEXEC:-mpiexec.mpich} -n 2"
 
   # The same client, built with pkg-config: it compiles the task functions in itself.
   export PKG_CONFIG_PATH; PKG_CONFIG_PATH=$(pc_libdir "$PREFIX")

@@ -10,7 +10,7 @@
 //                  only the environment's first collective), until the test interrupts it
 // Ranks say "exits-test: rank R pid P" once up, and a task that ends its rank says
 // "exits-test: rank R ends by ..." first, so that the test knows whom the job must name.
-#include <taskwire/launch/mpi/launch.hpp>
+#include <taskwire/mpi.hpp>
 #include <taskwire/runtime/function_registry.hpp>
 #include <taskwire/comm/mpi/mpi_hosts.hpp>
 

@@ -5,7 +5,7 @@
 //   graph_program bench mpi|tcp               pool mode figures (not a test)
 #include "tests/launch/checks.hpp"
 
-#include <taskwire/launch/mpi/launch.hpp>
+#include <taskwire/mpi.hpp>
 #include <taskwire/graph/execute.hpp>
 
 #include <fmt/format.h>

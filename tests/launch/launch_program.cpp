@@ -14,7 +14,7 @@
 // Prints "CHECKED <what>" for every check that passed and "FAILED <what>" otherwise.
 #include "tests/launch/checks.hpp"
 
-#include <taskwire/launch/mpi/launch.hpp>
+#include <taskwire/mpi.hpp>
 #include <taskwire/client/progress.hpp>
 #include <taskwire/runtime/function_registry.hpp>
 #include <taskwire/runtime/log.hpp>

@@ -1,11 +1,16 @@
 # cmake -DCXX=<compiler> -DINCLUDE_DIR=<dir holding taskwire/> -DHEADER=client/client.hpp
-#       -DMAX_TASKWIRE_HEADERS=<n> -DWORK=<scratch dir> -P public_header_weight.cmake
+#       [-DMAX_TASKWIRE_HEADERS=<n>] [-DALLOW_ASIO=ON] [-DMPI_INCLUDE=<dirs>] -DWORK=<scratch dir>
+#       -P public_header_weight.cmake
 # A public header shows what users name and nothing else: compiles `#include <taskwire/HEADER>` alone with -H and fails, listing what it
 # pulled, when that is more than MAX_TASKWIRE_HEADERS taskwire headers (HEADER itself
-# counted) or any Boost.Asio header. The plumbing (ClientCore, the wire protocol, comm/,
-# Asio) belongs behind .cpp files, where it can change without recompiling or breaking users.
+# counted; no bound when unset), any Boost.Asio header (unless ALLOW_ASIO), or <mpi.h>.
+# The plumbing (ClientCore, the wire protocol, comm/, Asio) belongs behind .cpp files, where
+# it can change without recompiling or breaking users; <mpi.h> belongs to <taskwire/mpi.hpp>
+# only, so that a program that does not launch under mpiexec builds without MPI's headers.
+# MPI_INCLUDE (MPI's include directories) lets a header that does pull <mpi.h> compile, so
+# that the check names it instead of failing to compile.
 cmake_minimum_required(VERSION 3.20)
-foreach(var CXX INCLUDE_DIR HEADER MAX_TASKWIRE_HEADERS WORK)
+foreach(var CXX INCLUDE_DIR HEADER WORK)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "public_header_weight.cmake: -D${var}=... is missing")
   endif()
@@ -14,7 +19,11 @@ file(MAKE_DIRECTORY "${WORK}")
 string(MAKE_C_IDENTIFIER "${HEADER}" stem)
 set(source "${WORK}/${stem}.cpp")
 file(WRITE "${source}" "#include <taskwire/${HEADER}>\n")
-execute_process(COMMAND ${CXX} -std=c++20 -I ${INCLUDE_DIR} -H -fsyntax-only ${source}
+set(includes -I ${INCLUDE_DIR})
+foreach(dir IN LISTS MPI_INCLUDE)
+  list(APPEND includes -isystem ${dir})
+endforeach()
+execute_process(COMMAND ${CXX} -std=c++20 ${includes} -H -fsyntax-only ${source}
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "<taskwire/${HEADER}> does not compile on its own:\n${err}")
@@ -23,32 +32,50 @@ endif()
 string(REPLACE "\n" ";" lines "${err}")
 set(taskwire_headers "")
 set(asio_headers "")
+set(mpi_headers "")
+set(mpi_chain "")  # the includes that led to the first <mpi.h>
 foreach(line IN LISTS lines)
-  if(NOT line MATCHES "^\\.+ (.+)$")
+  if(NOT line MATCHES "^(\\.+) (.+)$")
     continue()
   endif()
-  set(path "${CMAKE_MATCH_1}")
+  string(LENGTH "${CMAKE_MATCH_1}" depth)
+  set(path "${CMAKE_MATCH_2}")
+  set(opened_${depth} "${path}")
   if(path MATCHES "^${INCLUDE_DIR}/taskwire/(.+)$")
     list(APPEND taskwire_headers "${CMAKE_MATCH_1}")
   elseif(path MATCHES "/boost/asio[./]")
     list(APPEND asio_headers "${path}")
+  elseif(path MATCHES "(^|/)mpi\\.h$")
+    list(APPEND mpi_headers "${path}")
+    if(NOT mpi_chain)
+      foreach(level RANGE 1 ${depth})
+        string(REPLACE "${INCLUDE_DIR}/" "" opened "${opened_${level}}")
+        list(APPEND mpi_chain "${opened}")
+      endforeach()
+    endif()
   endif()
 endforeach()
 list(REMOVE_DUPLICATES taskwire_headers)
 list(REMOVE_DUPLICATES asio_headers)
+list(REMOVE_DUPLICATES mpi_headers)
 list(LENGTH taskwire_headers count)
 list(LENGTH asio_headers asio_count)
 list(JOIN taskwire_headers "\n  " listed)
 message(STATUS "<taskwire/${HEADER}> pulls ${count} taskwire header(s):\n  ${listed}")
 # One STATUS line per failure (not wrapped, unlike FATAL_ERROR's text: ctest matches them).
 set(heavy FALSE)
-if(count GREATER MAX_TASKWIRE_HEADERS)
+if(DEFINED MAX_TASKWIRE_HEADERS AND count GREATER MAX_TASKWIRE_HEADERS)
   message(STATUS "too heavy: ${count} taskwire headers, more than ${MAX_TASKWIRE_HEADERS}")
   set(heavy TRUE)
 endif()
-if(asio_count GREATER 0)
+if(asio_count GREATER 0 AND NOT ALLOW_ASIO)
   list(GET asio_headers 0 first)
   message(STATUS "too heavy: Boost.Asio, ${asio_count} of its headers (the first: ${first})")
+  set(heavy TRUE)
+endif()
+if(mpi_headers)
+  list(JOIN mpi_chain " -> " chain)
+  message(STATUS "too heavy: <mpi.h>, through ${chain}")
   set(heavy TRUE)
 endif()
 if(heavy)
