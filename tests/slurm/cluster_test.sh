@@ -4,7 +4,7 @@
 #   cluster_test.sh STATE_DIR scale|scancel|adapt|drain CLIENT WORKER PRELOAD_LIB
 #     the client program checks the scenario itself; for scale (scale-down) and drain
 #     (walltime drain) this script also checks its log: workers retired and closed, none left
-#     with only copies, and (drain) jobs replaced the retiring ones
+#     with only copies (the drain client checks that jobs replaced the retired ones)
 #   cluster_test.sh STATE_DIR killed CLIENT WORKER PRELOAD_LIB
 #     the client (its scheduler inside) is SIGKILLed with 2 worker jobs running and a third
 #     waiting for their CPUs: the running ones end at once (their connection closes), the
@@ -144,7 +144,11 @@ if [ "$mode" = drain ]; then
   grep -q "retiring worker .*: its --lifetime is over" "$dir/client.log" || fail "no worker retired"
   grep -q "removing worker .*: retired" "$dir/client.log" || fail "no retired worker was closed"
   grep -q "held the only copy" "$dir/client.log" && fail "a worker left with only copies (recomputed)"
-  grep -q "a job takes its place" "$dir/client.log" || fail "no job replaced a retiring one"
+  # Whether the cluster replaced a job while its workers were still retiring ("a job takes
+  # its place") or once the job ended depends on whether one of its looks (every 500 ms)
+  # fell inside the retirement, which here can last 60 ms: the rule itself is tested where
+  # the retirement is held open (test_job_cluster: "a job whose workers retire is replaced
+  # at once"); here the client checks that jobs replaced the retired ones.
 fi
 # The cluster's destructor scancelled its jobs: none may be left (Slurm takes a moment).
 no_jobs_within 15 || fail "jobs still queued 15 s after the cluster ended: $(squeue -h)"
