@@ -483,14 +483,16 @@ TEST_CASE("scheduler: after being paused itself, it drops no worker whose heartb
 }
 
 namespace {
-// x pinned to b, y(x) pinned to a: y can only ever fetch x from b.
-void y_on_a_needs_x_pinned_to_b(Harness& h) {
+// x pinned to b, y(x) pinned to a (or, `y_may_move`, preferring a: allow_other_workers):
+// pinned, y can only ever fetch x from b.
+void y_on_a_needs_x_pinned_to_b(Harness& h, bool y_may_move = false) {
   h.add_worker("tcp://a:1");
   h.add_worker("tcp://b:1");
   auto x = task("x");
   x.workers = {"tcp://b:1"};
   auto y = task("y", {"x"});
   y.workers = {"tcp://a:1"};
+  y.allow_other_workers = y_may_move;
   h.submit({x, y}, {"y"});
 }
 }  // namespace
@@ -526,14 +528,7 @@ TEST_CASE("scheduler: a task that may run elsewhere is placed on another worker 
   // y prefers a (allow_other_workers), x runs only on b, and a cannot reach b: sent back to
   // a, y would fail the same way until it erred.
   Harness h(waiting_for_inputs());
-  h.add_worker("tcp://a:1");
-  h.add_worker("tcp://b:1");
-  auto x = task("x");
-  x.workers = {"tcp://b:1"};
-  auto y = task("y", {"x"});
-  y.workers = {"tcp://a:1"};
-  y.allow_other_workers = true;
-  h.submit({x, y}, {"y"});
+  y_on_a_needs_x_pinned_to_b(h, true);
   h.finish("x");
   REQUIRE(h.s.processing_on("y") == "tcp://a:1");
   CHECK(only<ReportTaskErred>(h.handle(MissingData{"tcp://a:1", "x", "tcp://b:1", "y", ""}))
