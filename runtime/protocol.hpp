@@ -307,14 +307,21 @@ struct ComputeTask {
   /// Small dependencies the scheduler had just received inline with their task_finished
   /// (since protocol version 17): held by the worker as if it had fetched them.
   std::vector<GivenDependency> given;
+  /// Dependencies still running on the worker listed for them in who_has (since protocol
+  /// version 20; SchedulerOptions::assign_ahead_across_workers): asked of it with a waiting
+  /// get_data, which it answers once the result is there.
+  std::vector<Key> awaited;
   template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & spec & who_has & attempt & given; }
+  void serialize(Ar& ar, unsigned) { ar & spec & who_has & attempt & given & awaited; }
 };
 struct GetData {
   std::uint64_t request_id = 0;
   std::vector<Key> keys;
+  /// Since protocol version 20: a key the worker is computing is answered once it is done
+  /// (or missing if its task leaves that worker unfinished), not missing at once. One key.
+  bool wait = false;
   template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & request_id & keys; }
+  void serialize(Ar& ar, unsigned) { ar & request_id & keys & wait; }
 };
 struct DataReply {  ///< payload frame i holds keys[i]; `missing` were not held
   std::uint64_t request_id = 0;

@@ -7,6 +7,7 @@
 #include <taskwire/runtime/protocol.hpp>
 #include <taskwire/scheduler/instructions.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -37,6 +38,10 @@ struct ComputeTaskWire {
     ar & static_cast<std::uint64_t>(locations.size());
     for (const auto& d : locations) ar & d.key & d.who_has;
     ar & attempt & given;
+    ar & static_cast<std::uint64_t>(std::count_if(locations.begin(), locations.end(),
+                                                  [](const auto& d) { return d.running; }));
+    for (const auto& d : locations)
+      if (d.running) ar & d.key;
   }
 };
 

@@ -17,8 +17,12 @@ namespace taskwire::scheduler {
 /// Where a dependency's data can be fetched from.
 struct DependencyLocation {
   std::string key;
-  std::vector<std::string> who_has;  ///< worker addresses; never empty
+  /// Worker addresses; empty for an input still running on the task's own worker.
+  std::vector<std::string> who_has;
   std::int64_t nbytes = 0;
+  /// Still running, on the one worker in who_has (assigned ahead across workers): the
+  /// worker asks it to send the result once done (protocol::ComputeTask::awaited).
+  bool running = false;
 };
 
 // ---- to workers ----

@@ -175,6 +175,11 @@ void SchedulerState::add_to_processing(TaskState* ts, WorkerState* ws) {
       location.who_has.push_back(holder->address);
       local = local || holder == ws;
     }
+    if (dep->who_has.empty() && dep->processing_on) {  // assigned ahead of it
+      local = dep->processing_on == ws;
+      location.running = !local;
+      if (!local) location.who_has.push_back(dep->processing_on->address);
+    }
     if (!local) fetch += location.nbytes;
     msg.dependencies.push_back(std::move(location));
   }

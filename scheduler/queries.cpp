@@ -199,7 +199,8 @@ std::string SchedulerState::validate_edges(TaskState* ts) const {
       if (!in_waiters || waits_on == !dep->who_has.empty())
         return fmt::format("dependency '{}' not in memory nor waited on", dep->key);
       if (waits_on && ((dep->state != S::processing && dep->state != S::assigned) ||
-                       dep->processing_on != ts->processing_on))
+                       (dep->processing_on != ts->processing_on &&
+                        !options_.assign_ahead_across_workers)))
         return fmt::format("assigned ahead on {} but its dependency '{}' is {} elsewhere",
                            ts->processing_on->address, dep->key, dep->state);
     }

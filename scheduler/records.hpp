@@ -89,6 +89,9 @@ struct TaskState {
   /// The server still holds the spec's payload (the arguments). Dropped once the task can
   /// never run again: forgotten, or erred for good (retries happen before erred).
   bool spec_held = true;
+  /// A worker it was assigned ahead to could not get an input that still ran elsewhere (its
+  /// producer's worker did not know it yet, or it left): not sent ahead across workers again.
+  bool ahead_across_missed = false;
   std::shared_ptr<const TaskFailure> failure;  ///< set once it or a dependency erred
   std::vector<std::string> erred_on;  ///< workers that reported it erred (to free it there)
 

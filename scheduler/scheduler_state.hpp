@@ -54,6 +54,12 @@ struct SchedulerOptions {
   /// 4 is the measured choice: docs/scheduling.md, "Assign ahead". Known-short tasks get
   /// as many as cover short_task_cover_seconds, as root tasks do ("The window in time").
   int assign_ahead = 4;
+  /// Assign ahead also when the unfinished inputs run on other workers: the task goes to
+  /// one of theirs (the least loaded), and its worker asks the others for their inputs
+  /// before they finish (a waiting get_data), so that each result travels producer ->
+  /// consumer in one message with no scheduler on the way (docs/scheduling.md, "Assign
+  /// ahead across workers").
+  bool assign_ahead_across_workers = false;
   /// Move tasks not yet started from saturated workers to idle ones, the victim confirming
   /// (Dask's distributed.scheduler.work-stealing).
   bool work_stealing = true;
@@ -314,6 +320,8 @@ class SchedulerState {
   /// The worker `ts` may be sent to ahead of its dependencies, or null.
   void adopt_held_data(WorkerState* ws, const std::vector<std::string>& held);
   WorkerState* assign_ahead_target(const TaskState* ts) const;
+  WorkerState* ahead_across_target(const TaskState* ts, bool strict) const;
+  bool ahead_target_fits(const TaskState* ts, const WorkerState* ws, bool strict) const;
   bool has_ahead_room(const WorkerState* ws, const TaskState* ts) const;
   void recommend_assign_ahead(TaskState* ts);
   void assign_ahead(TaskState* ts);

@@ -266,18 +266,19 @@ WorkerState* SchedulerState::assign_ahead_target(const TaskState* ts) const {
   if (options_.assign_ahead <= 0 || ts->state != S::waiting || ts->waiting_on.empty())
     return nullptr;
   WorkerState* ws = nullptr;
+  bool one_worker = true;
   for (const TaskState* dep : ts->waiting_on) {
     if ((dep->state != S::processing && dep->state != S::assigned) || dep->steal_pending)
       return nullptr;
-    if (ws && dep->processing_on != ws) return nullptr;
-    ws = dep->processing_on;
+    if (ws && dep->processing_on != ws) one_worker = false;
+    ws = ws ? ws : dep->processing_on;
   }
-  if (!ws || !has_ahead_room(ws, ts)) return nullptr;
-  if (const auto* avoid = failed_to_fetch_for(ts);
-      avoid && std::find(avoid->begin(), avoid->end(), ws->address) != avoid->end())
-    return nullptr;  // it waits, and decide_worker tries the other workers first
   const bool strict = !(ts->restrictions && ts->restrictions->loose);
-  if (!eligible(ts, ws, strict)) return nullptr;
+  if (!one_worker) {
+    if (!options_.assign_ahead_across_workers || ts->ahead_across_missed) return nullptr;
+    ws = ahead_across_target(ts, strict);
+  }
+  if (!ws || !ahead_target_fits(ts, ws, strict)) return nullptr;
   // A task sent ahead cannot be stolen: sending a stencil step's tasks ahead to the busy
   // worker that holds their inputs while another worker idles piles every later step onto
   // that one worker for good. That pays only for tasks shorter than what moving one to the
@@ -287,6 +288,32 @@ WorkerState* SchedulerState::assign_ahead_target(const TaskState* ts) const {
   for (const WorkerState* idle : idle_)
     if (idle != ws && eligible(ts, idle, strict)) return nullptr;
   return ws;
+}
+
+// The worker an input runs on, the least loaded of them (a stencil's two points of a step
+// then go to the two workers, one each, rather than both to the first).
+WorkerState* SchedulerState::ahead_across_target(const TaskState* ts, bool strict) const {
+  WorkerState* best = nullptr;
+  double best_load = 0;
+  for (const TaskState* dep : ts->waiting_on) {
+    WorkerState* ws = dep->processing_on;
+    if (ws == best || !ahead_target_fits(ts, ws, strict)) continue;
+    const double load = load_per_thread(ws, static_cast<double>(ws->processing.size()));
+    if (!best || load < best_load || (load == best_load && ws->address < best->address)) {
+      best = ws;
+      best_load = load;
+    }
+  }
+  return best;
+}
+
+bool SchedulerState::ahead_target_fits(const TaskState* ts, const WorkerState* ws,
+                                       bool strict) const {
+  if (!has_ahead_room(ws, ts)) return false;
+  if (const auto* avoid = failed_to_fetch_for(ts);
+      avoid && std::find(avoid->begin(), avoid->end(), ws->address) != avoid->end())
+    return false;  // it waits, and decide_worker tries the other workers first
+  return eligible(ts, ws, strict);
 }
 
 // The window per thread: assign_ahead tasks, or for known-short ones as many as cover
@@ -370,11 +397,12 @@ void SchedulerState::assigned_to_waiting(TaskState* ts) {
   }
 }
 
-// `ts` leaves its worker without finishing: the tasks assigned ahead behind it there cannot
-// start, and wait again (their worker is told to drop them).
+// `ts` leaves its worker without finishing: the tasks assigned ahead behind it, there or on
+// the workers waiting for its result, cannot start, and wait again (their worker is told to
+// drop them).
 void SchedulerState::unassign_dependents(TaskState* ts) {
   for (TaskState* d : ts->dependents)
-    if (d->state == S::assigned && d->processing_on == ts->processing_on) recommend(d, S::waiting);
+    if (d->state == S::assigned && d->waiting_on.count(ts)) recommend(d, S::waiting);
 }
 
 void SchedulerState::processing_to_memory(TaskState* ts, WorkerState* ws, std::int64_t nbytes) {

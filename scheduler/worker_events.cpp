@@ -337,8 +337,14 @@ void SchedulerState::on(const MissingData& e) {
   TaskState* dts = e.dependent.empty() ? nullptr : find_task(e.dependent);
   const bool dependent_there = dts && (dts->state == S::processing || dts->state == S::assigned) &&
                                dts->processing_on->address == e.worker;
-  if (dependent_there && fetch_failed_for_good(dts, e)) return;
-  if (TaskState* ts = find_task(e.key)) {
+  TaskState* ts = find_task(e.key);
+  // Counted only against a holder the scheduler saw with the key: an input asked of the
+  // worker running it (assigned ahead across workers) may not be known there yet, or have
+  // left it, which says nothing about whether the two workers reach each other.
+  const bool was_held = ts && ts->state == S::memory;
+  if (dependent_there && !was_held) dts->ahead_across_missed = true;
+  if (dependent_there && was_held && fetch_failed_for_good(dts, e)) return;
+  if (ts) {
     WorkerState* errant = find_worker(e.errant_worker);
     if (errant && std::find(ts->who_has.begin(), ts->who_has.end(), errant) != ts->who_has.end()) {
       remove_replica(ts, errant);

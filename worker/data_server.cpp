@@ -49,6 +49,7 @@ void DataServer::serve(comm::CommPtr comm) {
 bool DataServer::answer(const comm::CommPtr& comm, const runtime::Message& request) {
   runtime::BatchWriter reply;
   std::vector<ClientData> updates;
+  std::vector<Waiting> waits;
   try {
     runtime::for_each_op(request, [&](runtime::OpReader& r) {
       if (r.op() == Op::update_data) return take_client_data(r, updates);  // client_data.cpp
@@ -56,6 +57,8 @@ bool DataServer::answer(const comm::CommPtr& comm, const runtime::Message& reque
         throw runtime::SerializationError(
             fmt::format("unexpected operation {} (expected get_data)", static_cast<int>(r.op())));
       auto get = r.body<protocol::GetData>();
+      if (get.wait && get.keys.size() == 1 && !core_.data->contains(get.keys.front()))
+        return waits.push_back({comm, get.request_id, std::move(get.keys.front())});
       auto lookup = core_.data->get_many(get.keys);
       protocol::DataReply body;
       body.request_id = get.request_id;
@@ -74,11 +77,72 @@ bool DataServer::answer(const comm::CommPtr& comm, const runtime::Message& reque
     comm->abort();
     return false;
   }
+  if (!waits.empty())
+    asio::post(core_.strand, [this, held = core_.hold(), waits = std::move(waits)]() mutable {
+      park(std::move(waits));
+    });
   if (!updates.empty())
     store_client_data(comm, std::move(updates), std::move(reply));
   else
-    reply_then_serve(comm, std::move(reply));
+    reply_then_serve(comm, std::move(reply));  // a parked request holds nothing back
   return true;
+}
+
+// ---- waiting requests ----
+// A peer that was assigned a task ahead of its input running here asks for the input at
+// once and is answered when it is done: the result goes producer -> consumer in one message,
+// with no word from the scheduler. A key this worker does not compute (unknown yet, freed,
+// erred, stolen) is answered missing, and the scheduler places the consumer again.
+
+namespace {
+/// Requests parked at once; past it a waiting request is answered missing (its task is then
+/// placed again the usual way).
+constexpr std::size_t kMaxParked = 4096;
+
+bool computes_here(const WorkerState& state, const protocol::Key& key) {
+  const TaskState* ts = state.task(key);
+  return ts && ts->assigned &&
+         (ts->status == TaskStatus::waiting || ts->status == TaskStatus::ready ||
+          ts->status == TaskStatus::executing);
+}
+}  // namespace
+
+void DataServer::park(std::vector<Waiting> waits) {
+  if (core_.closing) return;
+  for (auto& w : waits) {
+    if (parked_.size() < kMaxParked && computes_here(*core_.state, w.key))
+      parked_.push_back(std::move(w));
+    else
+      answer_waiting(w);
+  }
+}
+
+void DataServer::answer_parked_now() {
+  std::erase_if(parked_, [this](const Waiting& w) {
+    if (w.comm.expired()) return true;
+    if (computes_here(*core_.state, w.key)) return false;
+    answer_waiting(w);
+    return true;
+  });
+}
+
+// With the key's bytes if held, else as missing. Written from the strand: the comm keeps the
+// order of its writes, and the peer matches replies by request id.
+void DataServer::answer_waiting(const Waiting& w) {
+  auto comm = w.comm.lock();
+  if (!comm) return;
+  protocol::DataReply body;
+  body.request_id = w.request_id;
+  std::vector<runtime::Frame> frames;
+  if (auto frame = core_.data->get(w.key)) {
+    body.keys.push_back(w.key);
+    frames.push_back(std::move(*frame));
+  } else {
+    body.missing.push_back(w.key);
+  }
+  runtime::BatchWriter reply;
+  reply.add(Op::data_reply, body, std::move(frames));
+  comm->async_write(reply.take(), [](error_code) {});  // a failed write aborts the comm
 }
 
 // The next request on `comm` is read once the reply's write handler ran (see serve()).

@@ -31,7 +31,15 @@ class DataServer {
   /// Closing, on the strand: stops accepting; then closes every comm still served (replies
   /// already queued still go).
   void stop_listening();
-  void close_served() { served_.close_all(); }
+  void close_served() {
+    parked_.clear();
+    served_.close_all();
+  }
+  /// On the strand, after the state machine ran: answers the waiting get_data requests
+  /// whose key this worker has now computed, or no longer computes.
+  void answer_parked() {
+    if (!parked_.empty()) answer_parked_now();
+  }
 
  private:
   // Data a client scattered here (update_data, client_data.cpp): read from the request on
@@ -41,7 +49,18 @@ class DataServer {
     std::vector<std::pair<protocol::Key, runtime::Frame>> data;
   };
 
+  // A get_data that waits for a key this worker computes (protocol::GetData::wait).
+  struct Waiting {
+    std::weak_ptr<comm::Comm> comm;
+    std::uint64_t request_id = 0;
+    protocol::Key key;
+  };
+
   void on_accept(comm::CommPtr comm);
+  /// On the strand: each request is answered now, or parked until its key is done.
+  void park(std::vector<Waiting> waits);
+  void answer_parked_now();
+  void answer_waiting(const Waiting& w);
   void serve(comm::CommPtr comm);
   /// Answers `request`, then serves the comm's next one once the reply is handed over; false
   /// (the comm aborted) for a malformed request.
@@ -57,6 +76,7 @@ class DataServer {
   /// The first at the worker's own address, then WorkerOptions::extra_listen_addresses'.
   std::vector<std::unique_ptr<comm::Listener>> listeners_;
   ServedComms served_;  ///< accepted comms, each served on its own strand
+  std::vector<Waiting> parked_;  ///< on the strand: requests waiting for a task here
 };
 
 }  // namespace taskwire::worker

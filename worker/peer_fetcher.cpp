@@ -18,6 +18,7 @@ void PeerFetcher::gather(GatherDep request) {
   auto& link = peers_[request.worker];
   if (!link) link = std::make_shared<PeerLink>(request.worker, core_.strand);
   const auto id = ++next_request_id_;
+  if (request.wait) link->pending_waits.insert(id);
   if (link->comm && !link->comm->closed()) return send_request(link, id, std::move(request.keys));
   link->pending.emplace_back(id, std::move(request.keys));
   if (!link->connecting) connect_peer(link);
@@ -31,6 +32,7 @@ void PeerFetcher::connect_peer(const std::shared_ptr<PeerLink>& link) {
   for (auto it = link->outstanding.rbegin(); it != link->outstanding.rend(); ++it)
     link->pending.emplace_front(it->first, std::move(it->second));
   link->outstanding.clear();
+  link->pending_waits.merge(link->waits);
   link->sent_at.clear();
   link->comm.reset();
   comm::ConnectOptions options;
@@ -61,9 +63,11 @@ void PeerFetcher::connect_peer(const std::shared_ptr<PeerLink>& link) {
 void PeerFetcher::send_request(const std::shared_ptr<PeerLink>& link, std::uint64_t id,
                                std::vector<Key> keys) {
   runtime::BatchWriter w;
-  w.add(Op::get_data, protocol::GetData{id, keys});
+  const bool wait = link->pending_waits.erase(id) > 0;
+  w.add(Op::get_data, protocol::GetData{id, keys, wait});
   // The peer's silence counts from the first request it owes a reply to.
-  if (link->outstanding.empty()) note_fetch_progress(*link);
+  if (link->outstanding.size() == link->waits.size()) note_fetch_progress(*link);
+  if (wait) link->waits.insert(id);
   link->outstanding.emplace(id, std::move(keys));
   link->sent_at[id] = steady_seconds();
   // A failed write aborts the comm; the pending read reports it.
@@ -99,7 +103,9 @@ void PeerFetcher::watch_fetches(const std::shared_ptr<PeerLink>& link) {
 
 // On the strand (the timer's executor).
 void PeerFetcher::check_fetch_deadline(const std::shared_ptr<PeerLink>& link) {
-  if (link->outstanding.empty() || !link->comm) return;  // answered, or already failed
+  // Answered, already failed, or only waiting requests outstanding (sending the next request
+  // watches again).
+  if (link->outstanding.size() == link->waits.size() || !link->comm) return;
   if (link->comm->bytes_received() != link->bytes_seen) note_fetch_progress(*link);
   const auto quiet = std::chrono::steady_clock::now() - link->quiet_since;
   if (quiet < core_.options.fetch_timeout) return watch_fetches(link);
@@ -153,6 +159,7 @@ void PeerFetcher::on_peer_message(const std::shared_ptr<PeerLink>& link,
         dashboard_.record_transfer(link->address, done.arrived_at - done.sent_at, reply.keys,
                                    r.frames());
       done.worker = link->address;
+      done.wait = link->waits.erase(reply.request_id) > 0;
       for (std::size_t i = 0; i < reply.keys.size(); ++i)
         done.data.emplace_back(std::move(reply.keys[i]), r.frames()[i]);
       done.missing = std::move(reply.missing);
@@ -176,6 +183,8 @@ void PeerFetcher::fail_link(PeerLink& link, const std::string& reason) {
   const bool asked = !link.pending.empty() || !link.outstanding.empty();
   link.pending.clear();
   link.outstanding.clear();
+  link.waits.clear();
+  link.pending_waits.clear();
   link.sent_at.clear();
   if (!asked) return;
   spdlog::warn("worker {}: cannot fetch from {}: {}", core_.name, link.address, reason);

@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,8 +30,12 @@ struct PeerLink {
   bool connecting = false;
   /// Requests waiting for the connection: (request id, keys).
   std::deque<std::pair<std::uint64_t, std::vector<Key>>> pending;
+  std::set<std::uint64_t> pending_waits;  ///< of those, the waiting ones
   /// Requests sent and not answered yet.
   std::map<std::uint64_t, std::vector<Key>> outstanding;
+  /// Of those, the waiting ones (GatherDep::wait): answered when the peer's task is done,
+  /// however long it runs, so the fetch deadline does not count them.
+  std::set<std::uint64_t> waits;
   /// While requests are outstanding, checks every WorkerOptions::fetch_timeout / 4 whether
   /// anything arrived (see peer_fetcher.cpp); `watching` while a check is pending.
   asio::steady_timer fetch_deadline;

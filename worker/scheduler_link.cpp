@@ -171,6 +171,7 @@ ComputeTaskEvent SchedulerLink::compute_task_event(runtime::OpReader& r) {
   e.who_has = std::move(body.who_has);
   e.frames.assign(r.frames().begin(), r.frames().end());
   e.attempt = body.attempt;
+  e.awaited = std::move(body.awaited);
   for (auto& g : body.given) {
     if (g.frame >= r.frames().size())
       throw runtime::SerializationError("compute_task: a given dependency's frame is missing");

@@ -32,6 +32,9 @@ struct ComputeTaskEvent {
   std::uint64_t attempt = 0;  ///< echoed in what reports the task (protocol::ComputeTask)
   /// Dependencies whose bytes came along (protocol::ComputeTask::given): held as if fetched.
   std::vector<std::pair<Key, Frame>> given = {};
+  /// Dependencies still running on the worker listed for them in who_has
+  /// (protocol::ComputeTask::awaited): asked of it with a waiting GatherDep.
+  std::vector<Key> awaited = {};
 };
 
 /// The scheduler no longer needs these keys here: drop their data, or their execution if it
@@ -79,6 +82,7 @@ struct GatherDepDone {
   std::string stimulus_id;
   /// When the request left and the reply came (seconds on the steady clock), for TaskRun.
   double sent_at = 0, arrived_at = 0;
+  bool wait = false;  ///< the answer to a waiting GatherDep (GatherDep::wait)
 };
 
 /// A GatherDep could not be completed: the peer was unreachable, its comm failed or it sent

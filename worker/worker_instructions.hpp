@@ -36,6 +36,9 @@ struct GatherDep {
   std::string worker;
   std::vector<Key> keys;
   std::string stimulus_id;
+  /// One key the peer is still computing: it answers once the result is there (or missing
+  /// if the task leaves it), however long that takes (protocol::GetData::wait).
+  bool wait = false;
 };
 
 struct SendTaskFinished {

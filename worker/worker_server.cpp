@@ -323,10 +323,13 @@ void Worker::Impl::handle(std::vector<Event> events) {
     ~EndBatch() { link.end_batch(); }  // everything the events caused, as one message
   } end_batch{link_};
   run(core_.state->handle(std::move(events)));
+  server_.answer_parked();  // a result a peer waits for goes before the report about it
   // Tasks run inline leave their results in the runner: feed them back in a loop (each may
   // make the next ready task run inline), not by recursion.
-  while (tasks_.has_inline_results() && !core_.closing)
+  while (tasks_.has_inline_results() && !core_.closing) {
     run(core_.state->handle(tasks_.take_inline_results()));
+    server_.answer_parked();
+  }
   tasks_.drop_inline_results();
   link_.report_busy_threads(core_.state->cancelled_on_threads());
 }

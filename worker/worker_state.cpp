@@ -191,7 +191,7 @@ void WorkerState::apply(ComputeTaskEvent& e) {
   ts.error_type.clear();
   ts.resume.reset();
   hold_given(e, deps);
-  for (const auto& d : deps) add_dependency(ts, d, (*holders)[d]);
+  for (const auto& d : deps) add_dependency(ts, d, (*holders)[d], contains(e.awaited, d));
   if (ts.waiting_for_data.empty()) make_ready(ts);
 }
 
@@ -292,7 +292,7 @@ std::optional<std::map<Key, std::vector<std::string>>> WorkerState::dependency_h
 }
 
 void WorkerState::add_dependency(TaskState& ts, const Key& d,
-                                 const std::vector<std::string>& holders) {
+                                 const std::vector<std::string>& holders, bool awaited) {
   auto [it, created] = tasks_.try_emplace(d);
   TaskState& ds = it->second;
   ts.dependencies.insert(d);
@@ -303,6 +303,7 @@ void WorkerState::add_dependency(TaskState& ts, const Key& d,
     ds.error.clear();
     ds.error_type.clear();
     ds.who_has = holders;
+    ds.awaited = awaited;
     ds.priority = ts.priority;
     ds.seq = next_seq_++;
     enqueue_fetch(ds);
@@ -312,10 +313,15 @@ void WorkerState::add_dependency(TaskState& ts, const Key& d,
   } else if (ds.status == TaskStatus::fetch || ds.status == TaskStatus::flight) {
     for (const auto& w : holders)
       if (!contains(ds.who_has, w)) ds.who_has.push_back(w);
-    if (ds.status == TaskStatus::fetch && ts.priority < ds.priority) {
+    // A waiting request is answered at once by a holder, so once a holder may still be
+    // computing it, every request waits.
+    if (ds.status == TaskStatus::fetch && (ts.priority < ds.priority || awaited > ds.awaited)) {
       dequeue(ds);
-      ds.priority = ts.priority;
+      ds.priority = std::min(ds.priority, ts.priority);
+      ds.awaited = ds.awaited || awaited;
       enqueue_fetch(ds);
+    } else if (ds.status == TaskStatus::flight) {
+      ds.awaited = ds.awaited || awaited;  // if this transfer fails, the next one waits
     }
   }
   if (ds.status != TaskStatus::memory) ts.waiting_for_data.insert(d);
@@ -341,22 +347,38 @@ void WorkerState::make_ready(TaskState& ts) {
   ready_.emplace(ts.priority, ts.seq, ts.key);
 }
 
-void WorkerState::enqueue_fetch(TaskState& ts) { fetch_queue_.emplace(ts.priority, ts.seq, ts.key); }
+void WorkerState::enqueue_fetch(TaskState& ts) {
+  fetch_queue_.emplace(ts.priority, ts.seq, ts.key);
+  awaited_queued_ += ts.awaited;
+}
 
 void WorkerState::dequeue(TaskState& ts) {
   if (ts.status == TaskStatus::ready) ready_.erase({ts.priority, ts.seq, ts.key});
-  if (ts.status == TaskStatus::fetch) fetch_queue_.erase({ts.priority, ts.seq, ts.key});
+  if (ts.status == TaskStatus::fetch && fetch_queue_.erase({ts.priority, ts.seq, ts.key}))
+    awaited_queued_ -= ts.awaited;
 }
 
 // Plans transfers for queued dependencies, most urgent first: one GatherDep per peer not
 // already busy, several keys per peer (batched), at most max_gather_peers peers at once.
 void WorkerState::ensure_communicating() {
-  if (paused_ || fetch_queue_.empty() || in_flight_.size() >= options_.max_gather_peers) return;
+  if (paused_ || fetch_queue_.empty()) return;
   std::map<std::string, std::vector<Key>> plan;
   std::vector<QueueEntry> planned;
+  for (auto it = fetch_queue_.begin(); awaited_queued_ > 0 && it != fetch_queue_.end();) {
+    TaskState& awaited = tasks_.at(std::get<2>(*it));
+    if (awaited.awaited && ask_awaited(awaited)) {
+      it = fetch_queue_.erase(it);
+      --awaited_queued_;
+      continue;
+    }
+    if (awaiting_.size() >= kMaxAwaiting) break;
+    ++it;
+  }
+  if (in_flight_.size() >= options_.max_gather_peers) return;
   for (const auto& entry : fetch_queue_) {
     const Key& key = std::get<2>(entry);
     const TaskState& ts = tasks_.at(key);
+    if (ts.awaited) continue;
     const std::string* chosen = nullptr;
     for (const auto& w : ts.who_has) {
       if (in_flight_.count(w)) continue;
@@ -384,6 +406,19 @@ void WorkerState::ensure_communicating() {
     in_flight_[worker] = keys;
     emit(GatherDep{worker, std::move(keys), stimulus_});
   }
+}
+
+// An input still running on a peer is asked of it on its own, to be answered when it is
+// done: requests to one peer are answered in order of their keys' completion, not of asking,
+// so they share no GatherDep. At most kMaxAwaiting at once (each is a request parked at a
+// peer); the rest wait in the fetch queue. The caller takes it off the queue.
+bool WorkerState::ask_awaited(TaskState& ts) {
+  if (awaiting_.size() >= kMaxAwaiting) return false;
+  ts.status = TaskStatus::flight;
+  ts.coming_from = ts.who_has.front();
+  awaiting_.emplace(ts.key, ts.coming_from);
+  emit(GatherDep{ts.coming_from, {ts.key}, stimulus_, true});
+  return true;
 }
 
 // Ready tasks in priority order; one whose resources are not free now waits, and the next
@@ -485,9 +520,12 @@ void WorkerState::validate() const {
       fail(fmt::format("'{}' is to be fetched from nobody", key));
     if (ts.status == TaskStatus::flight) {
       auto it = in_flight_.find(ts.coming_from);
-      if (it == in_flight_.end() || !contains(it->second, key))
-        fail(fmt::format("'{}' is in flight from {}, which has no such GatherDep", key,
-                         ts.coming_from));
+      auto awaiting = awaiting_.find(key);
+      const bool asked = it != in_flight_.end() && contains(it->second, key);
+      const bool awaits = awaiting != awaiting_.end() && awaiting->second == ts.coming_from;
+      if (asked == awaits)
+        fail(fmt::format("'{}' is in flight from {}, which has {} GatherDep for it", key,
+                         ts.coming_from, asked ? "two kinds of" : "no"));
     }
     if (!ts.assigned && ts.dependents.empty() && ts.status != TaskStatus::flight &&
         ts.status != TaskStatus::cancelled)
@@ -521,6 +559,19 @@ void WorkerState::validate() const {
                      executing_count_));
   if (executing_count_ > options_.nthreads)
     fail(fmt::format("{} tasks on {} threads", executing_count_, options_.nthreads));
+  for (const auto& [key, peer] : awaiting_) {
+    auto it = tasks_.find(key);
+    if (it == tasks_.end() || it->second.status != TaskStatus::flight ||
+        it->second.coming_from != peer)
+      fail(fmt::format("awaiting '{}' from {}, which is not in flight from there", key, peer));
+  }
+  const auto awaited_queued = std::count_if(tasks_.begin(), tasks_.end(), [](const auto& kv) {
+    return kv.second.status == TaskStatus::fetch && kv.second.awaited;
+  });
+  if (static_cast<std::size_t>(awaited_queued) != awaited_queued_)
+    fail(fmt::format("{} awaited keys to fetch, counted {}", awaited_queued, awaited_queued_));
+  if (awaiting_.size() > kMaxAwaiting)
+    fail(fmt::format("{} keys awaited at once, limit {}", awaiting_.size(), kMaxAwaiting));
   if (in_flight_.size() > options_.max_gather_peers)
     fail(fmt::format("{} peers in flight, limit {}", in_flight_.size(), options_.max_gather_peers));
   if (data_->size() != static_cast<std::size_t>(std::count_if(tasks_.begin(), tasks_.end(), [](const auto& kv) {

@@ -64,6 +64,9 @@ struct TaskState {
   std::set<Key> dependents;        ///< local tasks, not yet run, that need this one's data
   std::set<Key> waiting_for_data;  ///< dependencies not held yet
   std::vector<std::string> who_has;  ///< fetch/flight: peers believed to hold it
+  /// fetch/flight: a peer in who_has still computes it (ComputeTaskEvent::awaited): asked
+  /// with a waiting GatherDep of its own, outside the max_gather_peers slots.
+  bool awaited = false;
   std::string coming_from;           ///< flight: the peer asked
   /// flight: a compute_task that arrived while the data was on its way; replayed if the
   /// fetch fails, so the task is computed here instead (Dask's "resumed").
@@ -97,6 +100,9 @@ struct WorkerStateOptions {
 
 class WorkerState {
  public:
+  /// Awaited keys asked at once (each a request parked at a peer until its task finishes).
+  static constexpr std::size_t kMaxAwaiting = 64;
+
   /// `data` is shared with the server, which answers get_data from it; null: a private one.
   /// Results it holds already become this worker's, in memory (a worker joining again).
   explicit WorkerState(WorkerStateOptions options = {}, std::shared_ptr<DataStore> data = {});
@@ -162,7 +168,11 @@ class WorkerState {
   /// SendMissingData emitted, when one that is not here has no holder.
   std::optional<std::map<Key, std::vector<std::string>>> dependency_holders(
       const ComputeTaskEvent& e, const std::vector<Key>& deps);
-  void add_dependency(TaskState& ts, const Key& dep, const std::vector<std::string>& holders);
+  void add_dependency(TaskState& ts, const Key& dep, const std::vector<std::string>& holders,
+                      bool awaited);
+  void received(TaskState& ts, Frame data, const GatherDepDone& e, std::vector<Key>& replicas);
+  void awaited_done(GatherDepDone& e);
+  bool ask_awaited(TaskState& ts);
   void fail_task(TaskState& ts, std::string message, std::string exception_type = {});
   void transition_to_memory(TaskState& ts, Value data, bool report);
   void finished_running(TaskState& ts);
@@ -189,6 +199,8 @@ class WorkerState {
   std::set<QueueEntry> ready_;
   std::set<QueueEntry> fetch_queue_;
   std::map<std::string, std::vector<Key>> in_flight_;  ///< peer -> keys of its GatherDep
+  std::map<Key, std::string> awaiting_;  ///< awaited keys in flight -> the peer asked
+  std::size_t awaited_queued_ = 0;        ///< awaited keys in fetch_queue_
   std::size_t executing_count_ = 0;  ///< executing + cancelled: threads in use
   std::size_t cancelled_count_ = 0;  ///< of those, cancelled
   runtime::Resources used_resources_;  ///< held by the tasks on threads

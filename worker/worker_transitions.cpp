@@ -10,36 +10,65 @@ namespace taskwire::worker {
 // ---- transfers ----
 
 void WorkerState::apply(GatherDepDone& e) {
+  if (e.wait) return awaited_done(e);
   auto flight = in_flight_.find(e.worker);
   if (flight == in_flight_.end()) return;  // stale
   std::vector<Key> asked = std::move(flight->second);
   in_flight_.erase(flight);
-  std::map<Key, Frame> received;
-  for (auto& [k, f] : e.data) received.emplace(k, std::move(f));
+  std::map<Key, Frame> got;
+  for (auto& [k, f] : e.data) got.emplace(k, std::move(f));
   std::vector<Key> replicas;
   for (const auto& key : asked) {
     TaskState* ts = find(key);
     if (!ts || ts->status != TaskStatus::flight || ts->coming_from != e.worker) continue;
-    ts->coming_from.clear();
-    auto got = received.find(key);
-    if (got == received.end()) {
+    auto it = got.find(key);
+    if (it == got.end()) {
+      ts->coming_from.clear();
       ts->who_has.erase(std::remove(ts->who_has.begin(), ts->who_has.end(), e.worker),
                         ts->who_has.end());
       lost_holder(key, e.worker);
       continue;
     }
-    if (!ts->assigned && ts->dependents.empty()) {
-      forget(key);  // nobody needs it any more
-      continue;
-    }
-    ts->resume.reset();
-    ts->fetched = true;
-    ts->run = TaskRun{-1, e.sent_at, e.arrived_at, got->second.size()};
-    const bool replica = std::exchange(ts->replica, false);
-    if (replica) replicas.push_back(key);
-    transition_to_memory(*ts, std::move(got->second), ts->assigned && !replica);
+    received(*ts, std::move(it->second), e, replicas);
   }
   if (!replicas.empty()) emit(SendAddKeys{std::move(replicas), stimulus_});
+}
+
+// The answer to a waiting GatherDep: its one key, or that the peer does not compute it
+// (any more, or yet: the scheduler then places the tasks needing it again).
+void WorkerState::awaited_done(GatherDepDone& e) {
+  const Key key = !e.data.empty() ? e.data.front().first
+                                  : !e.missing.empty() ? e.missing.front() : Key();
+  auto awaiting = awaiting_.find(key);
+  if (awaiting == awaiting_.end() || awaiting->second != e.worker) return;  // stale
+  awaiting_.erase(awaiting);
+  TaskState* ts = find(key);
+  if (!ts || ts->status != TaskStatus::flight || ts->coming_from != e.worker) return;
+  if (e.data.empty()) {
+    ts->coming_from.clear();
+    ts->who_has.erase(std::remove(ts->who_has.begin(), ts->who_has.end(), e.worker),
+                      ts->who_has.end());
+    return lost_holder(key, e.worker);
+  }
+  std::vector<Key> replicas;
+  received(*ts, std::move(e.data.front().second), e, replicas);
+  if (!replicas.empty()) emit(SendAddKeys{std::move(replicas), stimulus_});
+}
+
+// A dependency's bytes arrived for `ts`, in flight from e.worker.
+void WorkerState::received(TaskState& ts, Frame data, const GatherDepDone& e,
+                           std::vector<Key>& replicas) {
+  ts.coming_from.clear();
+  if (!ts.assigned && ts.dependents.empty()) {
+    forget(ts.key);  // nobody needs it any more
+    return;
+  }
+  ts.resume.reset();
+  ts.fetched = true;
+  ts.run = TaskRun{-1, e.sent_at, e.arrived_at, data.size()};
+  const bool replica = std::exchange(ts.replica, false);
+  if (replica) replicas.push_back(ts.key);
+  transition_to_memory(ts, std::move(data), ts.assigned && !replica);
 }
 
 // ---- copies the scheduler asks for ----
@@ -95,6 +124,14 @@ void WorkerState::apply(GatherDepFailed& e) {
   if (auto it = in_flight_.find(e.worker); it != in_flight_.end()) {
     asked = std::move(it->second);
     in_flight_.erase(it);
+  }
+  for (auto it = awaiting_.begin(); it != awaiting_.end();) {
+    if (it->second != e.worker) {
+      ++it;
+      continue;
+    }
+    asked.push_back(it->first);
+    it = awaiting_.erase(it);
   }
   // The peer is presumed gone: it holds nothing any more (Dask drops it from has_what).
   std::vector<Key> orphaned;

@@ -62,7 +62,9 @@ namespace taskwire::comm {
 ///    retire_workers_reply.
 /// 19: a client asks for the bytes held to be evened out: rebalance, answered by
 ///    rebalance_reply.
-inline constexpr std::uint32_t kProtocolVersion = 19;
+/// 20: a task assigned ahead of inputs running on other workers: compute_task lists them
+///    (`awaited`), and get_data may ask to wait for a key its worker is computing.
+inline constexpr std::uint32_t kProtocolVersion = 20;
 
 /// What a comm accepts while its peer has not authenticated: the handshake's messages are
 /// one frame of a few KiB at most, so a peer announcing more is refused before anything is

@@ -11,15 +11,17 @@ TEST_CASE("ComputeTaskWire: the bytes of the ComputeTask it stands for", "[sched
                           {{protocol::ArgSpec::frame, 0, ""}, {protocol::ArgSpec::dependency, 0, "b"},
                            {protocol::ArgSpec::dependency, 0, "a"}},
                           {"b", "a"}, 5, 2, 4, {{"GPU", 1}, {"MEM", 2e9}}};
-  // Dependencies in the instruction's order (not sorted); the map sorts them.
-  const std::vector<scheduler::DependencyLocation> deps{{"b", {"mpi://2"}, 8},
-                                                        {"a", {"mpi://1", "tcp://h:1"}, 8}};
+  // Dependencies in the instruction's order (not sorted); the map sorts them. "a" still runs
+  // on mpi://1 (assigned ahead across workers).
+  const std::vector<scheduler::DependencyLocation> deps{{"b", {"mpi://2", "tcp://h:1"}, 8},
+                                                        {"a", {"mpi://1"}, 8, true}};
   protocol::ComputeTask full;
   full.spec = spec;
   full.spec.priority = -9;
   for (const auto& d : deps) full.who_has[d.key] = d.who_has;
   full.attempt = 7;
   full.given = {{"b", 1}};  // b's bytes in payload frame 1
+  full.awaited = {"a"};
 
   runtime::BatchWriter a, b;
   a.add(protocol::Op::compute_task, scheduler::ComputeTaskWire{spec.key, spec.function, spec.args,
@@ -51,6 +53,7 @@ TEST_CASE("ComputeTaskWire: the bytes of the ComputeTask it stands for", "[sched
     REQUIRE(got.given.size() == 1);
     CHECK(got.given[0].key == "b");
     CHECK(got.given[0].frame == 1);
+    CHECK(got.awaited == std::vector<std::string>{"a"});
   });
   // With the dependencies in key order the bytes are identical.
   const std::vector<scheduler::DependencyLocation> sorted{deps[1], deps[0]};

@@ -23,6 +23,7 @@ scheduler::SchedulerOptions scheduler_options(Rng& rng) {
   o.default_task_duration = rng.uniform(0.01, 0.5);
   o.transition_log_length = 2000;
   o.assign_ahead = rng.chance(0.25) ? 0 : rng.between(1, 4);
+  o.assign_ahead_across_workers = rng.chance(0.5);
   return o;
 }
 
@@ -59,6 +60,8 @@ SimStats& SimStats::operator+=(const SimStats& o) {
   steals += o.steals;
   missing_data += o.missing_data;
   gather_failures += o.gather_failures;
+  awaited_asked += o.awaited_asked;
+  awaited_received += o.awaited_received;
   removed_by_heartbeat += o.removed_by_heartbeat;
   sim_seconds += o.sim_seconds;
   return *this;

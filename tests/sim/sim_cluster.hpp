@@ -59,6 +59,8 @@ struct SimStats {
   std::size_t spill_losses = 0;  ///< values whose spill file the injector deleted
   std::size_t rejoins = 0;       ///< workers dropped by the scheduler that joined again
   std::size_t steal_requests = 0, steals = 0, missing_data = 0, gather_failures = 0;
+  /// Waiting get_data (inputs still running on the peer asked) and those answered with data.
+  std::size_t awaited_asked = 0, awaited_received = 0;
   std::size_t removed_by_heartbeat = 0;
   std::size_t drains = 0;          ///< graceful retirements asked for
   std::size_t drains_closed = 0;   ///< of those, workers the scheduler closed as retired

@@ -90,7 +90,8 @@ void print_stats(const taskwire::sim::SimStats& s) {
             << s.keys_erred << ", lost " << s.keys_lost << "\n"
             << "executions " << s.executions << ", injected failures " << s.injected_failures
             << ", missing-data " << s.missing_data << ", failed fetches " << s.gather_failures
-            << "\n"
+            << ", awaited inputs asked " << s.awaited_asked << " (received " << s.awaited_received
+            << ")\n"
             << "crashes " << s.crashes << ", retirements " << s.retirements << ", joins "
             << s.joins << ", refusals " << s.refusals << ", heartbeat removals "
             << s.removed_by_heartbeat << ", pauses " << s.pauses << ", stalls " << s.stalls

@@ -69,7 +69,9 @@ std::string describe(const Payload& p) {
           [](const OpWorkerDied& x) {
             return fmt::format("worker-died {} running {}", x.address, x.running);
           },
-          [](const OpGetData& x) { return fmt::format("get-data #{} {}", x.id, x.keys); },
+          [](const OpGetData& x) {
+            return fmt::format("get-data #{} {}{}", x.id, x.keys, x.wait ? " (wait)" : "");
+          },
           [](const OpDataReply& x) {
             std::vector<std::string> keys;
             for (const auto& [k, f] : x.data) keys.push_back(k);

@@ -99,6 +99,7 @@ struct OpWorkerDied {
 struct OpGetData {
   std::uint64_t id = 0;
   std::vector<std::string> keys;
+  bool wait = false;  ///< protocol::GetData::wait
 };
 struct OpDataReply {
   std::uint64_t id = 0;

@@ -199,7 +199,10 @@ void SimScheduler::emit_compute(const sch::ComputeTask& ct) {
   e.spec.retries = static_cast<std::uint32_t>(s.retries);
   e.spec.user_priority = ct.priority.user;
   e.spec.resources = ct.resources;
-  for (const auto& d : ct.dependencies) e.who_has[d.key] = d.who_has;
+  for (const auto& d : ct.dependencies) {
+    e.who_has[d.key] = d.who_has;
+    if (d.running) e.awaited.push_back(d.key);
+  }
   e.frames = s.frames;
   e.attempt = ct.attempt;
   to_peer(ct.worker, std::move(op));

@@ -104,6 +104,8 @@ void SimWorker::from_peer(const Envelope& e) {
       if (it == outstanding_.end() || !it->second.erase(reply->id)) continue;  // failed before
       worker::GatherDepDone done;
       done.worker = e.from;
+      done.wait = waits_.erase(reply->id) > 0;
+      if (done.wait && !reply->data.empty()) ++cluster_.stats().awaited_received;
       done.data = reply->data;
       done.missing = reply->missing;
       done.sent_at = done.arrived_at = cluster_.net().now();
@@ -118,9 +120,32 @@ void SimWorker::from_peer(const Envelope& e) {
 
 // get_data is answered from the data store, off the state machine (data_server.cpp).
 void SimWorker::serve(const std::string& peer, const OpGetData& get) {
+  if (get.wait && get.keys.size() == 1 && !state_.data().contains(get.keys.front()) &&
+      computes_here(get.keys.front())) {
+    parked_.emplace_back(peer, get);
+    return;
+  }
   const auto lookup = state_.data().get_many(get.keys);
   cluster_.net().send(address(), peer, {OpDataReply{get.id, lookup.found, lookup.missing}},
                       cluster_.latency());
+}
+
+bool SimWorker::computes_here(const std::string& key) const {
+  const worker::TaskState* ts = state_.task(key);
+  return ts && ts->assigned &&
+         (ts->status == worker::TaskStatus::waiting || ts->status == worker::TaskStatus::ready ||
+          ts->status == worker::TaskStatus::executing);
+}
+
+// As DataServer::answer_parked(): after the state machine ran.
+void SimWorker::answer_parked() {
+  std::erase_if(parked_, [this](const auto& p) {
+    if (computes_here(p.second.keys.front())) return false;
+    OpGetData now = p.second;
+    now.wait = false;
+    serve(p.first, now);
+    return true;
+  });
 }
 
 // As fail_link(): the comm to the peer failed; the state machine hears of it only if
@@ -128,6 +153,7 @@ void SimWorker::serve(const std::string& peer, const OpGetData& get) {
 void SimWorker::peer_lost(const std::string& peer) {
   auto it = outstanding_.find(peer);
   if (it == outstanding_.end() || it->second.empty()) return;
+  for (const auto id : it->second) waits_.erase(id);
   outstanding_.erase(it);
   ++cluster_.stats().gather_failures;
   handle({worker::GatherDepFailed{peer, "the peer's process is gone", ""}});
@@ -164,6 +190,7 @@ void SimWorker::handle(std::vector<worker::Event> events) {
     cluster_.fail(fmt::format("worker {}: {}", address(), x.what()));
   }
   run(instructions);
+  answer_parked();
   // As the server: threads held by cancelled tasks are reported when they change, and
   // whenever free_processing asked.
   const std::size_t busy = state_.cancelled_on_threads();
@@ -229,7 +256,11 @@ void SimWorker::execute(const worker::Execute& x) {
 void SimWorker::gather(const worker::GatherDep& g) {
   const std::uint64_t id = ++next_request_;
   outstanding_[g.worker].insert(id);
-  cluster_.net().send(address(), g.worker, {OpGetData{id, g.keys}}, cluster_.latency());
+  if (g.wait) {
+    waits_.insert(id);
+    ++cluster_.stats().awaited_asked;
+  }
+  cluster_.net().send(address(), g.worker, {OpGetData{id, g.keys, g.wait}}, cluster_.latency());
 }
 
 void SimWorker::retire() {

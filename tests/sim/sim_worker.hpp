@@ -63,6 +63,8 @@ class SimWorker {
   void execute(const worker::Execute& x);
   void gather(const worker::GatherDep& g);
   void serve(const std::string& peer, const OpGetData& get);
+  bool computes_here(const std::string& key) const;
+  void answer_parked();
   void peer_lost(const std::string& peer);
   void to_scheduler(Payload op);
   void flush();
@@ -72,6 +74,9 @@ class SimWorker {
   bool nanny_;
   std::vector<Payload> outbox_;
   std::map<std::string, std::set<std::uint64_t>> outstanding_;  ///< peer -> get_data ids
+  std::set<std::uint64_t> waits_;  ///< of those, the waiting ones
+  /// Waiting get_data from peers, parked until the key is computed here (data_server.cpp).
+  std::vector<std::pair<std::string, OpGetData>> parked_;
   std::uint64_t next_request_ = 0;
   std::set<std::string> running_;
   std::size_t reported_busy_ = 0;

@@ -81,6 +81,7 @@ TEST_CASE("sim: crashes, joins, pauses, stalls, steals and failures", "[sim]") {
   CHECK(s.steals > 0);
   CHECK(s.missing_data + s.gather_failures > 0);
   CHECK(s.keys_lost > 0);
+  CHECK(s.awaited_received > 0);  // inputs awaited from the worker running them
 }
 
 TEST_CASE("sim: a seed replays identically", "[sim]") {
