@@ -494,6 +494,9 @@ class SchedulerState {
   std::string stimulus_id_;
   bool release_may_leave_running_ = false;  ///< a processing task released may go on running
   std::vector<TaskState*> recommendations_;  ///< stack; the target is TaskState::recommended
+  /// Sent back to wait (assigned_to_waiting): considered for assigning ahead again once the
+  /// recommendations under way are applied (run_transitions).
+  std::vector<TaskState*> ahead_again_;
   std::unordered_map<const WorkerState*, std::size_t> last_to_worker_;  ///< index in out_
   std::vector<std::unique_ptr<TaskState>> forgotten_;
   std::vector<std::unique_ptr<WorkerState>> removed_workers_;

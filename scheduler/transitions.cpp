@@ -32,13 +32,23 @@ void SchedulerState::recommend(TaskState* ts, TaskStatus finish) {
 }
 
 void SchedulerState::run_transitions() {
-  while (!recommendations_.empty()) {
-    TaskState* ts = recommendations_.back();
-    recommendations_.pop_back();
-    if (!ts->recommended) continue;  // consumed by transition() on the way through released
-    const TaskStatus finish = *ts->recommended;
-    ts->recommended.reset();
-    transition(ts, finish);
+  for (;;) {
+    while (!recommendations_.empty()) {
+      TaskState* ts = recommendations_.back();
+      recommendations_.pop_back();
+      if (!ts->recommended) continue;  // consumed by transition() on the way through released
+      const TaskStatus finish = *ts->recommended;
+      ts->recommended.reset();
+      transition(ts, finish);
+    }
+    if (ahead_again_.empty()) return;
+    // Tasks sent back to wait go ahead again once all that went back with them has: one at a
+    // time, a task below two of them (a stencil's) was sent ahead under the one and taken
+    // back under the other, and so on down the window, exponentially often.
+    std::vector<TaskState*> again = std::exchange(ahead_again_, {});
+    sort_for_recommending(again);
+    for (TaskState* ts : again)
+      if (ts->state == S::waiting) recommend_assign_ahead(ts);
   }
 }
 
@@ -393,7 +403,7 @@ void SchedulerState::assigned_to_waiting(TaskState* ts) {
   if (ts->waiting_on.empty()) {
     recommend(ts, S::processing);
   } else {
-    recommend_assign_ahead(ts);
+    ahead_again_.push_back(ts);  // once the transitions under way are done (run_transitions)
   }
 }
 

@@ -150,3 +150,31 @@ TEST_CASE("assign ahead across workers: a producer's worker that did not know it
   t.h.finish("r");
   CHECK(t.h.s.task_state("r") == S::memory);
 }
+
+// A stencil's window: every task is below both of the step before. Taken back and sent ahead
+// again one at a time, each was sent under one input and taken back under the other, down the
+// window: 2^depth instructions (TaskBench's scheduler spun, and here memory ran out).
+TEST_CASE("assign ahead across workers: a stencil's window taken back is sent again once",
+          "[scheduler][assign]") {
+  SchedulerOptions o = across();
+  o.assign_ahead = 4;
+  TwoProducers t(o);
+  std::vector<TaskSpec> steps;
+  const int depth = 30;
+  const auto key = [](int s, int i) { return fmt::format("s{}-{}", s, i); };
+  for (int s = 1; s <= depth; ++s)
+    for (int i = 0; i < 2; ++i) {
+      const auto in = [&](int j) { return s == 1 ? std::string(j ? "q" : "p") : key(s - 1, j); };
+      steps.push_back(task(key(s, i), {in(0), in(1)}));
+    }
+  t.h.submit(steps, {key(depth, 0), key(depth, 1)});
+  t.h.finish("p", 8, 50e-6);
+  const auto worker = *t.h.s.processing_on("s1-0");
+  // s1-0's worker could not get q from b (b did not know q yet): back to wait, and the tasks
+  // assigned below it with it.
+  const auto& out = t.h.handle(MissingData{worker, "q", t.b, "s1-0", ""});
+  CHECK(only<ComputeTask>(out).size() <= 2 * depth);
+  t.h.run_all();
+  CHECK(t.h.s.task_state(key(depth, 0)) == S::memory);
+  CHECK(t.h.s.task_state(key(depth, 1)) == S::memory);
+}
