@@ -269,8 +269,11 @@ struct MissingData {
   Key key;          ///< the task that could not run
   Key missing;      ///< the dependency no holder had
   std::string from; ///< the worker that was asked
+  /// Since protocol version 20: `from` was asked to wait for it (GetData::wait) and did not
+  /// compute it: not a holder that lost it (it may not have known the task yet).
+  bool awaited = false;
   template <class Ar>
-  void serialize(Ar& ar, unsigned) { ar & key & missing & from; }
+  void serialize(Ar& ar, unsigned) { ar & key & missing & from & awaited; }
 };
 /// steal_request: the scheduler would move `key` (its assignment `attempt`, since protocol
 /// 13) to another worker; the worker gives it up if it has not started it.

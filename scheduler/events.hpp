@@ -198,6 +198,9 @@ struct MissingData {
   std::string errant_worker;
   std::string dependent;
   std::string stimulus_id;
+  /// errant_worker was asked to wait for the key and did not compute it (yet, or any more):
+  /// the dependent waits again, and errant_worker's copy, if any, stays counted.
+  bool awaited = false;
 };
 
 /// A victim's answer to a StealRequest: `stolen` when the task was still waiting there (not

@@ -337,14 +337,16 @@ void SchedulerState::on(const MissingData& e) {
   TaskState* dts = e.dependent.empty() ? nullptr : find_task(e.dependent);
   const bool dependent_there = dts && (dts->state == S::processing || dts->state == S::assigned) &&
                                dts->processing_on->address == e.worker;
-  TaskState* ts = find_task(e.key);
-  // Counted only against a holder the scheduler saw with the key: an input asked of the
-  // worker running it (assigned ahead across workers) may not be known there yet, or have
-  // left it, which says nothing about whether the two workers reach each other.
-  const bool was_held = ts && ts->state == S::memory;
-  if (dependent_there && !was_held) dts->ahead_across_missed = true;
-  if (dependent_there && was_held && fetch_failed_for_good(dts, e)) return;
-  if (ts) {
+  if (e.awaited) {
+    // Asked of the worker running it (assigned ahead across workers), which did not know
+    // the task yet or no longer runs it: not a lost copy, nor two workers that cannot reach
+    // each other. The dependent waits again, and is not sent ahead across again.
+    if (!dependent_there) return;
+    dts->ahead_across_missed = true;
+    return recommend(dts, S::waiting);
+  }
+  if (dependent_there && fetch_failed_for_good(dts, e)) return;
+  if (TaskState* ts = find_task(e.key)) {
     WorkerState* errant = find_worker(e.errant_worker);
     if (errant && std::find(ts->who_has.begin(), ts->who_has.end(), errant) != ts->who_has.end()) {
       remove_replica(ts, errant);

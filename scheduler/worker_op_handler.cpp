@@ -140,7 +140,7 @@ void WorkerOpHandler::on_missing_data(const PeerPtr& p, protocol::MissingData b)
     reporter = p->id;
     b.key.clear();  // a client names no dependent of its own
   }
-  core_.handle(MissingData{std::move(reporter), b.missing, b.from, b.key, ""});
+  core_.handle(MissingData{std::move(reporter), b.missing, b.from, b.key, "", b.awaited});
 }
 
 std::string WorkerOpHandler::require_worker(const PeerPtr& p, const char* op) {

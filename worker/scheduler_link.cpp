@@ -234,7 +234,7 @@ void SchedulerLink::report(SendTaskErred& i) {
 }
 
 void SchedulerLink::report(SendMissingData& i) {
-  send(Op::missing_data, protocol::MissingData{i.key, i.missing, i.from});
+  send(Op::missing_data, protocol::MissingData{i.key, i.missing, i.from, i.awaited});
 }
 
 void SchedulerLink::report(SendAddKeys& i) {

@@ -65,6 +65,7 @@ struct SendMissingData {
   Key missing;
   std::string from;
   std::string stimulus_id;
+  bool awaited = false;  ///< protocol::MissingData::awaited
 };
 
 /// The answer to a StealRequestEvent: `stolen` when the task was dropped, not having started.

@@ -179,7 +179,8 @@ class WorkerState {
   void lost_own_data(const Key& key);
   void drop_dependents(const Key& key);
   void drop_with_dependents(const Key& key);  ///< and `key` itself, unassigned
-  void lost_holder(const Key& key, const std::string& from);
+  /// `awaited`: `from` was asked to wait for it and does not compute it (not a lost copy).
+  void lost_holder(const Key& key, const std::string& from, bool awaited = false);
   void release(const Key& key);
   void forget(const Key& key);
   void maybe_release(const Key& key);

@@ -48,7 +48,7 @@ void WorkerState::awaited_done(GatherDepDone& e) {
     ts->coming_from.clear();
     ts->who_has.erase(std::remove(ts->who_has.begin(), ts->who_has.end(), e.worker),
                       ts->who_has.end());
-    return lost_holder(key, e.worker);
+    return lost_holder(key, e.worker, true);
   }
   std::vector<Key> replicas;
   received(*ts, std::move(e.data.front().second), e, replicas);
@@ -156,7 +156,7 @@ void WorkerState::apply(GatherDepFailed& e) {
 // A dependency was not where it was expected (`from`, already removed from who_has): fetch
 // it from another holder, compute it here if it was assigned meanwhile, or give up on the
 // tasks needing it.
-void WorkerState::lost_holder(const Key& key, const std::string& from) {
+void WorkerState::lost_holder(const Key& key, const std::string& from, bool awaited) {
   TaskState& ts = tasks_.at(key);
   dequeue(ts);
   ts.status = TaskStatus::fetch;
@@ -185,7 +185,7 @@ void WorkerState::lost_holder(const Key& key, const std::string& from) {
   const std::vector<Key> dependents(tasks_.at(key).dependents.begin(),
                                     tasks_.at(key).dependents.end());
   for (const auto& d : dependents) {
-    emit(SendMissingData{d, key, from, stimulus_});
+    emit(SendMissingData{d, key, from, stimulus_, awaited});
     if (TaskState* dt = find(d)) {
       dt->assigned = false;
       release(d);

@@ -140,7 +140,7 @@ TEST_CASE("assign ahead across workers: a producer's worker that did not know it
   TwoProducers t(o);
   t.h.submit({task("r", {"p", "q"})}, {"r"});
   REQUIRE(t.h.s.processing_on("r") == t.a);
-  const auto& out = t.h.handle(MissingData{t.a, "q", t.b, "r", ""});
+  const auto& out = t.h.handle(MissingData{t.a, "q", t.b, "r", "", true});
   CHECK(t.h.s.task_state("r") == S::waiting);
   CHECK(freed_on(out, t.a) == std::vector<std::string>{"r"});
   CHECK(t.h.s.task_state("q") == S::processing);  // still runs on b
@@ -172,7 +172,7 @@ TEST_CASE("assign ahead across workers: a stencil's window taken back is sent ag
   const auto worker = *t.h.s.processing_on("s1-0");
   // s1-0's worker could not get q from b (b did not know q yet): back to wait, and the tasks
   // assigned below it with it.
-  const auto& out = t.h.handle(MissingData{worker, "q", t.b, "s1-0", ""});
+  const auto& out = t.h.handle(MissingData{worker, "q", t.b, "s1-0", "", true});
   CHECK(only<ComputeTask>(out).size() <= 2 * depth);
   t.h.run_all();
   CHECK(t.h.s.task_state(key(depth, 0)) == S::memory);

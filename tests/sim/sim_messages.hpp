@@ -63,6 +63,7 @@ struct OpTaskErred {
 };
 struct OpMissingData {
   std::string key, missing, from;
+  bool awaited = false;
 };
 struct OpThreadsBusy {
   int count = 0;

@@ -64,7 +64,7 @@ bool SimScheduler::on_worker_op(const std::string& from, const Payload& op) {
   } else if (const auto* x = std::get_if<OpTaskErred>(&op)) {
     handle(sch::TaskErred{from, x->key, x->message, x->exception_type, "", x->attempt});
   } else if (const auto* m = std::get_if<OpMissingData>(&op)) {
-    handle(sch::MissingData{from, m->missing, m->from, m->key, ""});
+    handle(sch::MissingData{from, m->missing, m->from, m->key, "", m->awaited});
   } else if (const auto* b = std::get_if<OpThreadsBusy>(&op)) {
     handle(sch::ThreadsBusy{from, b->count, ""});
   } else if (const auto* s = std::get_if<OpStealResponse>(&op)) {

@@ -217,7 +217,7 @@ void SimWorker::run(worker::Instructions& instructions) {
             },
             [this](worker::SendMissingData& x) {
               ++cluster_.stats().missing_data;
-              to_scheduler(OpMissingData{x.key, x.missing, x.from});
+              to_scheduler(OpMissingData{x.key, x.missing, x.from, x.awaited});
             },
             [this](worker::SendStealResponse& x) {
               to_scheduler(OpStealResponse{x.key, x.stolen, x.attempt});

@@ -61,13 +61,15 @@ TEST_CASE("worker state: an awaited input the peer does not compute ends its tas
     CHECK(missing[0].key == "c");
     CHECK(missing[0].missing == "a");
     CHECK(missing[0].from == "tcp://p:1");
+    CHECK(missing[0].awaited);  // p did not compute it: not a copy p lost
     CHECK_FALSE(ws.status("c"));
   }
   SECTION("peer lost") {
     WorkerState ws(options());
     step(ws, awaiting("c", {{"a", {"tcp://p:1"}}}, {"a"}));
     auto out = step(ws, GatherDepFailed{"tcp://p:1", "comm lost", ""});
-    CHECK(only<SendMissingData>(out).size() == 1);
+    REQUIRE(only<SendMissingData>(out).size() == 1);
+    CHECK_FALSE(only<SendMissingData>(out)[0].awaited);  // p is gone, with what it held
     CHECK_FALSE(ws.status("c"));
     CHECK_FALSE(ws.status("a"));
   }
