@@ -64,8 +64,8 @@ class LauncherLinks {
   std::vector<int> fds_;
 };
 
-/// /dev/shm/taskwire-wake-PID names whose process is gone (a start-up cut short by SIGKILL)
-/// and that belong to this user: removed. A process in another pid namespace sharing this
+/// /dev/shm/taskwire-wake-PID names whose process is gone or a zombie (a start-up cut short
+/// by SIGKILL) and that belong to this user: removed. A process in another pid namespace sharing this
 /// /dev/shm looks gone too; the worst for it is a rank not woken through its page (timed
 /// sleeps instead). Returns how many were removed.
 int remove_stale_wake_names();
