@@ -156,7 +156,6 @@ RankWatcherStart start_rank_watcher(int argc, char** argv, const std::string& ro
   if (child == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     if (::getppid() != static_cast<pid_t>(end.watcher_pid)) ::_exit(1);  // it died already
-    ::setpgid(0, 0);
     ::sigprocmask(SIG_SETMASK, &previous, nullptr);
     g_stage = stage;
     g_watcher_pid = end.watcher_pid;
@@ -171,8 +170,7 @@ RankWatcherStart start_rank_watcher(int argc, char** argv, const std::string& ro
   g_stage = stage;
   end.pid = child;
   name_watcher(argc, argv,
-               fmt::format("taskwire-watch: rank {} ({}), its process is pid {}", end.rank,
-                           end.role, child));
+               fmt::format("taskwire-watch: rank {}, pid {} ({})", end.rank, child, end.role));
   watch_rank(child, waited, std::move(end));
 }
 

@@ -13,8 +13,10 @@
 // itself the same way (the same signal, default action, no core file; or the same exit
 // status). Hydra sees the death only then, with its line already in the pipe, and reports and
 // reacts to it as it would have to the rank's own. The child runs the program: it dies with
-// its watcher (PR_SET_PDEATHSIG), and sits in a process group of its own, so that a signal to
-// the rank's group reaches it once, through the watcher.
+// its watcher (PR_SET_PDEATHSIG), and stays in the watcher's process group, so that Hydra's
+// SIGKILL of the group (a job's end) takes both at once, as it took the rank before; a
+// catchable signal sent to the group reaches it twice, directly and through the watcher,
+// which the rank's handlers (JobSignals, StartupSignalGuard) take as one.
 //
 // Not forked (start_rank_watcher() says why): outside Hydra (no PMI_FD and HYDI_CONTROL_FD),
 // a job of one rank, a process that already runs threads or initialised MPI. What the
