@@ -674,10 +674,13 @@ void MpiEnvironment::shutdown_barrier(Clock::time_point deadline) {
 
 void MpiEnvironment::abort_if_peers_lost() {
   check_peers();
-  if (auto lost = lost_without_goodbye(); !lost.empty())
-    abort_job(fmt::format("rank {}: ranks {} died without GOODBYE; MPI cannot finalise with a "
-                          "dead rank, ending the job",
-                          rank_, lost));
+  auto lost = lost_without_goodbye();
+  if (lost.empty()) return;
+  // Their watchers name them first (rank_watcher.hpp): MPI_Abort must not end the job before.
+  for (int r : lost) wait_for_watcher(r, kWatcherLine);
+  abort_job(fmt::format("rank {}: ranks {} died without GOODBYE; MPI cannot finalise with a "
+                        "dead rank, ending the job",
+                        rank_, lost));
 }
 
 void MpiEnvironment::abort_job(const std::string& why) noexcept {

@@ -166,6 +166,10 @@ class MpiEnvironment {
   /// that its line is out before this rank ends the job. Returns whether the watcher ended
   /// (false at once when the rank has none).
   bool wait_for_watcher(int rank, std::chrono::milliseconds timeout) const;
+  /// How long a rank that found another dead waits for that rank's watcher (it writes its
+  /// line and ends within milliseconds of the death; the bound is for a watcher someone
+  /// stopped).
+  static constexpr std::chrono::milliseconds kWatcherLine{2000};
   /// The host name `rank` reported at start-up ("?" if none), for messages.
   std::string host_of(int rank) const;
 

@@ -31,10 +31,6 @@ namespace {
 
 // How long a rank that ends the job waits for the launcher to forward its output first.
 constexpr auto kOutputDrain = 250ms;
-// How long a rank that found another dead waits for the dead rank's watcher to write its
-// line and end (it does so within milliseconds of the death; the bound is for a watcher
-// stopped by someone).
-constexpr auto kWatcherLine = 2s;
 
 [[noreturn]] void park_until_exit() {
   for (;;) std::this_thread::sleep_for(1s);
@@ -149,7 +145,7 @@ void ClusterRank::watch_peers() {
       if (env_.is_lost(r)) {
         // Its watcher, if it has one, names it first (with its cause, which this rank may not
         // know: the watcher reaped it), then ends as it did: this rank's line would repeat it.
-        const bool named = env_.wait_for_watcher(r, kWatcherLine);
+        const bool named = env_.wait_for_watcher(r, MpiEnvironment::kWatcherLine);
         end_job(fmt::format("taskwire: rank {} ({} on host {}) died without shutting down: {}; "
                             "an MPI job cannot continue without it, so rank {} ends the job",
                             r, role_of(r), env_.host_of(r), env_.how_lost(r), env_.rank()),
