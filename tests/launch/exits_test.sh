@@ -13,6 +13,9 @@
 #   startup-sigterm  SIGTERM to mpiexec while ranks 0-2 hold their wake-board names in start-up
 #   startup-sigkill  SIGKILL to rank 0's process then: its watcher names it; the names its
 #                    peers leave (Hydra SIGKILLs them) are removed by the next launch's start-up
+#   program-abort    the program calls MPI_Abort(MPI_COMM_WORLD, 7): the job ends 7, and no
+#                    taskwire line names a rank as dead (MPICH's own line names it, when
+#                    Hydra's teardown does not lose it: 1 run in 6, with or without watchers)
 # Each rank of initialize runs as the child of its watcher (comm/mpi/rank_watcher.hpp): the
 # pid a rank prints before initialize is its watcher's, the rank's own process is that one's
 # child (found while the job runs).
@@ -177,6 +180,10 @@ case $scenario in
     said "rank [013]: rank 2 $worker received SIGTERM \(Terminated\): ending the job" ||
       fail "no other rank named rank 2 and its SIGTERM"
     said "BAD TERMINATION" && fail "a rank was killed" ;;
+  program-abort)
+    [ "$rc" -eq 7 ] || fail "mpiexec exited $rc, not 7"
+    grep -E "died without|died in MPI start-up|died after" "$dir/out" &&
+      fail "a line names a rank as dead after the program's MPI_Abort" ;;
   startup-sigterm)
     expect nonzero "taskwire: rank [012] received SIGTERM \(Terminated\) during MPI start-up" "a rank in start-up" ;;
   startup-sigkill)
