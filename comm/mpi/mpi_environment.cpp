@@ -166,6 +166,7 @@ void MpiEnvironment::init(int* argc, char*** argv) {
     std::lock_guard lock(g_current_mu);
     g_current = this;
   }
+  note_rank_stage(RankStage::in_job);
   // spdlog's registry first, so that it is destroyed after the handler has run (statics and
   // atexit handlers unwind in reverse order) and shutdown can still log.
   static const bool registered =
@@ -220,6 +221,7 @@ std::vector<HostIdentity> MpiEnvironment::exchange_identities(std::uint64_t wake
   std::vector<long> keys(static_cast<std::size_t>(size_), 0);
   peer_pids_.assign(static_cast<std::size_t>(size_), 0);
   peer_fds_.assign(static_cast<std::size_t>(size_), -1);
+  watcher_fds_.assign(static_cast<std::size_t>(size_), -1);
   launcher_fds_.assign(static_cast<std::size_t>(size_), -1);
   bool several_hosts = false;
   for (int r = 0; r < size_; ++r) {
@@ -235,6 +237,9 @@ std::vector<HostIdentity> MpiEnvironment::exchange_identities(std::uint64_t wake
     // A pidfd turns readable when the process ends, zombie or not (a launcher that does not
     // clean up may leave a dead rank unreaped, and kill(pid, 0) still finds those).
     peer_fds_[i] = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(all[i].pid), 0));
+    if (all[i].watcher_pid)
+      watcher_fds_[i] =
+          static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(all[i].watcher_pid), 0));
 #endif
   }
   several_hosts_ = several_hosts;
@@ -371,6 +376,14 @@ void MpiEnvironment::wait_for_peer_event(std::chrono::milliseconds timeout) {
   else ::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
 }
 
+bool MpiEnvironment::wait_for_watcher(int rank, std::chrono::milliseconds timeout) const {
+  if (rank < 0 || rank >= size_) return false;
+  const int fd = watcher_fds_[static_cast<std::size_t>(rank)];
+  if (fd < 0) return false;
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, static_cast<int>(timeout.count())) == 1;
+}
+
 std::string MpiEnvironment::host_of(int rank) const {
   const auto i = static_cast<std::size_t>(rank);
   return i < hosts_.size() && !hosts_[i].empty() ? hosts_[i] : "?";
@@ -413,8 +426,9 @@ std::vector<int> MpiEnvironment::lost_without_goodbye() const {
 MpiEnvironment::~MpiEnvironment() {
   shutdown();
   hold_launcher_links(false);
-  for (int fd : peer_fds_)
-    if (fd >= 0) ::close(fd);
+  for (const auto* fds : {&peer_fds_, &watcher_fds_})
+    for (int fd : *fds)
+      if (fd >= 0) ::close(fd);
   std::lock_guard lock(g_current_mu);
   if (g_current == this) g_current = nullptr;
 }
@@ -569,6 +583,7 @@ std::vector<MPI_Request> MpiEnvironment::send_goodbyes(Farewell why) {
     sends.push_back(req);
     wake_board_->wake(r);  // its poller may be asleep
   }
+  note_rank_stage(RankStage::left);  // its end says nothing the others do not know now
   return sends;
 }
 
@@ -659,13 +674,17 @@ void MpiEnvironment::shutdown_barrier(Clock::time_point deadline) {
 
 void MpiEnvironment::abort_if_peers_lost() {
   check_peers();
-  if (auto lost = lost_without_goodbye(); !lost.empty())
-    abort_job(fmt::format("rank {}: ranks {} died without GOODBYE; MPI cannot finalise with a "
-                          "dead rank, ending the job",
-                          rank_, lost));
+  auto lost = lost_without_goodbye();
+  if (lost.empty()) return;
+  // Their watchers name them first (rank_watcher.hpp): MPI_Abort must not end the job before.
+  for (int r : lost) wait_for_watcher(r, kWatcherLine);
+  abort_job(fmt::format("rank {}: ranks {} died without GOODBYE; MPI cannot finalise with a "
+                        "dead rank, ending the job",
+                        rank_, lost));
 }
 
 void MpiEnvironment::abort_job(const std::string& why) noexcept {
+  note_rank_stage(RankStage::ending_job);  // it has named why itself
   spdlog::critical("{}", why);
   spdlog::default_logger()->flush();
   MPI_Abort(MPI_COMM_WORLD, 1);

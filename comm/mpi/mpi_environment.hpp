@@ -26,6 +26,7 @@
 #include <taskwire/comm/mpi/mpi_exits.hpp>
 #include <taskwire/comm/mpi/mpi_hosts.hpp>
 #include <taskwire/comm/mpi/mpi_wake.hpp>
+#include <taskwire/comm/mpi/rank_watcher.hpp>
 
 #include <mpi.h>
 
@@ -160,6 +161,15 @@ class MpiEnvironment {
   /// (mpi_exits.hpp, LauncherLinks): the caller must watch check_peers() and end the job
   /// itself (MPI_Abort) when one did. Returns how many ranks' links are held.
   int hold_launcher_links(bool hold);
+  /// A rank on this host whose process ended may have a watcher (rank_watcher.hpp) that
+  /// names it and then ends the same way: waits up to `timeout` for that watcher to end, so
+  /// that its line is out before this rank ends the job. Returns whether the watcher ended
+  /// (false at once when the rank has none).
+  bool wait_for_watcher(int rank, std::chrono::milliseconds timeout) const;
+  /// How long a rank that found another dead waits for that rank's watcher (it writes its
+  /// line and ends within milliseconds of the death; the bound is for a watcher someone
+  /// stopped).
+  static constexpr std::chrono::milliseconds kWatcherLine{2000};
   /// The host name `rank` reported at start-up ("?" if none), for messages.
   std::string host_of(int rank) const;
 
@@ -173,7 +183,7 @@ class MpiEnvironment {
  private:
   void init(int* argc, char*** argv);
   /// Collective: every rank's HostIdentity; sets hosts_, peer_pids_, peer_fds_,
-  /// launcher_fds_, host_keys_, several_hosts_.
+  /// watcher_fds_, launcher_fds_, host_keys_, several_hosts_.
   std::vector<HostIdentity> exchange_identities(std::uint64_t wake_nonce);
   void attach_wake_board(const std::vector<HostIdentity>& all);  ///< collective across hosts
   int mpi_node();
@@ -212,6 +222,7 @@ class MpiEnvironment {
   LauncherLinks links_;
   std::vector<long> peer_pids_;  // pid per rank on this host, 0 on other hosts
   std::vector<int> peer_fds_;    // pidfd per rank on this host, -1 if none
+  std::vector<int> watcher_fds_;  // pidfd of each such rank's watcher, -1 if none
   std::vector<std::string> hosts_;  // host name per rank
   std::vector<long> host_keys_;     // per rank: its pid if on this host (its wake-board key), else 0
   PeerWatch watch_;                 // of watched_rank_, on another host

@@ -136,7 +136,11 @@ int remove_stale_wake_names() {
     const std::string path = kShmDir + name;
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0 || st.st_uid != ::geteuid()) continue;
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    // A zombie holds no mapping any more, and may stay one for a while: a rank whose watcher
+    // was SIGKILLed is reaped by whatever adopts orphans, when it gets to it.
+    const bool gone = (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) ||
+                      exit_status_of(pid).has_value();
+    if (!gone) continue;
     if (::unlink(path.c_str()) == 0) ++removed;
   }
   ::closedir(dir);

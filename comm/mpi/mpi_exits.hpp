@@ -10,12 +10,12 @@
 //   of the PMI socket and output pipes of the other ranks on this host, held while someone
 //   watches for deaths (ClusterRank), keep them open after the death, so that those paths
 //   stay quiet and the watcher can name the rank, then end the job itself with MPI_Abort.
-// What no rank can prevent: Hydra's proxy also takes SIGCHLD, reaps the rank at once and,
-// for a rank killed by a signal, SIGKILLs every other rank's process group right after,
-// whatever links are held. The same exit wakes the watchers (pidfd), so whether one reads
-// the zombie's status first, or writes its line before that SIGKILL lands, is a race
-// (docs/faults.md, "MPI exits", has the timings); tests/launch/exits_test.sh asserts only
-// what is certain.
+// What no other rank can prevent: Hydra's proxy also takes SIGCHLD, reaps the rank at once
+// and, for a rank killed by a signal, SIGKILLs every other rank's process group right after,
+// whatever links are held. The same exit wakes the other ranks (pidfd), so whether one
+// reads the zombie's status first, or writes its line before that SIGKILL lands, is a race
+// (docs/faults.md, "MPI exits", has the timings). The rank's own watcher (rank_watcher.hpp)
+// is what names it every time; the links matter where a rank has none.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -64,8 +64,8 @@ class LauncherLinks {
   std::vector<int> fds_;
 };
 
-/// /dev/shm/taskwire-wake-PID names whose process is gone (a start-up cut short by SIGKILL)
-/// and that belong to this user: removed. A process in another pid namespace sharing this
+/// /dev/shm/taskwire-wake-PID names whose process is gone or a zombie (a start-up cut short
+/// by SIGKILL) and that belong to this user: removed. A process in another pid namespace sharing this
 /// /dev/shm looks gone too; the worst for it is a rank not woken through its page (timed
 /// sleeps instead). Returns how many were removed.
 int remove_stale_wake_names();

@@ -1,4 +1,5 @@
 #include <taskwire/comm/mpi/mpi_hosts.hpp>
+#include <taskwire/comm/mpi/rank_watcher.hpp>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -88,6 +89,7 @@ HostIdentity HostIdentity::of_this_process(int node, std::uint64_t wake_nonce) {
   HostIdentity id;
   id.node = node;
   id.pid = ::getpid();
+  id.watcher_pid = rank_watcher_pid();
   id.cores = available_cores();
   id.wake_nonce = wake_nonce;
   id.pid_ns = namespace_inode("pid");

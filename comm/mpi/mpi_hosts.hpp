@@ -27,6 +27,7 @@ struct HostIdentity {
   std::int32_t node = -1;  ///< lowest MPI_COMM_WORLD rank of its MPI_COMM_TYPE_SHARED group
   std::int32_t cores = 0;  ///< the cores it may run on (available_cores())
   std::int64_t pid = 0;
+  std::int64_t watcher_pid = 0;  ///< its watcher's (rank_watcher.hpp), 0 when it has none
   std::uint64_t wake_nonce = 0;  ///< written on its wake-board page: proves the page is its
   std::int32_t launcher_fd = -1;  ///< its launcher socket's number (launcher_socket_fd())
   std::uint64_t pid_ns = 0, net_ns = 0, mnt_ns = 0;  ///< inode numbers of /proc/self/ns/*

@@ -123,12 +123,14 @@ ClusterRank::~ClusterRank() {
   context_.reset();
 }
 
-std::string ClusterRank::role_of(int rank) const {
-  if (rank == layout_.scheduler_rank && rank == layout_.client_rank) return "program and scheduler";
-  if (rank == layout_.scheduler_rank) return "scheduler";
-  if (rank == layout_.client_rank) return "client";
+std::string role_name(Layout layout, int rank) {
+  if (rank == layout.scheduler_rank && rank == layout.client_rank) return "program and scheduler";
+  if (rank == layout.scheduler_rank) return "scheduler";
+  if (rank == layout.client_rank) return "client";
   return "worker";
 }
+
+std::string ClusterRank::role_of(int rank) const { return role_name(layout_, rank); }
 
 // A rank that dies leaves MPI unable to finish (MPI_Finalize would wait for it forever), and
 // launchers do not always end the job themselves: end it here, naming the rank. A rank that
@@ -140,10 +142,15 @@ void ClusterRank::watch_peers() {
     env_.take_goodbyes();  // a cluster over TCP leaves them to this thread
     for (int r = 0; r < env_.size(); ++r) {
       if (r == env_.rank()) continue;
-      if (env_.is_lost(r))
+      if (env_.is_lost(r)) {
+        // Its watcher, if it has one, names it first (with its cause, which this rank may not
+        // know: the watcher reaped it), then ends as it did: this rank's line would repeat it.
+        const bool named = env_.wait_for_watcher(r, MpiEnvironment::kWatcherLine);
         end_job(fmt::format("taskwire: rank {} ({} on host {}) died without shutting down: {}; "
                             "an MPI job cannot continue without it, so rank {} ends the job",
-                            r, role_of(r), env_.host_of(r), env_.how_lost(r), env_.rank()));
+                            r, role_of(r), env_.host_of(r), env_.how_lost(r), env_.rank()),
+                named ? JobEndLine::logged : JobEndLine::printed);
+      }
       const auto why = env_.farewell_of(r);
       if (!why || why->orderly() || heard[static_cast<std::size_t>(r)]) continue;
       heard[static_cast<std::size_t>(r)] = true;
@@ -183,10 +190,15 @@ void ClusterRank::on_farewell(int rank, Farewell why) {
                       who, why.str(), env_.rank()));
 }
 
-void ClusterRank::end_job(const std::string& why) {
-  spdlog::critical("{}", why);
+void ClusterRank::end_job(const std::string& why, JobEndLine line) {
+  comm::mpi::note_rank_stage(comm::mpi::RankStage::ending_job);  // named here: not by its watcher
+  if (line == JobEndLine::printed) {
+    spdlog::critical("{}", why);
+    fmt::print(stderr, "{}\n", why);
+  } else {
+    spdlog::info("{} (its watcher named it)", why);
+  }
   spdlog::default_logger()->flush();
-  fmt::print(stderr, "{}\n", why);
   std::fflush(stderr);
   // Hydra's proxy may take MPI_Abort before it has read what the ranks wrote (this line, the
   // dead rank's last words): it then tears the job down and they are lost (1 run in 6 of

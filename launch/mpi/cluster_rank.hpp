@@ -67,7 +67,10 @@ class ClusterRank {
   int serve_worker();
   void watch_peers();
   void on_farewell(int rank, Farewell why);
-  [[noreturn]] void end_job(const std::string& why);
+  /// `why` goes to stderr (and the log, critical), or only to the log (info) when another
+  /// process already printed what it says.
+  enum class JobEndLine { printed, logged };
+  [[noreturn]] void end_job(const std::string& why, JobEndLine line = JobEndLine::printed);
   bool program_left();
   bool scheduler_left();
   void on_signal(int signo);
@@ -98,6 +101,9 @@ class ClusterRank {
   std::atomic<bool> signal_forwarded_{false};  // the watcher passed on another rank's signal
   std::thread watchdog_;  // ends the job when a rank dies or leaves (MPI cannot go on without it)
 };
+
+/// What `rank` does in `layout`: "scheduler", "client", "worker", "program and scheduler".
+std::string role_name(Layout layout, int rank);
 
 /// Ends a rank whose job was ended by `signo` (SIGINT/SIGTERM): MPI's orderly shutdown
 /// (collective: every other rank does it too), logs flushed, then the process ends with

@@ -1,6 +1,7 @@
 #include <taskwire/launch/mpi/cluster_rank.hpp>
 #include <taskwire/launch/mpi/launch.hpp>
 #include <taskwire/runtime/force_exit.hpp>
+#include <taskwire/runtime/launch_env.hpp>
 #include <taskwire/runtime/log.hpp>
 #include <taskwire/launch/preload.hpp>
 
@@ -9,6 +10,7 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -136,6 +138,11 @@ namespace {
 // ranks without the program serve and exit the process; the program's rank gets a Session.
 Session launch(int& argc, char**& argv, const LaunchOptions& options, Layout layout,
                int min_ranks, const char* who) {
+  // Before MPI and before any thread: from here on this process may be the watcher's child.
+  std::optional<comm::mpi::RankWatcherStart> watcher;
+  if (options.rank_watcher)
+    watcher = comm::mpi::start_rank_watcher(
+        argc, argv, detail::role_name(layout, runtime::launch_position().rank));
   auto env = std::make_unique<MpiEnvironment>(argc, argv);
   // After the environment's handler (it registered one when it started): this one runs first.
   static const bool at_exit = (::on_exit(shut_live_session_down_at_exit, nullptr), true);
@@ -150,6 +157,8 @@ Session launch(int& argc, char**& argv, const LaunchOptions& options, Layout lay
         who, min_ranks, env->size(), min_ranks));
   const auto level = options.log_level.empty() ? std::string(kDefaultLogLevel) : options.log_level;
   runtime::init_logging({level, options.log_file, env->rank()});
+  if (watcher)
+    spdlog::debug("rank {}: rank watcher: {}", env->rank(), comm::mpi::to_string(*watcher));
   for (const auto& lib : options.preload) launch::preload_library(lib);
 
   auto rank = std::make_unique<detail::ClusterRank>(*env, options, layout, signals.get());

@@ -86,6 +86,13 @@ struct LaunchOptions {
   /// not unwound). A job without a program (Layout::client_rank -1) returns 0 from
   /// run_cluster instead. False: the signals' dispositions are left alone.
   bool handle_signals = true;
+  /// initialize/initialize_pool under mpiexec.mpich (Hydra): each rank forks before MPI
+  /// starts, and the process Hydra started becomes a small watcher of the rank's process
+  /// (comm/mpi/rank_watcher.hpp), so that a rank that dies is named every time, before
+  /// Hydra knows of it. `ps` shows two processes per rank: the watcher ("taskwire-watch:
+  /// rank 2, pid N (worker)") and the program. False: no fork (the other ranks name a dead
+  /// rank when they can). run_cluster() never forks: its caller started MPI.
+  bool rank_watcher = true;
   /// Each worker rank's memory limit and thresholds (worker::MemoryOptions; see
   /// docs/scheduling.md, "Memory"). Default: no limit. A worker rank past `terminate` closes
   /// (ranks have no nanny).

@@ -8,6 +8,7 @@
 #include <taskwire/comm/mpi/mpi_environment.hpp>
 #include <taskwire/http/http_server.hpp>
 #include <taskwire/launch/daemon_bootstrap.hpp>
+#include <taskwire/runtime/launch_env.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -28,6 +29,7 @@ struct MainOptions {
   launch::TlsFileOptions tls;
   std::string dashboard_address = ":8787";
   bool no_dashboard = false;
+  bool no_rank_watcher = false;
   std::string resources;
 };
 
@@ -65,7 +67,10 @@ po::options_description describe(MainOptions& o) {
       "dashboard-address", po::value(&o.dashboard_address)->default_value(o.dashboard_address),
       "where the scheduler rank serves its dashboard, /metrics and /json: :PORT (127.0.0.1 "
       "only), HOST:PORT, 0.0.0.0:PORT; a port in use falls back to a free one")(
-      "no-dashboard", po::bool_switch(&o.no_dashboard), "serve no dashboard");
+      "no-dashboard", po::bool_switch(&o.no_dashboard), "serve no dashboard")(
+      "no-rank-watcher", po::bool_switch(&o.no_rank_watcher),
+      "under mpiexec.mpich, do not fork each rank into a watcher (the process Hydra started, "
+      "which names the rank if it dies) and the rank's own process");
   launch::add_tls_options(desc, o.tls);
   return desc;
 }
@@ -105,6 +110,11 @@ int run(int argc, char* argv[], const MainOptions& o) {
   // must not kill it mid-MPI (Hydra would then SIGKILL the whole job): they are ignored.
   std::signal(SIGINT, SIG_IGN);
   std::signal(SIGTERM, SIG_IGN);
+  // Before MPI and any thread (launch.hpp, LaunchOptions::rank_watcher): rank 0 serves the
+  // scheduler, every other rank a worker.
+  if (!o.no_rank_watcher)
+    comm::mpi::start_rank_watcher(argc, argv,
+                                  runtime::launch_position().rank == 0 ? "scheduler" : "worker");
   mpi::MpiEnvironment env(argc, argv);
   if (env.size() < 2) {
     if (env.rank() == 0)

@@ -5,6 +5,7 @@
 //   worker-exit    a task calls exit(5) on a worker rank
 //   worker-quit    a task ends its worker rank with _exit(0): a normal status, no exit path
 //   worker-kill    a task SIGKILLs its worker rank
+//   program-abort  the program calls MPI_Abort(MPI_COMM_WORLD, 7) with its cluster up
 //   forever        computes until the test signals or kills a rank from outside
 //   slow-start     ranks 0-2 start taskwire while rank 3 sits in MPI's start-up (it matched
 //                  only the environment's first collective), until the test interrupts it
@@ -95,6 +96,8 @@ int run(int argc, char** argv, const std::string& mode) {
   if (mode == "slow-start" && exits_fns::rank_env() == 3) sit_in_startup(argc, argv);
   mpi::LaunchOptions options;
   if (const char* level = std::getenv("EXITS_LOG_LEVEL")) options.log_level = level;
+  const char* no_watcher = std::getenv("EXITS_NO_WATCHER");  // to compare with the old way
+  options.rank_watcher = !no_watcher || !*no_watcher;
   auto session = mpi::initialize(argc, argv, options);
   auto& client = session.client();
   client.gather(client.map(exits_fns::nap, std::vector<int>(8, 1)));  // every worker is up
@@ -114,6 +117,12 @@ int run(int argc, char** argv, const std::string& mode) {
     client.gather(running);
     fmt::print("FAILED the job should have ended\n");
     return 1;
+  }
+  if (mode == "program-abort") {
+    auto running = some_work(client);
+    fmt::print("exits-test: rank 1 ends by MPI_Abort(7)\n");
+    std::fflush(stdout);
+    MPI_Abort(MPI_COMM_WORLD, 7);
   }
   if (mode == "forever" || mode == "slow-start") {
     fmt::print("exits-test: cluster up\n");
