@@ -116,6 +116,11 @@ std::uint64_t allocator_kept_bytes() noexcept {
 
 }  // namespace
 
+bool glibc_malloc_serves() noexcept {
+  static const bool glibc = !malloc_is_not_glibcs();
+  return glibc;
+}
+
 std::uint64_t process_memory_bytes() noexcept {
   const std::uint64_t rss = resident_set_bytes();
   const std::uint64_t kept = allocator_kept_bytes();
@@ -128,7 +133,7 @@ void release_free_memory() noexcept {
     // Arena 4096 is MALLCTL_ARENAS_ALL: every arena's unused pages go back at once instead
     // of after jemalloc's decay time.
     mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);
-  } else if (!malloc_is_not_glibcs()) {
+  } else if (glibc_malloc_serves()) {
     malloc_trim(0);
   }
 }

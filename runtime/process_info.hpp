@@ -21,6 +21,12 @@ std::uint64_t peak_resident_set_bytes() noexcept;
 /// 0 when the resident set size cannot be read. Cheap enough for a ten-a-second monitor.
 std::uint64_t process_memory_bytes() noexcept;
 
+/// Whether glibc's malloc serves this process (a build with the system allocator), not
+/// jemalloc (linked or preloaded) or another allocator. glibc gives a thread's large blocks
+/// fresh pages each time, so large frames are kept apart for reuse (frame.cpp); jemalloc keeps
+/// freed pages for any allocation, and a second pool beside it would only hold memory idle.
+bool glibc_malloc_serves() noexcept;
+
 /// Gives the memory the allocator and the frame buffer cache keep for reuse back to the
 /// operating system (jemalloc: purges every arena; glibc: malloc_trim), so that freeing
 /// data lowers the resident set size at once. Costs a few milliseconds: for a process near
