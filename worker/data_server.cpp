@@ -57,6 +57,12 @@ bool DataServer::answer(const comm::CommPtr& comm, const runtime::Message& reque
             fmt::format("unexpected operation {} (expected get_data)", static_cast<int>(r.op())));
       auto get = r.body<protocol::GetData>();
       auto lookup = core_.data->get_many(get.keys);
+      if (spdlog::should_log(spdlog::level::debug)) {
+        std::uint64_t bytes = 0;
+        for (const auto& [key, frame] : lookup.found) bytes += frame.size();
+        spdlog::debug("worker {}: get_data from {}: sends {} value(s), {} bytes", core_.name,
+                      comm->peer_address(), lookup.found.size(), bytes);
+      }
       protocol::DataReply body;
       body.request_id = get.request_id;
       body.missing = std::move(lookup.missing);
