@@ -11,8 +11,8 @@
 // malloc (glibc, as malloc_tuning.cpp tunes it, keeps part of a freed huge block;
 // docs/security.md, "Bounded queues").
 //
-// The cache is for glibc only. jemalloc, as taskwire configures it (malloc_tuning.cpp), keeps
-// the pages it frees for whatever is allocated next; beside it the cache held a worker's
+// There is no cache where jemalloc serves malloc: as taskwire configures it (malloc_tuning.cpp)
+// it keeps the pages it frees for whatever is allocated next; beside it the cache held a worker's
 // received frames idle after their values were decoded, memory its tasks' own arrays could not
 // use, and a worker's peak grew by what the cache held (docs/measurements.md, "The first
 // cluster in a process").
@@ -44,9 +44,9 @@ class LargeBufferCache {
   }
 
   /// Whether a buffer of `bytes` (at least kLargeBufferBytes) comes from here: mapped on its
-  /// own above what the cache keeps, kept for reuse under glibc; else plain malloc serves it.
+  /// own above what the cache keeps, else kept for reuse unless jemalloc serves malloc.
   static bool serves(std::size_t bytes) {
-    return rounded(bytes) > kMaxBytes || glibc_malloc_serves();
+    return rounded(bytes) > kMaxBytes || !jemalloc_serves_malloc();
   }
 
   static LargeBufferCache& instance() {

@@ -17,13 +17,13 @@
 
 namespace taskwire::runtime {
 
-/// Buffers this large and larger are kept once freed (up to 512 MiB in all, per process) where
-/// glibc's malloc serves the process.
+/// Buffers this large and larger are kept once freed (up to 512 MiB in all, per process)
+/// unless jemalloc serves malloc.
 inline constexpr std::size_t kLargeBufferBytes = std::size_t{16} << 20;
 
-/// At least `bytes` of uninitialised memory, aligned for any fundamental type: under glibc a
-/// kept buffer when `bytes` >= kLargeBufferBytes and one of about that size is free, else from
-/// malloc.
+/// At least `bytes` of uninitialised memory, aligned for any fundamental type: a kept buffer
+/// when `bytes` >= kLargeBufferBytes, one of about that size is free and jemalloc does not
+/// serve malloc, else from malloc.
 /// Throws std::bad_alloc.
 void* allocate_buffer(std::size_t bytes);
 /// Frees what allocate_buffer(bytes) returned; pass the same `bytes`.

@@ -116,9 +116,9 @@ std::uint64_t allocator_kept_bytes() noexcept {
 
 }  // namespace
 
-bool glibc_malloc_serves() noexcept {
-  static const bool glibc = !malloc_is_not_glibcs();
-  return glibc;
+bool jemalloc_serves_malloc() noexcept {
+  static const bool jemalloc = jemalloc_mallctl() != nullptr && malloc_is_not_glibcs();
+  return jemalloc;
 }
 
 std::uint64_t process_memory_bytes() noexcept {
@@ -133,7 +133,7 @@ void release_free_memory() noexcept {
     // Arena 4096 is MALLCTL_ARENAS_ALL: every arena's unused pages go back at once instead
     // of after jemalloc's decay time.
     mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);
-  } else if (glibc_malloc_serves()) {
+  } else if (!malloc_is_not_glibcs()) {
     malloc_trim(0);
   }
 }

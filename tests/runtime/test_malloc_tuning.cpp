@@ -117,7 +117,7 @@ TEST_CASE("process memory: freed blocks jemalloc keeps resident do not count",
 // them idle, and counted, up to 512 MiB).
 TEST_CASE("process memory: a freed large frame goes back to jemalloc and does not count",
           "[runtime][malloc][frame]") {
-  CHECK_FALSE(taskwire::runtime::glibc_malloc_serves());
+  CHECK(taskwire::runtime::jemalloc_serves_malloc());
   constexpr std::size_t bytes = (std::size_t{64} << 20) + 8;  // a 64 MiB vector's frame
   auto frame = taskwire::runtime::Frame::allocate(bytes);
   std::memset(frame.mutable_data(), 0x5a, bytes);
