@@ -407,7 +407,7 @@ int workloads_main(const std::vector<std::string>& args) {
       "sort-keys", po::value(&s.sort_keys)->default_value(s.sort_keys), "sort: int64 keys")(
       "sort-parts", po::value(&s.sort_parts)->default_value(s.sort_parts), "sort: parts P (P*P pieces)")(
       "rank-usage", po::bool_switch(&o.rank_usage),
-      "under mpiexec: each rank prints its wall, CPU time, page faults and RSS per cluster (stderr)")(
+      "under mpiexec: each rank prints its wall, CPU time, page faults, RSS and peak RSS per cluster (stderr)")(
       "prefault-mib", po::value(&o.prefault_mib)->default_value(o.prefault_mib),
       "under mpiexec: each rank allocates, touches and frees this many MiB before its first cluster")(
       "scatter-batch", po::value(&s.scatter_batch)->default_value(s.scatter_batch),

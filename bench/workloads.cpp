@@ -202,10 +202,11 @@ void print_workloads_header(const WorkloadsOptions& o, int workers) {
   std::fflush(stdout);
 }
 
-// What this process used (getrusage) and holds (VmRSS), for --rank-usage.
+// What this process used (getrusage), holds (VmRSS) and held at most (VmHWM: since the last
+// reset_peak()), for --rank-usage.
 struct RankUsage {
   double wall = 0, user = 0, system = 0;
-  long minor_faults = 0, major_faults = 0, rss_kib = 0;
+  long minor_faults = 0, major_faults = 0, rss_kib = 0, peak_kib = 0;
   static RankUsage now() {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
@@ -217,21 +218,31 @@ struct RankUsage {
                 secs(ru.ru_stime),
                 ru.ru_minflt,
                 ru.ru_majflt,
+                0,
                 0};
     std::ifstream status("/proc/self/status");
-    for (std::string line; std::getline(status, line);)
+    for (std::string line; std::getline(status, line);) {
       if (line.rfind("VmRSS:", 0) == 0) u.rss_kib = std::stol(line.substr(6));
+      if (line.rfind("VmHWM:", 0) == 0) u.peak_kib = std::stol(line.substr(6));
+    }
     return u;
+  }
+  /// now(), with VmHWM set back to the current RSS first (Linux's clear_refs "5"), so that
+  /// the next now() gives the peak of what ran in between (without that file, the process's).
+  static RankUsage start() {
+    std::ofstream("/proc/self/clear_refs") << "5";
+    return now();
   }
 };
 
 void print_rank_usage(int rank, const std::string& what, const RankUsage& a, const RankUsage& b) {
   fmt::print(stderr,
              "rank-usage: rank {} {:<14} wall {:6.3f} s, user {:6.3f} s, system {:6.3f} s, "
-             "minor faults {:8}, major {:3}, RSS {:7} -> {:7} KiB (monotonic {:.3f}-{:.3f})\n",
+             "minor faults {:8}, major {:3}, RSS {:7} -> {:7} KiB, peak {:7} KiB "
+             "(monotonic {:.3f}-{:.3f})\n",
              rank, what, b.wall - a.wall, b.user - a.user, b.system - a.system,
              b.minor_faults - a.minor_faults, b.major_faults - a.major_faults, a.rss_kib, b.rss_kib,
-             a.wall, b.wall);
+             b.peak_kib, a.wall, b.wall);
 }
 
 // Allocates `mib` MiB in 8 MiB blocks, touches every page and frees them: the allocator keeps
@@ -257,13 +268,13 @@ int run_workloads_on_ranks(const WorkloadsOptions& o) {
     suite.prepare();
   }
   if (o.prefault_mib > 0) {
-    const RankUsage before = RankUsage::now();
+    const RankUsage before = RankUsage::start();
     prefault_pages(o.prefault_mib);
     if (o.rank_usage) print_rank_usage(env.rank(), "prefault", before, RankUsage::now());
   }
   int rc = 0;
   for (int round = 1; round <= o.repeats; ++round) {
-    const RankUsage before = RankUsage::now();
+    const RankUsage before = RankUsage::start();
     if (client) suite.threads_round(round);
     if (o.rank_usage && client)
       print_rank_usage(env.rank(), fmt::format("threads round {}", round), before,
@@ -273,7 +284,7 @@ int run_workloads_on_ranks(const WorkloadsOptions& o) {
       for (int c = 0; c < o.clusters; ++c) {
         mpi::LaunchOptions lo;
         lo.transport = mpi::parse_transport(backend);
-        const RankUsage before = RankUsage::now();
+        const RankUsage before = RankUsage::start();
         const int status = mpi::run_cluster(
             env, lo, layout, [&](Client& cl) { suite.cluster_round(cl, backend, round); });
         if (o.rank_usage)

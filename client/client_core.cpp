@@ -660,8 +660,8 @@ void ClientCore::try_holder(const std::string& holder, const std::vector<std::st
   } catch (const std::exception& e) {
     if (warn) spdlog::warn("client: fetching from {} failed: {}", holder, e.what());
   }
-  for (const auto& k : keys)
-    if (gone || (answered && !got.count(k))) lost.push_back(protocol::MissingData{"", k, holder});
+  for (const auto& k : keys)  // a request answered before a later one failed gave its keys
+    if (!got.count(k) && (gone || answered)) lost.push_back(protocol::MissingData{"", k, holder});
 }
 
 // Tells the scheduler which holders it named do not have their keys (gone, or a copy lost
@@ -702,14 +702,6 @@ std::shared_ptr<ClientCore::WorkerLink> ClientCore::worker_link(const std::strin
   return link;
 }
 
-void ClientCore::fetch_from(const std::string& address, const std::vector<std::string>& keys,
-                            std::map<std::string, runtime::Frame>& out) {
-  exchange_with_worker(address, fetch_time_allowed(keys),
-                       [&](const comm::CommPtr& comm, const TimeLeft& left) {
-                         get_data(comm, address, keys, left, out);
-                       });
-}
-
 void ClientCore::exchange_with_worker(
     const std::string& address, std::chrono::milliseconds allowed,
     const std::function<void(const comm::CommPtr&, const TimeLeft&)>& exchange) {
@@ -747,35 +739,6 @@ void ClientCore::exchange_with_worker(
                     e.what());
     }
   }
-}
-
-void ClientCore::get_data(const comm::CommPtr& comm, const std::string& address,
-                          const std::vector<std::string>& keys, const TimeLeft& left,
-                          std::map<std::string, runtime::Frame>& out) {
-  runtime::BatchWriter w;
-  static std::atomic<std::uint64_t> ids{0};
-  const auto id = ++ids;
-  w.add(Op::get_data, protocol::GetData{id, keys});
-  comm::write_sync(comm, w.take(), left());
-  auto reply = comm::read_sync(comm, left());
-  runtime::for_each_op(reply, [&](runtime::OpReader& r) {
-    if (r.op() != Op::data_reply)
-      throw runtime::SerializationError("expected data_reply from " + address);
-    auto b = r.body<protocol::DataReply>();
-    if (b.keys.size() != r.frames().size())
-      throw runtime::SerializationError("data_reply from " + address + " has mismatched frames");
-    for (std::size_t i = 0; i < b.keys.size(); ++i) out.emplace(b.keys[i], r.frames()[i]);
-  });
-}
-
-std::chrono::milliseconds ClientCore::fetch_time_allowed(const std::vector<std::string>& keys) {
-  std::uint64_t bytes = 0;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& k : keys)
-      if (auto it = keys_.find(k); it != keys_.end()) bytes += it->second.nbytes;
-  }
-  return time_allowed(bytes);
 }
 
 std::chrono::milliseconds ClientCore::time_allowed(std::uint64_t bytes) const {

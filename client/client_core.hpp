@@ -177,10 +177,18 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void get_data(const comm::CommPtr& comm, const std::string& address,
                 const std::vector<std::string>& keys, const TimeLeft& left,
                 std::map<std::string, runtime::Frame>& out);
-  /// Fetches keys from one holder; fills `out` for the keys it had. A holder that has not
-  /// answered within fetch_time_allowed(keys) counts as gone for this fetch (CommError).
+  /// Fetches keys from one holder, in requests of at most kFetchBatchBytes of results
+  /// (fetch.cpp); fills `out` for the keys it had. A holder that has not answered a request
+  /// within fetch_time_allowed(its keys) counts as gone for this fetch (CommError); the keys
+  /// of requests answered before stay in `out`.
   void fetch_from(const std::string& address, const std::vector<std::string>& keys,
                   std::map<std::string, runtime::Frame>& out);
+  /// `keys` in order, cut into runs of at most kFetchBatchBytes by their reported sizes (a
+  /// key larger than that alone).
+  std::vector<std::vector<std::string>> fetch_batches(const std::vector<std::string>& keys);
+  /// Results a get_data asks one worker for at most, by their reported sizes: the worker
+  /// serializes them all before it replies, beside the live values it keeps.
+  static constexpr std::uint64_t kFetchBatchBytes = std::uint64_t{16} << 20;
   std::vector<std::size_t> send_to_worker(const std::string& address,
                                           const std::vector<std::string>& keys,
                                           const std::vector<runtime::Frame>& frames,

@@ -10,8 +10,15 @@
 // message of gigabytes gives its memory back to the kernel at once, whichever allocator serves
 // malloc (glibc, as malloc_tuning.cpp tunes it, keeps part of a freed huge block;
 // docs/security.md, "Bounded queues").
+//
+// There is no cache where jemalloc serves malloc: as taskwire configures it (malloc_tuning.cpp)
+// it keeps the pages it frees for whatever is allocated next; beside it the cache held a worker's
+// received frames idle after their values were decoded, memory its tasks' own arrays could not
+// use, and a worker's peak grew by what the cache held (docs/measurements.md, "The first
+// cluster in a process").
 #include <taskwire/runtime/frame.hpp>
 #include <taskwire/runtime/large_buffer.hpp>
+#include <taskwire/runtime/process_info.hpp>
 
 #include <sys/mman.h>
 
@@ -34,6 +41,12 @@ class LargeBufferCache {
 
   static std::size_t rounded(std::size_t bytes) {
     return (bytes + kGranule - 1) / kGranule * kGranule;
+  }
+
+  /// Whether a buffer of `bytes` (at least kLargeBufferBytes) comes from here: mapped on its
+  /// own above what the cache keeps, else kept for reuse unless jemalloc serves malloc.
+  static bool serves(std::size_t bytes) {
+    return rounded(bytes) > kMaxBytes || !jemalloc_serves_malloc();
   }
 
   static LargeBufferCache& instance() {
@@ -135,7 +148,7 @@ class LargeBufferCache {
 Frame Frame::allocate(std::size_t n) {
   Frame f;
   f.size_ = n;
-  if (n < kCachedFrameBytes) {
+  if (n < kCachedFrameBytes || !LargeBufferCache::serves(n)) {
     auto p = std::make_shared_for_overwrite<char[]>(n);
     f.mut_ = p.get();
     f.data_ = std::shared_ptr<const char>(std::move(p), f.mut_);
@@ -153,7 +166,8 @@ Frame Frame::allocate(std::size_t n) {
 }
 
 void* allocate_buffer(std::size_t bytes) {
-  if (bytes >= kLargeBufferBytes) return LargeBufferCache::instance().lend(bytes);
+  if (bytes >= kLargeBufferBytes && LargeBufferCache::serves(bytes))
+    return LargeBufferCache::instance().lend(bytes);
   void* p = std::malloc(bytes ? bytes : 1);
   if (!p) throw std::bad_alloc();
   return p;
@@ -161,7 +175,7 @@ void* allocate_buffer(std::size_t bytes) {
 
 void deallocate_buffer(void* p, std::size_t bytes) noexcept {
   if (!p) return;
-  if (bytes >= kLargeBufferBytes)
+  if (bytes >= kLargeBufferBytes && LargeBufferCache::serves(bytes))
     LargeBufferCache::instance().give_back(static_cast<char*>(p), bytes);
   else std::free(p);
 }

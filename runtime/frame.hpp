@@ -27,8 +27,9 @@ class Frame {
 
   /// Allocates an uninitialised buffer of `n` bytes (not zero-filled: a receiver overwrites
   /// it, and zero-filling 16 MiB costs milliseconds); fill it through `mutable_data()` before
-  /// sharing the frame. Used by receivers that read straight into the frame. Buffers of
-  /// kCachedFrameBytes and more are reused once freed (see frame.cpp).
+  /// sharing the frame. Used by receivers that read straight into the frame. Unless jemalloc
+  /// serves malloc, buffers of kCachedFrameBytes and more are kept for reuse once freed
+  /// (frame.cpp).
   static Frame allocate(std::size_t n);
   static constexpr std::size_t kCachedFrameBytes = std::size_t{16} << 20;
   static Frame copy_of(const void* p, std::size_t n) {

@@ -147,14 +147,17 @@ class ArgSlot {
     view_ = &*own_;
   }
   /// A std::vector parameter filled element by element from `n` values (a list form's call):
-  /// each a live element copied, or decoded. Throws std::invalid_argument for another type.
+  /// each a live element copied, or bytes decoded straight into the element (the vector holds
+  /// its own copy anyway: a decode kept in the value as well would hold the element twice
+  /// while the task runs, and the value keeps its bytes for the next reader). Throws
+  /// std::invalid_argument for another type.
   void load_list(const Value* values, std::size_t n) {
     if constexpr (is_vector<T>::value) {
       own_.emplace();
       own_->reserve(n);
       for (std::size_t i = 0; i < n; ++i) {
         using E = typename T::value_type;
-        if (auto live = values[i].shared_as<E>()) {
+        if (auto live = values[i].live_as<E>()) {
           own_->push_back(*live);
         } else {
           E element;

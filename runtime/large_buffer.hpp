@@ -6,7 +6,8 @@
 // and clears: in `taskwire-bench array` (50 MB blocks) that was 40 % of a worker's time. Frames
 // of kLargeBufferBytes and more already come from a cache of freed buffers (frame.cpp); the
 // same cache serves a task's own big arrays through BufferAllocator, so a worker that decodes,
-// builds and frees one block after another keeps reusing the same memory.
+// builds and frees one block after another keeps reusing the same memory. With jemalloc (the
+// default build) malloc itself keeps freed pages for reuse, and these buffers are plain malloc.
 #include <cstddef>
 #include <limits>
 #include <memory>
@@ -16,11 +17,13 @@
 
 namespace taskwire::runtime {
 
-/// Buffers this large and larger are kept once freed (up to 512 MiB in all, per process).
+/// Buffers this large and larger are kept once freed (up to 512 MiB in all, per process)
+/// unless jemalloc serves malloc.
 inline constexpr std::size_t kLargeBufferBytes = std::size_t{16} << 20;
 
 /// At least `bytes` of uninitialised memory, aligned for any fundamental type: a kept buffer
-/// when `bytes` >= kLargeBufferBytes and one of about that size is free, else from malloc.
+/// when `bytes` >= kLargeBufferBytes, one of about that size is free and jemalloc does not
+/// serve malloc, else from malloc.
 /// Throws std::bad_alloc.
 void* allocate_buffer(std::size_t bytes);
 /// Frees what allocate_buffer(bytes) returned; pass the same `bytes`.

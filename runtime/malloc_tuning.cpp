@@ -116,6 +116,11 @@ std::uint64_t allocator_kept_bytes() noexcept {
 
 }  // namespace
 
+bool jemalloc_serves_malloc() noexcept {
+  static const bool jemalloc = jemalloc_mallctl() != nullptr && malloc_is_not_glibcs();
+  return jemalloc;
+}
+
 std::uint64_t process_memory_bytes() noexcept {
   const std::uint64_t rss = resident_set_bytes();
   const std::uint64_t kept = allocator_kept_bytes();

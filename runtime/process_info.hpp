@@ -21,6 +21,12 @@ std::uint64_t peak_resident_set_bytes() noexcept;
 /// 0 when the resident set size cannot be read. Cheap enough for a ten-a-second monitor.
 std::uint64_t process_memory_bytes() noexcept;
 
+/// Whether jemalloc (linked, as taskwire's programs link it, or preloaded) serves this
+/// process's malloc. It keeps freed pages for any allocation, so large frames are not kept
+/// apart for reuse (frame.cpp) as they are under glibc, which gives a thread's large blocks
+/// fresh pages each time, or a sanitizer's allocator.
+bool jemalloc_serves_malloc() noexcept;
+
 /// Gives the memory the allocator and the frame buffer cache keep for reuse back to the
 /// operating system (jemalloc: purges every arena; glibc: malloc_trim), so that freeing
 /// data lowers the resident set size at once. Costs a few milliseconds: for a process near

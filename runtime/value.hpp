@@ -109,8 +109,7 @@ class ValueCell {
   template <class T>
   std::shared_ptr<const T> shared_as() {
     std::lock_guard lock(mu_);
-    if (object_ && *type_.type == typeid(T))
-      return std::shared_ptr<const T>(object_, static_cast<const T*>(object_.get()));
+    if (auto live = live_as_locked<T>()) return live;
     if (object_ || !held_ || !has_bytes_) return nullptr;
     auto decoded = std::make_shared<T>();
     from_frame(bytes_, *decoded);
@@ -118,6 +117,13 @@ class ValueCell {
     type_ = LiveType{&typeid(T), &serialize_live<T>};
     object_ = std::shared_ptr<const void>(decoded, decoded.get());
     return decoded;
+  }
+
+  /// The live object when it is a T, else null: never decodes.
+  template <class T>
+  std::shared_ptr<const T> live_as() const {
+    std::lock_guard lock(mu_);
+    return live_as_locked<T>();
   }
 
   Frame bytes() const;
@@ -129,6 +135,12 @@ class ValueCell {
   bool drop_bytes_if_live();
 
  private:
+  template <class T>
+  std::shared_ptr<const T> live_as_locked() const {
+    if (!object_ || *type_.type != typeid(T)) return nullptr;
+    return std::shared_ptr<const T>(object_, static_cast<const T*>(object_.get()));
+  }
+
   mutable std::mutex mu_;
   Frame bytes_;
   bool has_bytes_ = false;
@@ -175,6 +187,12 @@ class Value {
   template <class T>
   std::shared_ptr<const T> shared_as() const {
     return cell_ ? cell_->shared_as<T>() : nullptr;
+  }
+  /// The live T, if the value is one now, without decoding (for a reader that copies it
+  /// anyway: a decode kept for later readers would be one more copy held meanwhile).
+  template <class T>
+  std::shared_ptr<const T> live_as() const {
+    return cell_ ? cell_->live_as<T>() : nullptr;
   }
   /// Decodes a private T from the serialized form (the live object of another type is
   /// serialized first, as a peer would receive it). Throws SerializationError.

@@ -60,6 +60,12 @@ bool DataServer::answer(const comm::CommPtr& comm, const runtime::Message& reque
       if (get.wait && get.keys.size() == 1 && !core_.data->contains(get.keys.front()))
         return waits.push_back({comm, get.request_id, std::move(get.keys.front())});
       auto lookup = core_.data->get_many(get.keys);
+      if (spdlog::should_log(spdlog::level::debug)) {
+        std::uint64_t bytes = 0;
+        for (const auto& [key, frame] : lookup.found) bytes += frame.size();
+        spdlog::debug("worker {}: get_data from {}: sends {} value(s), {} bytes", core_.name,
+                      comm->peer_address(), lookup.found.size(), bytes);
+      }
       protocol::DataReply body;
       body.request_id = get.request_id;
       body.missing = std::move(lookup.missing);

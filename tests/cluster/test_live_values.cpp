@@ -3,6 +3,7 @@
 // worker, and clients receive results as before. Block's serialize() counts decodes.
 #include "tests/cluster/cluster_fixture.hpp"
 #include "tests/cluster/cluster_functions.hpp"
+#include "tests/cluster/log_capture.hpp"
 
 #include <taskwire/client/client.hpp>
 
@@ -151,4 +152,32 @@ TEST_CASE("live values: clients receive results and scattered data as they were"
   CHECK(client.submit(live_cluster::element, scattered, std::size_t{2999}).get() == 2999.25);
   CHECK(scattered.get() == sent);
   CHECK(client.submit(cluster_fns::greet, std::string("live")).get() == "hello live");
+}
+
+// A worker serializes all that one get_data asks for before it replies, beside the live values
+// it keeps: a client asks for at most kFetchBatchBytes of results at a time, so gathering all
+// of a worker's results adds at most about that much to its memory, not their whole size.
+TEST_CASE("live values: a client gathers a worker's big results in requests of a bounded size",
+          "[cluster][live]") {
+  test::LogCapture log(spdlog::level::debug);  // before the cluster, which logs through it
+  Cluster cl(1);
+  REQUIRE(cl.wait_workers(1));
+  Client client(cl.fx.registry(), cl.address);
+  const std::size_t doubles = (std::size_t{10} << 20) / sizeof(double);  // 10 MiB each
+  std::vector<Future<Block>> made;
+  for (std::size_t i = 0; i < 3; ++i)
+    made.push_back(client.submit(live_cluster::make_block, doubles + i));
+  client.wait(made);
+  const auto got = client.gather(made);
+  REQUIRE(got.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(got[i] == Block(doubles + i));
+  const std::string text = log.text();
+  std::size_t requests = 0, single = 0;
+  for (std::size_t at = text.find("get_data from"); at != std::string::npos;
+       at = text.find("get_data from", at + 1)) {
+    ++requests;
+    if (text.compare(text.find("sends ", at), 16, "sends 1 value(s)") == 0) ++single;
+  }
+  CHECK(requests == 3);  // 10 MiB + 10 MiB is past the bound: one result per request
+  CHECK(single == 3);
 }

@@ -3,6 +3,7 @@
 // TASKWIRE_WITH_JEMALLOC) or on the system allocator (test_system_malloc, or a build without
 // jemalloc), which ctest starts with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 as the guide tells
 // a user of that allocator to (the library no longer re-executes the process to set it).
+#include <taskwire/runtime/frame.hpp>
 #include <taskwire/runtime/process_info.hpp>
 
 #include <catch2/catch.hpp>
@@ -109,5 +110,22 @@ TEST_CASE("process memory: freed blocks jemalloc keeps resident do not count",
   const std::uint64_t after = taskwire::runtime::process_memory_bytes();
   CHECK(after + bytes / 2 <= held);
   CHECK(taskwire::runtime::resident_set_bytes() >= after);
+}
+
+// A worker's received frames are freed once their values are decoded: with jemalloc their
+// pages go back to it, for the tasks' own arrays, and count no more (a cache of its own kept
+// them idle, and counted, up to 512 MiB).
+TEST_CASE("process memory: a freed large frame goes back to jemalloc and does not count",
+          "[runtime][malloc][frame]") {
+  CHECK(taskwire::runtime::jemalloc_serves_malloc());
+  constexpr std::size_t bytes = (std::size_t{64} << 20) + 8;  // a 64 MiB vector's frame
+  auto frame = taskwire::runtime::Frame::allocate(bytes);
+  std::memset(frame.mutable_data(), 0x5a, bytes);
+  const std::uint64_t held = taskwire::runtime::process_memory_bytes();
+  frame = taskwire::runtime::Frame();
+  const std::uint64_t after = taskwire::runtime::process_memory_bytes();
+  INFO("process memory holding the frame " << (held >> 20) << " MiB, after " << (after >> 20)
+                                           << " MiB");
+  CHECK(after + bytes / 2 <= held);
 }
 #endif

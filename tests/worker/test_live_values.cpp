@@ -54,11 +54,19 @@ double scribble(Counted c, std::size_t i) {
   return c.data.at(i);
 }
 
+// The first element of each, as a merge of pieces reads them (a list form's parameter).
+double first_of_each(const std::vector<Counted>& pieces) {
+  double sum = 0;
+  for (const auto& p : pieces) sum += p.data.at(1);
+  return sum;
+}
+
 }  // namespace live_fns
 
 TASKWIRE_REGISTER(live_fns::make);
 TASKWIRE_REGISTER(live_fns::element);
 TASKWIRE_REGISTER(live_fns::scribble);
+TASKWIRE_REGISTER(live_fns::first_of_each);
 
 namespace live_fns {
 
@@ -161,6 +169,36 @@ TEST_CASE("live values: a by-value parameter gets one copy and the held value do
   fn("scribble").invoke({inline_arg, runtime::to_frame(std::size_t{0})});
   CHECK(live_fns::decodes == 1);
   CHECK(live_fns::copies == 0);
+}
+
+TEST_CASE("live values: a list parameter copies live values and decodes held bytes straight "
+          "into its elements, keeping no decode",
+          "[worker][live]") {
+  const auto fetched = runtime::to_frame(live_fns::Counted(4096));
+  DataStore store;
+  store.put("fetched", fetched);  // from a peer: bytes
+  store.put("computed", fn("make").invoke({runtime::to_frame(std::size_t{4096})}));
+  const auto before = store.counts();
+  reset_counts();
+  const auto* list = FunctionRegistry::global().find(
+      runtime::list_form_name("live_fns::first_of_each"));
+  REQUIRE(list);
+  const std::vector<Value> args{runtime::to_frame(std::vector<std::int64_t>{2}),
+                                *store.value("fetched"), *store.value("computed")};
+  CHECK(runtime::from_frame<double>(list->invoke(args).bytes()) == 1.0);
+  for (const auto& a : args) store.settle(a);  // as the worker does once a task has run
+  CHECK(live_fns::decodes == 1);
+  CHECK(live_fns::copies == 1);  // the live one; the bytes went straight into their element
+  // The fetched value is held as it came, once: not as its bytes and a decode as well.
+  const auto after = store.counts();
+  CHECK(after.serialized_bytes == fetched.size());
+  CHECK(after.live_bytes == before.live_bytes);
+  CHECK(after.memory_bytes == before.memory_bytes);
+  // A reader by const& still decodes it once, then reads it in place.
+  reset_counts();
+  for (std::size_t i = 0; i < 5; ++i) CHECK(read_element(store, "fetched", i) == 0.5 * double(i));
+  CHECK(live_fns::decodes == 1);
+  CHECK(store.counts().serialized_bytes == 0);
 }
 
 TEST_CASE("live values: spilling serializes a live value, which comes back as bytes decoded once",
