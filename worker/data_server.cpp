@@ -1,6 +1,7 @@
 #include <taskwire/worker/data_server.hpp>
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <spdlog/spdlog.h>
 
 namespace taskwire::worker {
@@ -97,13 +98,17 @@ bool DataServer::answer(const comm::CommPtr& comm, const runtime::Message& reque
 // ---- waiting requests ----
 // A peer that was assigned a task ahead of its input running here asks for the input at
 // once and is answered when it is done: the result goes producer -> consumer in one message,
-// with no word from the scheduler. A key this worker does not compute (unknown yet, freed,
-// erred, stolen) is answered missing, and the scheduler places the consumer again.
+// with no word from the scheduler. A key this worker no longer computes (freed, erred,
+// stolen) is answered missing, and the scheduler places the consumer again; one it does not
+// know yet (its compute_task may still be on the way: the scheduler sends both at once, on
+// different connections) is answered missing only after kUnknownWait.
 
 namespace {
 /// Requests parked at once; past it a waiting request is answered missing (its task is then
 /// placed again the usual way).
 constexpr std::size_t kMaxParked = 4096;
+/// How long a request for a key this worker does not know waits for its compute_task.
+constexpr std::chrono::milliseconds kUnknownWait{200};
 
 bool computes_here(const WorkerState& state, const protocol::Key& key) {
   const TaskState* ts = state.task(key);
@@ -115,20 +120,42 @@ bool computes_here(const WorkerState& state, const protocol::Key& key) {
 
 void DataServer::park(std::vector<Waiting> waits) {
   if (core_.closing) return;
+  const auto now = std::chrono::steady_clock::now();
   for (auto& w : waits) {
-    if (parked_.size() < kMaxParked && computes_here(*core_.state, w.key))
-      parked_.push_back(std::move(w));
-    else
+    const bool unknown = !core_.state->task(w.key);
+    if (parked_.size() >= kMaxParked || (!unknown && !computes_here(*core_.state, w.key))) {
       answer_waiting(w);
+      continue;
+    }
+    w.since = now;
+    parked_.push_back(std::move(w));
+    if (unknown) watch_unknown();
   }
 }
 
 void DataServer::answer_parked_now() {
-  std::erase_if(parked_, [this](const Waiting& w) {
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(parked_, [&](const Waiting& w) {
     if (w.comm.expired()) return true;
     if (computes_here(*core_.state, w.key)) return false;
+    if (!core_.state->task(w.key) && now - w.since < kUnknownWait) return false;
     answer_waiting(w);
     return true;
+  });
+}
+
+void DataServer::watch_unknown() {
+  if (watching_unknown_) return;
+  watching_unknown_ = true;
+  unknown_timer_.expires_after(kUnknownWait);
+  unknown_timer_.async_wait([this, held = core_.hold()](error_code ec) {
+    watching_unknown_ = false;
+    if (ec || core_.closing) return;
+    answer_parked_now();
+    const bool unknown_left = std::any_of(parked_.begin(), parked_.end(), [this](const Waiting& w) {
+      return !core_.state->task(w.key);
+    });
+    if (unknown_left) watch_unknown();
   });
 }
 

@@ -9,6 +9,7 @@
 #include <taskwire/worker/served_comms.hpp>
 #include <taskwire/worker/worker_core.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,7 +20,8 @@ namespace taskwire::worker {
 
 class DataServer {
  public:
-  DataServer(WorkerCore& core, WorkerActions& actions) : core_(core), actions_(actions) {}
+  DataServer(WorkerCore& core, WorkerActions& actions)
+      : core_(core), actions_(actions), unknown_timer_(core.strand) {}
   DataServer(const DataServer&) = delete;
   DataServer& operator=(const DataServer&) = delete;
 
@@ -33,6 +35,7 @@ class DataServer {
   void stop_listening();
   void close_served() {
     parked_.clear();
+    unknown_timer_.cancel();
     served_.close_all();
   }
   /// On the strand, after the state machine ran: answers the waiting get_data requests
@@ -54,6 +57,7 @@ class DataServer {
     std::weak_ptr<comm::Comm> comm;
     std::uint64_t request_id = 0;
     protocol::Key key;
+    std::chrono::steady_clock::time_point since{};  ///< parked then
   };
 
   void on_accept(comm::CommPtr comm);
@@ -61,6 +65,8 @@ class DataServer {
   void park(std::vector<Waiting> waits);
   void answer_parked_now();
   void answer_waiting(const Waiting& w);
+  /// Parked requests for keys this worker does not know are answered missing after a while.
+  void watch_unknown();
   void serve(comm::CommPtr comm);
   /// Answers `request`, then serves the comm's next one once the reply is handed over; false
   /// (the comm aborted) for a malformed request.
@@ -77,6 +83,8 @@ class DataServer {
   std::vector<std::unique_ptr<comm::Listener>> listeners_;
   ServedComms served_;  ///< accepted comms, each served on its own strand
   std::vector<Waiting> parked_;  ///< on the strand: requests waiting for a task here
+  asio::steady_timer unknown_timer_;
+  bool watching_unknown_ = false;
 };
 
 }  // namespace taskwire::worker
