@@ -1,5 +1,6 @@
 #include <taskwire/comm/mpi/mpi_environment.hpp>
 #include <taskwire/comm/mpi/mpi_hosts.hpp>
+#include <taskwire/comm/mpi/rank_watcher.hpp>
 #include <taskwire/comm/mpi/ucx_defaults.hpp>
 
 #include <fmt/format.h>

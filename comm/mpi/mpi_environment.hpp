@@ -26,7 +26,6 @@
 #include <taskwire/comm/mpi/mpi_exits.hpp>
 #include <taskwire/comm/mpi/mpi_hosts.hpp>
 #include <taskwire/comm/mpi/mpi_wake.hpp>
-#include <taskwire/comm/mpi/rank_watcher.hpp>
 
 #include <mpi.h>
 

@@ -4,6 +4,7 @@
 #include <taskwire/http/http_server.hpp>
 #include <taskwire/runtime/asio.hpp>
 #include <taskwire/comm/mpi/mpi_broadcast.hpp>
+#include <taskwire/comm/mpi/rank_watcher.hpp>
 #include <taskwire/runtime/process_info.hpp>
 #include <taskwire/runtime/scheduler_file.hpp>
 #include <taskwire/scheduler/scheduler_server.hpp>

@@ -1,5 +1,6 @@
 #include <taskwire/launch/mpi/cluster_rank.hpp>
 #include <taskwire/launch/mpi/launch.hpp>
+#include <taskwire/comm/mpi/rank_watcher.hpp>
 #include <taskwire/runtime/force_exit.hpp>
 #include <taskwire/runtime/launch_env.hpp>
 #include <taskwire/runtime/log.hpp>

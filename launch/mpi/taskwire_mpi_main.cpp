@@ -6,6 +6,7 @@
 // when a client calls shutdown() or on SIGINT/SIGTERM, every rank exiting 0.
 #include <taskwire/launch/mpi/launch.hpp>
 #include <taskwire/comm/mpi/mpi_environment.hpp>
+#include <taskwire/comm/mpi/rank_watcher.hpp>
 #include <taskwire/http/http_server.hpp>
 #include <taskwire/launch/daemon_bootstrap.hpp>
 #include <taskwire/runtime/launch_env.hpp>
