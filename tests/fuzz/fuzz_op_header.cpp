@@ -17,14 +17,16 @@ using taskwire::runtime::wire::Reader;
 
 // Bodies whose encoding is not unique: a bool is read from any byte (written as 0 or 1),
 // and a map's keys may come in any order, or twice (written once, sorted). A TaskSpec
-// (update_graph, compute_task) has both since protocol version 9; acquire_replicas is a map.
+// (update_graph, compute_task) has both since protocol version 9; acquire_replicas is a map;
+// missing_data and get_data end with a bool since protocol version 20.
 template <class T>
 constexpr bool has_one_encoding =
     !std::is_same_v<T, protocol::RegisterWorker> && !std::is_same_v<T, protocol::ComputeTask> &&
     !std::is_same_v<T, protocol::SchedulerInfo> && !std::is_same_v<T, protocol::CancelKeys> &&
     !std::is_same_v<T, protocol::StealResponse> && !std::is_same_v<T, protocol::UpdateGraph> &&
     !std::is_same_v<T, protocol::WorkerStatus> && !std::is_same_v<T, protocol::CloseWorker> &&
-    !std::is_same_v<T, protocol::AcquireReplicas>;
+    !std::is_same_v<T, protocol::AcquireReplicas> && !std::is_same_v<T, protocol::MissingData> &&
+    !std::is_same_v<T, protocol::GetData>;
 
 template <class T>
 void fuzz_body(const char* data, std::size_t n) {

@@ -70,11 +70,11 @@ void fill(protocol::WorkerStatus& b) { b.paused = true; }
 void fill(protocol::TaskErred& b) { b = {"k", "failed", "std::invalid_argument"}; }
 void fill(protocol::WorkerRefused& b) { b.reason = "name taken"; }
 void fill(protocol::CloseWorker& b) { b = {"no heartbeat for 12 s", true}; }
-void fill(protocol::MissingData& b) { b = {"k", "dep", "tcp://127.0.0.1:4001"}; }
+void fill(protocol::MissingData& b) { b = {"k", "dep", "tcp://127.0.0.1:4001", true}; }
 void fill(protocol::ComputeTask& b) {
-  b = {sample_task(), {{"inc-0", {"tcp://127.0.0.1:4001"}}}, 3, {{"inc-0", 0}}};
+  b = {sample_task(), {{"inc-0", {"tcp://127.0.0.1:4001"}}}, 3, {{"inc-0", 0}}, {"inc-0"}};
 }
-void fill(protocol::GetData& b) { b = {7, {"a", "b"}}; }
+void fill(protocol::GetData& b) { b = {7, {"a", "b"}, false}; }
 void fill(protocol::DataReply& b) { b = {7, {"a"}, {"b"}}; }
 void fill(protocol::UpdateData& b) { b = {5, {"scatter-1"}}; }
 void fill(protocol::UpdateDataReply& b) { b = {5, {"scatter-1"}, {8}}; }
