@@ -110,12 +110,6 @@ constexpr std::size_t kMaxParked = 4096;
 /// How long a request for a key this worker does not know waits for its compute_task.
 constexpr std::chrono::milliseconds kUnknownWait{200};
 
-bool computes_here(const WorkerState& state, const protocol::Key& key) {
-  const TaskState* ts = state.task(key);
-  return ts && ts->assigned &&
-         (ts->status == TaskStatus::waiting || ts->status == TaskStatus::ready ||
-          ts->status == TaskStatus::executing);
-}
 }  // namespace
 
 void DataServer::park(std::vector<Waiting> waits) {
@@ -123,7 +117,7 @@ void DataServer::park(std::vector<Waiting> waits) {
   const auto now = std::chrono::steady_clock::now();
   for (auto& w : waits) {
     const bool unknown = !core_.state->task(w.key);
-    if (parked_.size() >= kMaxParked || (!unknown && !computes_here(*core_.state, w.key))) {
+    if (parked_.size() >= kMaxParked || (!unknown && !core_.state->computes(w.key))) {
       answer_waiting(w);
       continue;
     }
@@ -137,7 +131,7 @@ void DataServer::answer_parked_now() {
   const auto now = std::chrono::steady_clock::now();
   std::erase_if(parked_, [&](const Waiting& w) {
     if (w.comm.expired()) return true;
-    if (computes_here(*core_.state, w.key)) return false;
+    if (core_.state->computes(w.key)) return false;
     if (!core_.state->task(w.key) && now - w.since < kUnknownWait) return false;
     answer_waiting(w);
     return true;

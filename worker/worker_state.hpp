@@ -125,6 +125,14 @@ class WorkerState {
   // Queries, for the server and tests.
   std::optional<TaskStatus> status(const Key& key) const;
   const TaskState* task(const Key& key) const;
+  /// Whether this worker computes `key` for the scheduler and has not finished it (waiting,
+  /// ready or executing): what a waiting get_data for it waits for.
+  bool computes(const Key& key) const {
+    const TaskState* ts = task(key);
+    return ts && ts->assigned &&
+           (ts->status == TaskStatus::waiting || ts->status == TaskStatus::ready ||
+            ts->status == TaskStatus::executing);
+  }
   std::size_t task_count() const noexcept { return tasks_.size(); }
   std::size_t executing_count() const noexcept { return executing_count_; }
   /// Threads held by tasks freed while running (cancelled): the scheduler no longer counts

@@ -121,7 +121,7 @@ void SimWorker::from_peer(const Envelope& e) {
 // get_data is answered from the data store, off the state machine (data_server.cpp).
 void SimWorker::serve(const std::string& peer, const OpGetData& get) {
   if (get.wait && get.keys.size() == 1 && !state_.data().contains(get.keys.front()) &&
-      computes_here(get.keys.front())) {
+      state_.computes(get.keys.front())) {
     parked_.emplace_back(peer, get);
     return;
   }
@@ -130,17 +130,10 @@ void SimWorker::serve(const std::string& peer, const OpGetData& get) {
                       cluster_.latency());
 }
 
-bool SimWorker::computes_here(const std::string& key) const {
-  const worker::TaskState* ts = state_.task(key);
-  return ts && ts->assigned &&
-         (ts->status == worker::TaskStatus::waiting || ts->status == worker::TaskStatus::ready ||
-          ts->status == worker::TaskStatus::executing);
-}
-
 // As DataServer::answer_parked(): after the state machine ran.
 void SimWorker::answer_parked() {
   std::erase_if(parked_, [this](const auto& p) {
-    if (computes_here(p.second.keys.front())) return false;
+    if (state_.computes(p.second.keys.front())) return false;
     OpGetData now = p.second;
     now.wait = false;
     serve(p.first, now);

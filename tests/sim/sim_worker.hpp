@@ -63,7 +63,6 @@ class SimWorker {
   void execute(const worker::Execute& x);
   void gather(const worker::GatherDep& g);
   void serve(const std::string& peer, const OpGetData& get);
-  bool computes_here(const std::string& key) const;
   void answer_parked();
   void peer_lost(const std::string& peer);
   void to_scheduler(Payload op);
