@@ -28,7 +28,7 @@ struct MpiPollConfig {
   /// host has a free core (no more runnable tasks, per /proc/loadavg, than the cores this
   /// process may use), giving up its core between polls (sched_yield): a reply that comes
   /// meanwhile needs no wake-up. 0: sleep at once.
-  std::chrono::microseconds yield_after_progress{200};
+  std::chrono::microseconds yield_after_progress{50};
   /// Poll-and-yield without checking for a free core: for client processes (not one that is
   /// also the scheduler), whose own thread that is about to wait for a result still counts as
   /// runnable when the poller checks.

@@ -57,6 +57,8 @@ bool take_driver_flag(int argc, const char* const* argv, int& i, DriverOptions& 
     o.runs = parse_number<int>(name, next_value(), 1);
   } else if (name == "--window") {
     o.window_tasks = parse_number<std::size_t>(name, next_value(), 2);
+  } else if (name == "--pin-points") {
+    o.pin_points = true;
   } else if (name == "--log-level") {
     o.log_level = std::string(next_value());
   } else {
@@ -104,6 +106,7 @@ std::string driver_usage(std::string_view program) {
       "  --nthreads N        threads running tasks on each worker (default 1)\n"
       "  --runs N            timed runs of the whole graph set; the last is reported (default 2)\n"
       "  --window N          most tasks in flight before the client waits (default 16384)\n"
+      "  --pin-points        run point p of every graph on worker p mod W (owner computes)\n"
       "  --log-level L       trace, debug, info, warn, error or off (default warn)\n"
       "  --help, -h          this text, then TaskBench's flags\n"
       "\n"

@@ -22,6 +22,9 @@ struct DriverOptions {
   /// Most tasks submitted and not yet known to be done (--window): bounds the scheduler's
   /// graph and the results kept for the client (see run_graphs.hpp).
   std::size_t window_tasks = 16384;
+  /// Each graph point runs on one worker, point p on worker p mod W (--pin-points): owner
+  /// computes, through SubmitOptions::workers, instead of the scheduler's placement.
+  bool pin_points = false;
   /// Log level of every rank (--log-level).
   std::string log_level = "warn";
   bool help = false;

@@ -75,6 +75,8 @@ class Execution {
     window_rounds_ = std::max<std::size_t>(2, o.window_tasks / static_cast<std::size_t>(width));
     checkpoint_every_ = std::max<std::size_t>(1, window_rounds_ / 4);
     batch_tasks_ = std::clamp<std::size_t>(o.window_tasks / 8, 1, 256);
+    if (o.pin_points)
+      for (const auto& w : client.scheduler_info().workers) owners_.push_back(w.address);
   }
 
   void run() {
@@ -120,6 +122,7 @@ class Execution {
       std::vector<Argument> added(g.max_width);
       for (long p = offset; p < offset + width; ++p) {
         TaskDescription task{.function = kPointFunction};
+        if (!owners_.empty()) task.options.workers = {owners_[static_cast<std::size_t>(p) % owners_.size()]};
         task.args.push_back(runtime::to_frame(std::vector<std::int64_t>{g.graph_index, t, p}));
         for (auto [first, last] : deps[p])
           for (long dep = std::max(first, last_offset); dep <= std::min(last, last_end - 1); ++dep)
@@ -177,6 +180,7 @@ class Execution {
   std::vector<std::size_t> touched_;  // cursors with tasks in this batch
   std::vector<Held> held_;            // one per round added
   std::size_t submitted_rounds_ = 0, waited_rounds_ = 0;
+  std::vector<std::string> owners_;  ///< worker of point p: owners_[p % size] (--pin-points)
   std::vector<std::vector<Future<Bytes>>> finals_;
 };
 

@@ -21,6 +21,9 @@ namespace taskwire::taskbench {
 struct RunOptions {
   int runs = 2;                     ///< timed runs; the last is reported
   std::size_t window_tasks = 16384;  ///< see above
+  /// Point p of every graph runs on worker p mod W (SubmitOptions::workers, the workers
+  /// scheduler_info() lists when the run starts): placement by owner, not by the scheduler.
+  bool pin_points = false;
 };
 
 /// Runs every graph of `app` `runs` times through `client` and prints, on stdout, App's

@@ -48,10 +48,11 @@ TEST_CASE("poll policy: spin after progress only with a core per rank", "[mpi][p
 TEST_CASE("poll policy: yield while a core is free, else sleep", "[mpi][policy]") {
   Probe probe;
   const auto p = oversubscribed();
+  const auto inside = p.yield_after_progress / 2;  // after progress, within the yield window
   probe.free_core = true;
-  CHECK(probe(p, PollView{100us, false, false, false, true}).action == Action::yield_then_poll);
+  CHECK(probe(p, PollView{inside, false, false, false, true}).action == Action::yield_then_poll);
   probe.free_core = false;
-  CHECK(probe(p, PollView{100us, false, false, false, true}).action == Action::sleep_until_woken);
+  CHECK(probe(p, PollView{inside, false, false, false, true}).action == Action::sleep_until_woken);
   // Past the yield window the core is not even looked at.
   probe.core_checks = 0;
   CHECK(probe(p, PollView{p.yield_after_progress + 1us, false, false, false, true}).action ==
