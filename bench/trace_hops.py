@@ -5,6 +5,8 @@ where a dependent edge's time goes.
   TASKWIRE_TRACE=/tmp/tr mpiexec.mpich -n 4 taskwire-taskbench --backend mpi -steps 300 ...
   bench/trace_hops.py /tmp/tr                      # per rank: work, gaps, sleeps, messages
   bench/trace_hops.py /tmp/tr --timeline 900 910   # every event between two task starts
+  bench/trace_hops.py /tmp/tr --gap 2 5            # rank 2's 6th wait between tasks longer
+                                                   # than --min-us, every rank's events in it
 
 Ranks are named as `mpiexec.mpich -n K` numbers them (trace-<rank>-<pid>.txt); in the MPI
 launches rank 0 is the scheduler, rank 1 the client, the others workers.
@@ -53,6 +55,7 @@ def summary(events):
         ends = [e[0] for e in mine if e[3] == "task_end"]
         busy = sum(b - a for a, b in zip(starts, ends))
         gaps = [s - e for e, s in zip(ends, starts[1:])]
+        long_gaps = [g for g in gaps if g > 20000]
         received, queued = {}, {}
         for e in mine:
             if e[3] in ("received", "queued"):
@@ -66,6 +69,8 @@ def summary(events):
                   f"gap between a task's end and the next start: median "
                   f"{us(statistics.median(gaps)) if gaps else 0:.1f} us, 90th "
                   f"{us(sorted(gaps)[int(0.9 * len(gaps))]) if gaps else 0:.1f} us")
+            print(f"  waiting between tasks {us(sum(gaps)) / 1000:.1f} ms in all, "
+                  f"{us(sum(long_gaps)) / 1000:.1f} ms of it in {len(long_gaps)} gaps over 20 us")
         if received:
             print("  received: " + ", ".join(f"{k} {v}" for k, v in sorted(received.items())))
         if queued:
@@ -86,17 +91,48 @@ def timeline(events, first, last):
             previous = ns
 
 
+def gap(events, rank, which, min_us, before_us):
+    """Every rank's events from before_us ahead of `rank`'s task end that opens its
+    which-th wait longer than min_us, to the task start that closes it: what the other ranks
+    did (or did not do) while this one waited."""
+    last_end, seen = None, 0
+    for ns, r, tid, what, op, text in events:
+        if r != rank:
+            continue
+        if what == "task_end":
+            last_end = ns
+        elif what == "task_start" and last_end is not None and us(ns - last_end) > min_us:
+            if seen == which:
+                print(f"rank {rank}: a wait of {us(ns - last_end):.1f} us (0 = the task end)")
+                for e in events:
+                    if last_end - before_us * 1000 <= e[0] <= ns:
+                        name = OPS.get(e[4], str(e[4])) if e[3] in ("queued", "sent", "received") else ""
+                        print(f"{us(e[0] - last_end):9.1f}  rank {e[1]:2s} {e[3]:10s} {name:15s} {e[5]}")
+                return
+            seen += 1
+    sys.exit(f"trace_hops: rank {rank} has {seen} waits longer than {min_us} us")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("directory")
     parser.add_argument("--timeline", nargs=2, type=int, metavar=("FIRST", "LAST"),
                         help="every event between the FIRST and LAST task start (0-based)")
+    parser.add_argument("--gap", nargs=2, metavar=("RANK", "N"),
+                        help="rank RANK's N-th (0-based) wait between tasks longer than "
+                             "--min-us, with every rank's events during it")
+    parser.add_argument("--min-us", type=float, default=20.0,
+                        help="--gap: waits longer than this count (default 20)")
+    parser.add_argument("--before-us", type=float, default=100.0,
+                        help="--gap: also show this much before the wait (default 100)")
     args = parser.parse_args()
     events = load(args.directory)
     if not events:
         sys.exit(f"trace_hops: no trace-*.txt in {args.directory} (was TASKWIRE_TRACE set?)")
     if args.timeline:
         timeline(events, *args.timeline)
+    elif args.gap:
+        gap(events, args.gap[0], int(args.gap[1]), args.min_us, args.before_us)
     else:
         summary(events)
 

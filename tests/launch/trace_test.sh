@@ -22,3 +22,11 @@ echo "CHECKED the workers ran the 102 tasks"
 echo "$summary" | grep -A3 "^rank 0:" | grep -q "task_finished 102" ||
   fail "the scheduler's timeline does not hold the 102 task_finished"
 echo "CHECKED the scheduler heard 102 tasks finish"
+# --gap: a worker's first wait between two tasks, with every rank's events during it.
+waits=""
+for rank in 2 3; do
+  waits=$(python3 "$hops" "$dir" --gap "$rank" 0 --min-us 0) && break
+done
+echo "$waits" | grep -q "^rank [23]: a wait of" || fail "trace_hops.py --gap showed no wait between tasks"
+echo "$waits" | grep -q "task_start" || fail "trace_hops.py --gap did not end at the next task start"
+echo "CHECKED --gap shows a worker's wait between tasks"
