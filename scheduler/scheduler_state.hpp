@@ -51,13 +51,13 @@ struct SchedulerOptions {
   /// Tasks per worker thread that may be assigned ahead: sent to the worker that runs all
   /// their unfinished dependencies before those finish, so that they start there with no
   /// scheduler round trip (Charm++'s and PaRSEC's producer -> consumer release). 0: off.
-  /// 4 is the measured choice: docs/scheduling.md, "Assign ahead". Known-short tasks get
+  /// 4 is the measured choice: docs/assign-ahead.md. Known-short tasks get
   /// as many as cover short_task_cover_seconds, as root tasks do ("The window in time").
   int assign_ahead = 4;
   /// Assign ahead also when the unfinished inputs run on other workers: the task goes to
   /// one of theirs (the least loaded), and its worker asks the others for their inputs
   /// before they finish (a waiting get_data), so that each result travels producer ->
-  /// consumer in one message with no scheduler on the way (docs/scheduling.md, "Assign
+  /// consumer in one message with no scheduler on the way (docs/assign-ahead.md, "Assign
   /// ahead across workers").
   bool assign_ahead_across_workers = false;
   /// Move tasks not yet started from saturated workers to idle ones, the victim confirming

@@ -48,7 +48,7 @@ class TaskSpecStore {
   };
 
   /// What SmallResults may hold: the frontier of a graph of small results (a TaskBench
-  /// stencil result costs ~200 B there) fits many times over (docs/scheduling.md, "Small
+  /// stencil result costs ~200 B there) fits many times over (docs/assign-ahead.md, "Small
   /// inputs ride with the task").
   static constexpr std::size_t kSmallResultsBytes = std::size_t{8} << 20;
   /// The largest result kept there: WorkerOptions::inline_result_bytes's default.

@@ -15,7 +15,7 @@ enum class TaskStatus {
   processing,  ///< sent to one worker, which has not answered yet
   /// Sent ahead to the worker that runs (or was assigned) its unfinished dependencies; it
   /// starts there as soon as they finish, with no scheduler round trip, and becomes
-  /// processing once the scheduler hears of them (docs/scheduling.md, "Assign ahead").
+  /// processing once the scheduler hears of them (docs/assign-ahead.md).
   assigned,
   memory,      ///< the result is held by one or more workers
   erred,       ///< it or a dependency failed; clients that want it were told

@@ -266,7 +266,7 @@ void SchedulerState::propagate_released(TaskState* ts) {
 namespace {
 /// Below this expected duration a task goes ahead to the worker running its inputs even while
 /// another worker idles: TaskBench's stencil (2 workers) runs 5x faster so at 12 us tasks and
-/// breaks even at ~150 us (docs/scheduling.md, "Assign ahead").
+/// breaks even at ~150 us (docs/assign-ahead.md).
 constexpr double kAheadPastIdleBelowSeconds = 100e-6;
 /// Tasks visited when a slot of the window comes free (bounds the walk on wide graphs).
 constexpr std::size_t kRefillScan = 64;
@@ -293,7 +293,7 @@ WorkerState* SchedulerState::assign_ahead_target(const TaskState* ts) const {
   // worker that holds their inputs while another worker idles piles every later step onto
   // that one worker for good. That pays only for tasks shorter than what moving one to the
   // idle worker costs (a placement round trip and a fetch); longer ones go ahead only while
-  // no other worker that could run them is idle (docs/scheduling.md, "Assign ahead").
+  // no other worker that could run them is idle (docs/assign-ahead.md).
   if (expected_duration(ts->function) < kAheadPastIdleBelowSeconds) return ws;
   for (const WorkerState* idle : idle_)
     if (idle != ws && eligible(ts, idle, strict)) return nullptr;
@@ -330,7 +330,7 @@ bool SchedulerState::ahead_target_fits(const TaskState* ts, const WorkerState* w
 // short_task_cover_seconds of work (at most max_short_task_slots), as for root tasks. The
 // scheduler hears that a task's inputs finished a round trip after the worker could start
 // it; a window of 4 tasks of 10 us ran dry in 40 us and was then refilled a task per round
-// trip (docs/scheduling.md, "Assign ahead").
+// trip (docs/assign-ahead.md).
 bool SchedulerState::has_ahead_room(const WorkerState* ws, const TaskState* ts) const {
   if (ws->removed) return false;
   double per_thread = options_.assign_ahead;

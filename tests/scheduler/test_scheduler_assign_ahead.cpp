@@ -105,7 +105,7 @@ TEST_CASE("assign ahead: inputs on two workers, or in memory elsewhere and runni
   CHECK(h.s.task_state("r") == S::processing);
 }
 
-// The stencil's lesson (docs/scheduling.md): a task sent ahead cannot be stolen, so a long one
+// The stencil's lesson (docs/assign-ahead.md): a task sent ahead cannot be stolen, so a long one
 // waits rather than queue behind a busy worker while another idles; a short one goes ahead
 // all the same (moving it would cost more than it runs).
 TEST_CASE("assign ahead: with another worker idle only a short task goes ahead",
