@@ -2,6 +2,8 @@
 // and scheduler-side queuing of root tasks by worker saturation.
 #include <taskwire/scheduler/scheduler_state.hpp>
 
+#include <taskwire/runtime/function_registry.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -36,9 +38,20 @@ int SchedulerState::task_slots(const WorkerState* ws, const TaskState* next) con
   return capacity - static_cast<int>(ws->processing.size());
 }
 
+namespace {
+/// What a part of a result (Client::getitem) is expected to take before one has reported:
+/// a copy of one element. With the default half second, the worker holding the whole looked
+/// busy after one part was placed there, and the next parts went to another worker, each
+/// fetching the whole for one element (Dask gives its split tasks 1 us the same way,
+/// distributed.scheduler.default-task-durations).
+constexpr double kItemTaskSeconds = 1e-5;
+}  // namespace
+
 double SchedulerState::expected_duration(FunctionName function) const {
   auto it = durations_.find(function.id());
-  return it != durations_.end() ? it->second : options_.default_task_duration;
+  if (it != durations_.end()) return it->second;
+  return runtime::detail::is_item_function(function) ? kItemTaskSeconds
+                                                     : options_.default_task_duration;
 }
 
 double SchedulerState::expected_duration(std::string_view function) const {

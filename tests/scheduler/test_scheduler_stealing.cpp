@@ -171,3 +171,22 @@ TEST_CASE("stealing: a task reading a part of a result stays where the whole is"
     CHECK(steals(h.add_worker("b")).size() == (function == "slow" ? 1u : 0u));
   }
 }
+
+TEST_CASE("placement: parts of a result go where the whole is and not to an idle worker",
+          "[scheduler][getitem]") {
+  // Before any part reported a duration, a part counted the default half second: the holder
+  // looked busy after one, and the next went to the idle worker to fetch the whole (3.2 MB,
+  // 32 ms at the default bandwidth) for one element. A plain function still spreads.
+  for (const std::string& function : {std::string("slow"), std::string("taskwire::getitem<v>")}) {
+    Harness h;
+    h.add_worker("a");
+    h.submit({task("whole")});
+    h.finish("whole", 3'200'000);
+    h.add_worker("b");
+    h.submit({task("p1", {"whole"}, function), task("p2", {"whole"}, function),
+              task("p3", {"whole"}, function), task("p4", {"whole"}, function)},
+             {"p1", "p2", "p3", "p4"});
+    INFO(function);
+    CHECK(h.s.processing("a").size() == (function == "slow" ? 2u : 4u));  // slow: half each
+  }
+}
