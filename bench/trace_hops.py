@@ -26,6 +26,10 @@ OPS = {1: "update_graph", 2: "release_keys", 20: "key_in_memory", 40: "register_
        45: "worker_closing", 62: "close_worker"}
 
 
+# A wait between tasks longer than this is one the summary counts apart, and --gap's default.
+LONG_WAIT_US = 20.0
+
+
 def load(directory):
     events = []
     for path in glob.glob(os.path.join(directory, "trace-*.txt")):
@@ -55,7 +59,7 @@ def summary(events):
         ends = [e[0] for e in mine if e[3] == "task_end"]
         busy = sum(b - a for a, b in zip(starts, ends))
         gaps = [s - e for e, s in zip(ends, starts[1:])]
-        long_gaps = [g for g in gaps if g > 20000]
+        long_gaps = [g for g in gaps if us(g) > LONG_WAIT_US]
         received, queued = {}, {}
         for e in mine:
             if e[3] in ("received", "queued"):
@@ -70,7 +74,8 @@ def summary(events):
                   f"{us(statistics.median(gaps)) if gaps else 0:.1f} us, 90th "
                   f"{us(sorted(gaps)[int(0.9 * len(gaps))]) if gaps else 0:.1f} us")
             print(f"  waiting between tasks {us(sum(gaps)) / 1000:.1f} ms in all, "
-                  f"{us(sum(long_gaps)) / 1000:.1f} ms of it in {len(long_gaps)} gaps over 20 us")
+                  f"{us(sum(long_gaps)) / 1000:.1f} ms of it in {len(long_gaps)} gaps over "
+                  f"{LONG_WAIT_US:g} us")
         if received:
             print("  received: " + ", ".join(f"{k} {v}" for k, v in sorted(received.items())))
         if queued:
@@ -121,8 +126,8 @@ def main():
     parser.add_argument("--gap", nargs=2, metavar=("RANK", "N"),
                         help="rank RANK's N-th (0-based) wait between tasks longer than "
                              "--min-us, with every rank's events during it")
-    parser.add_argument("--min-us", type=float, default=20.0,
-                        help="--gap: waits longer than this count (default 20)")
+    parser.add_argument("--min-us", type=float, default=LONG_WAIT_US,
+                        help=f"--gap: waits longer than this count (default {LONG_WAIT_US:g})")
     parser.add_argument("--before-us", type=float, default=100.0,
                         help="--gap: also show this much before the wait (default 100)")
     args = parser.parse_args()

@@ -47,17 +47,21 @@ namespace {
 constexpr double kItemTaskSeconds = 1e-5;
 }  // namespace
 
-double SchedulerState::expected_duration(FunctionName function) const {
-  auto it = durations_.find(function.id());
-  if (it != durations_.end()) return it->second;
+// Before a function reported a duration: the default, or kItemTaskSeconds for a part.
+double SchedulerState::unmeasured_duration(std::string_view function) const {
   return runtime::detail::is_item_function(function) ? kItemTaskSeconds
                                                      : options_.default_task_duration;
+}
+
+double SchedulerState::expected_duration(FunctionName function) const {
+  auto it = durations_.find(function.id());
+  return it != durations_.end() ? it->second : unmeasured_duration(function);
 }
 
 double SchedulerState::expected_duration(std::string_view function) const {
   auto it = function_names_.find(std::string(function));
   return it != function_names_.end() ? expected_duration(FunctionName(&*it))
-                                     : options_.default_task_duration;
+                                     : unmeasured_duration(function);
 }
 
 double SchedulerState::occupancy(const WorkerState* ws) const {

@@ -185,6 +185,9 @@ class SchedulerState {
   std::vector<UnrunnableInfo> unrunnable(std::size_t limit) const;
   /// Expected seconds for one call of `function`: the average of reported durations.
   double expected_duration(std::string_view function) const;
+  /// Before `function` reported a duration: SchedulerOptions::default_task_duration, or a
+  /// few microseconds for a part of a result (Client::getitem).
+  double unmeasured_duration(std::string_view function) const;
   double expected_duration(FunctionName function) const;
   /// The transitions of `key` still in the log, oldest first.
   std::vector<TransitionRecord> story(std::string_view key) const;

@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
     rc = mpi::run_cluster(env, launch, mpi::Layout{0, 1}, [&](Client& client) {
       fmt::print("taskwire-taskbench: backend {}, {} workers x {} thread(s)\n",
                  mpi::to_string(options.transport), env.size() - 2, options.nthreads);
-      ok = taskbench::run_graphs(client, app, {options.runs, options.window_tasks, options.pin_points});
+      ok = taskbench::run_graphs(client, app,
+                                 {options.runs, options.window_tasks, options.pin_points});
     });
   } catch (const std::exception& e) {
     fmt::print(stderr, "taskwire-taskbench: rank {}: {}\n", env.rank(), e.what());

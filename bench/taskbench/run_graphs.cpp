@@ -122,7 +122,8 @@ class Execution {
       std::vector<Argument> added(g.max_width);
       for (long p = offset; p < offset + width; ++p) {
         TaskDescription task{.function = kPointFunction};
-        if (!owners_.empty()) task.options.workers = {owners_[static_cast<std::size_t>(p) % owners_.size()]};
+        if (!owners_.empty())
+          task.options.workers = {owners_[static_cast<std::size_t>(p) % owners_.size()]};
         task.args.push_back(runtime::to_frame(std::vector<std::int64_t>{g.graph_index, t, p}));
         for (auto [first, last] : deps[p])
           for (long dep = std::max(first, last_offset); dep <= std::min(last, last_end - 1); ++dep)

@@ -15,8 +15,9 @@ namespace taskwire::comm::mpi {
 struct PollPolicy {
   /// Keep polling this long after progress (0 when the host has fewer cores than ranks).
   std::chrono::microseconds spin_after_progress{0};
-  /// Then poll and yield this long after progress, while the host has a free core.
-  std::chrono::microseconds yield_after_progress{50};
+  /// Then poll and yield this long after progress, while the host has a free core
+  /// (MpiPollConfig's default: one value, documented there).
+  std::chrono::microseconds yield_after_progress{runtime::MpiPollConfig{}.yield_after_progress};
   /// Timed sleep while sends are in flight; the backoff's longest sleep without wake-ups
   /// (before deep_idle_after).
   std::chrono::microseconds sleep_cap{1000};
